@@ -1,0 +1,18 @@
+import { ChannelMessage } from "./channel-message.js";
+import { ControlMessage } from "./control-message.js";
+import { DeadLetter } from "./dead-letter.js";
+import { LogEntry } from "./log-entry.js";
+import { OutboundEvent } from "./outbound-event.js";
+
+/** The schemas published as JSON Schema files under docs/schemas, by file name. */
+export const PUBLISHED_SCHEMAS = {
+  "channel-message.schema.json": ChannelMessage,
+  "outbound-event.schema.json": OutboundEvent,
+  "control-message.schema.json": ControlMessage,
+  "dead-letter.schema.json": DeadLetter,
+  "log-entry.schema.json": LogEntry,
+} as const;
+
+export function renderJsonSchema(schema: object): string {
+  return `${JSON.stringify({ $schema: "https://json-schema.org/draft/2020-12/schema", ...schema }, null, 2)}\n`;
+}

@@ -1,0 +1,165 @@
+import Type, { type Static } from "typebox";
+
+const Loose = { additionalProperties: true } as const;
+
+/** A pi-ai message (user, assistant or toolResult) as JSON. */
+export const JsonMessage = Type.Object({ role: Type.String() }, Loose);
+
+export const Usage = Type.Object(
+  {
+    input: Type.Integer({ minimum: 0 }),
+    output: Type.Integer({ minimum: 0 }),
+    cacheRead: Type.Integer({ minimum: 0 }),
+    cacheWrite: Type.Integer({ minimum: 0 }),
+    totalTokens: Type.Integer({ minimum: 0 }),
+    cost: Type.Object(
+      { input: Type.Number(), output: Type.Number(), cacheRead: Type.Number(), cacheWrite: Type.Number(), total: Type.Number() },
+      { additionalProperties: false },
+    ),
+    contextTokens: Type.Optional(Type.Integer({ minimum: 0, description: "Context in use after the run" })),
+    contextWindow: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+export type Usage = Static<typeof Usage>;
+
+const Trigger = Type.Object(
+  {
+    messageId: Type.String(),
+    senderId: Type.String(),
+    username: Type.String(),
+    text: Type.String(),
+  },
+  { additionalProperties: false },
+);
+
+// Run lifecycle, emitted by the runner around each agent run.
+export const RunQueued = Type.Object(
+  { type: Type.Literal("run_queued"), trigger: Trigger, position: Type.Integer({ minimum: 1 }) },
+  { additionalProperties: false },
+);
+export const RunStarted = Type.Object(
+  { type: Type.Literal("run_started"), trigger: Trigger, replyTo: Type.Optional(Type.String()), model: Type.String() },
+  { additionalProperties: false },
+);
+export const StopReason = Type.Union([
+  Type.Literal("stop"),
+  Type.Literal("length"),
+  Type.Literal("toolUse"),
+  Type.Literal("aborted"),
+  Type.Literal("error"),
+]);
+export type StopReason = Static<typeof StopReason>;
+export const RunEnded = Type.Object(
+  {
+    type: Type.Literal("run_ended"),
+    stopReason: StopReason,
+    errorMessage: Type.Optional(Type.String()),
+    finalText: Type.String({ description: "The answer to post: the last assistant text of the run (may be empty)" }),
+    replyTo: Type.Optional(Type.String()),
+    usage: Usage,
+    durationMs: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+// AgentSessionEvents made JSON-safe: large or cyclic fields are dropped or summarised so that
+// every event fits in one NATS message (see docs/outbound-events.md).
+export const AgentStart = Type.Object({ type: Type.Literal("agent_start") }, Loose);
+export const AgentEnd = Type.Object({ type: Type.Literal("agent_end") }, Loose);
+export const TurnStart = Type.Object({ type: Type.Literal("turn_start") }, Loose);
+export const TurnEnd = Type.Object({ type: Type.Literal("turn_end") }, Loose);
+export const MessageStart = Type.Object({ type: Type.Literal("message_start"), message: JsonMessage }, Loose);
+export const MessageUpdate = Type.Object(
+  {
+    type: Type.Literal("message_update"),
+    assistantMessageEvent: Type.Object({ type: Type.String(), contentIndex: Type.Optional(Type.Integer()), delta: Type.Optional(Type.String()) }, Loose),
+  },
+  Loose,
+);
+export const MessageEnd = Type.Object({ type: Type.Literal("message_end"), message: JsonMessage }, Loose);
+export const ToolExecutionStart = Type.Object(
+  {
+    type: Type.Literal("tool_execution_start"),
+    toolCallId: Type.String(),
+    toolName: Type.String(),
+    label: Type.String({ description: "Short human description of what the tool does now" }),
+    args: Type.Unknown(),
+  },
+  Loose,
+);
+export const ToolExecutionUpdate = Type.Object(
+  { type: Type.Literal("tool_execution_update"), toolCallId: Type.String(), toolName: Type.String(), partialText: Type.String() },
+  Loose,
+);
+export const ToolExecutionEnd = Type.Object(
+  {
+    type: Type.Literal("tool_execution_end"),
+    toolCallId: Type.String(),
+    toolName: Type.String(),
+    label: Type.String(),
+    isError: Type.Boolean(),
+    resultText: Type.String({ description: "Text content of the result, capped" }),
+    durationMs: Type.Integer({ minimum: 0 }),
+  },
+  Loose,
+);
+export const QueueUpdate = Type.Object(
+  { type: Type.Literal("queue_update"), steering: Type.Array(Type.String()), followUp: Type.Array(Type.String()) },
+  Loose,
+);
+const CompactionReason = Type.Union([Type.Literal("manual"), Type.Literal("threshold"), Type.Literal("overflow")]);
+export const CompactionStart = Type.Object({ type: Type.Literal("compaction_start"), reason: CompactionReason }, Loose);
+export const CompactionEnd = Type.Object(
+  {
+    type: Type.Literal("compaction_end"),
+    reason: CompactionReason,
+    aborted: Type.Boolean(),
+    willRetry: Type.Boolean(),
+    errorMessage: Type.Optional(Type.String()),
+  },
+  Loose,
+);
+export const AutoRetryStart = Type.Object(
+  { type: Type.Literal("auto_retry_start"), attempt: Type.Integer(), maxAttempts: Type.Integer(), delayMs: Type.Number(), errorMessage: Type.String() },
+  Loose,
+);
+export const AutoRetryEnd = Type.Object(
+  { type: Type.Literal("auto_retry_end"), success: Type.Boolean(), attempt: Type.Integer(), finalError: Type.Optional(Type.String()) },
+  Loose,
+);
+
+export const SessionEvent = Type.Union([
+  AgentStart,
+  AgentEnd,
+  TurnStart,
+  TurnEnd,
+  MessageStart,
+  MessageUpdate,
+  MessageEnd,
+  ToolExecutionStart,
+  ToolExecutionUpdate,
+  ToolExecutionEnd,
+  QueueUpdate,
+  CompactionStart,
+  CompactionEnd,
+  AutoRetryStart,
+  AutoRetryEnd,
+]);
+export type SessionEvent = Static<typeof SessionEvent>;
+
+export const OutboundEventBody = Type.Union([RunQueued, RunStarted, RunEnded, SessionEvent]);
+export type OutboundEventBody = Static<typeof OutboundEventBody>;
+
+/** Published by the runner on `mom.out.<adapter>.<channel>`; Nats-Msg-Id is `<runId>:<seq>`. */
+export const OutboundEvent = Type.Object(
+  {
+    runId: Type.String({ minLength: 1 }),
+    seq: Type.Integer({ minimum: 0, description: "Position of the event within its run, from 0" }),
+    ts: Type.String({ format: "date-time" }),
+    event: OutboundEventBody,
+  },
+  { additionalProperties: false, $id: "OutboundEvent" },
+);
+export type OutboundEvent = Static<typeof OutboundEvent>;
+export type OutboundEventType = OutboundEventBody["type"];

@@ -1,0 +1,35 @@
+import type { TSchema, Static } from "typebox";
+import { Compile } from "typebox/compile";
+
+export type Validation<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+export interface Validator<S extends TSchema> {
+  check(value: unknown): Validation<Static<S>>;
+}
+
+/** Compiles a schema once; failures come back as one readable line naming the JSON paths at fault. */
+export function validator<S extends TSchema>(schema: S): Validator<S> {
+  const compiled = Compile(schema);
+  return {
+    check(value) {
+      if (compiled.Check(value)) return { ok: true, value: value as Static<S> };
+      const errors = [...compiled.Errors(value)].slice(0, 5);
+      const reason = errors
+        .map((e) => `${e.instancePath === "" ? "/" : e.instancePath}: ${e.message}`)
+        .filter((line, i, all) => all.indexOf(line) === i)
+        .join("; ");
+      return { ok: false, reason: reason || "does not match schema" };
+    },
+  };
+}
+
+/** Parses a JSON payload and validates it; both failure kinds yield a reason string. */
+export function parsePayload<S extends TSchema>(v: Validator<S>, data: Uint8Array | string): Validation<Static<S>> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data));
+  } catch (err) {
+    return { ok: false, reason: `invalid JSON: ${(err as Error).message}` };
+  }
+  return v.check(parsed);
+}

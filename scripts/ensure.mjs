@@ -1,0 +1,23 @@
+// Makes a fresh clone runnable: installs npm dependencies when missing and builds the TypeScript
+// project references. Uses nothing but Node's standard library so it runs before `npm install`.
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+function run(cmd, args) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+  if (r.status !== 0) {
+    console.error(`mom: \`${cmd} ${args.join(" ")}\` failed (exit ${r.status ?? r.signal})`);
+    process.exit(r.status ?? 1);
+  }
+}
+
+if (!existsSync(join(root, "node_modules/.package-lock.json"))) {
+  console.error("mom: installing npm dependencies…");
+  // `npm ci` rejects lockfiles made without every platform's optional binaries; install keeps it.
+  run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"]);
+}
+run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-b", "tsconfig.json"]);
