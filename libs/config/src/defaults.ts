@@ -1,0 +1,31 @@
+import type { MomConfig, MomConfigFile } from "./schema.js";
+
+/** A fresh copy each call, so one service mutating its config cannot leak into another's. */
+export function defaultConfig(): MomConfig {
+  return {
+    model: "anthropic/claude-sonnet-4-5",
+    thinkingLevel: "off",
+    nats: { url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 168, duplicateWindowSeconds: 120 } },
+    adapters: { cli: { type: "cli" } },
+    sandbox: { type: "host" },
+    runner: { idleEvictMinutes: 30, maxConcurrentRuns: 16, runTimeoutMinutes: 30 },
+    log: { level: "info" },
+  };
+}
+
+/**
+ * Objects with fixed keys merge key by key; `adapters` and `sandbox` are replaced whole, because
+ * declaring any adapter means "these adapters", not "these plus the default cli".
+ */
+export function withDefaults(file: MomConfigFile): MomConfig {
+  const d = defaultConfig();
+  return {
+    model: file.model ?? d.model,
+    thinkingLevel: file.thinkingLevel ?? d.thinkingLevel,
+    nats: { ...d.nats, ...file.nats, streams: { ...d.nats.streams, ...file.nats?.streams } },
+    adapters: file.adapters ?? d.adapters,
+    sandbox: file.sandbox ?? d.sandbox,
+    runner: { ...d.runner, ...file.runner },
+    log: { ...d.log, ...file.log },
+  };
+}

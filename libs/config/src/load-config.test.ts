@@ -1,0 +1,188 @@
+import { describe, expect, it, beforeEach, afterEach } from "@jest/globals";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, defaultConfig, loadConfig } from "./index.js";
+
+let dataDir: string;
+let file: string;
+beforeEach(() => {
+  dataDir = mkdtempSync(join(tmpdir(), "mom-config-"));
+  file = join(dataDir, "config.json");
+});
+afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
+
+function errorFor(text: string, env: NodeJS.ProcessEnv = {}): ConfigError {
+  writeFileSync(file, text);
+  try {
+    loadConfig(dataDir, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error(`expected ${text} to be rejected`);
+}
+
+describe("loadConfig", () => {
+  it("gives defaults and data paths for a fresh data dir", () => {
+    const { config, paths } = loadConfig(dataDir, {});
+    expect(config).toEqual(defaultConfig());
+    expect(config.model).toBe("anthropic/claude-sonnet-4-5");
+    expect(config.adapters).toEqual({ cli: { type: "cli" } });
+    expect(paths).toEqual({
+      dataDir,
+      configFile: file,
+      modelsFile: join(dataDir, "models.json"),
+      authFile: join(dataDir, "auth.json"),
+      workspaceDir: join(dataDir, "workspace"),
+    });
+  });
+
+  it("reads a full valid file", () => {
+    const full = {
+      model: "openrouter/meta/llama-3",
+      thinkingLevel: "high",
+      nats: { url: "nats://nats:4222", namespace: "mom-test", streams: { maxAgeHours: 24, duplicateWindowSeconds: 60 } },
+      adapters: { cli: { type: "cli", admins: ["alice"], dm: ["alice", "bob"] }, "cli-2": { type: "cli", dm: "none" } },
+      sandbox: { type: "host" },
+      runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10 },
+      log: { level: "debug" },
+    };
+    writeFileSync(file, JSON.stringify(full, null, 2));
+    expect(loadConfig(dataDir, {}).config).toEqual(full);
+  });
+
+  it("fills defaults key by key inside sections but replaces adapters whole", () => {
+    writeFileSync(file, JSON.stringify({ nats: { streams: { maxAgeHours: 1 } }, runner: { maxConcurrentRuns: 4 }, adapters: { term: { type: "cli" } } }));
+    const { config } = loadConfig(dataDir, {});
+    expect(config.nats).toEqual({ url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 1, duplicateWindowSeconds: 120 } });
+    expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30 });
+    expect(config.adapters).toEqual({ term: { type: "cli" } });
+  });
+
+  it("accepts a byte-order mark", () => {
+    writeFileSync(file, "\ufeff{\"log\": {\"level\": \"warn\"}}");
+    expect(loadConfig(dataDir, {}).config.log.level).toBe("warn");
+  });
+});
+
+describe("ConfigError messages name file, path and expectation", () => {
+  it("JSON syntax: line and column", () => {
+    const err = errorFor('{\n  "model": "a/b",\n  "runner": }\n');
+    expect(err.message).toBe(`${file}: invalid JSON at line 3, column 13: unexpected "}", expected a value`);
+  });
+
+  it("JSON syntax: trailing comma and empty file", () => {
+    expect(errorFor('{"log": {"level": "info"},\n}').message).toContain("line 2, column 1: unexpected \"}\" after \",\": trailing commas");
+    expect(errorFor("").message).toContain("line 1, column 1: unexpected end of input");
+  });
+
+  it("wrong type", () => {
+    const err = errorFor(JSON.stringify({ runner: { maxConcurrentRuns: "lots" } }));
+    expect(err.message).toBe(`${file}: /runner/maxConcurrentRuns: expected integer >= 1, got "lots"`);
+    expect(err.issues).toEqual([{ path: "/runner/maxConcurrentRuns", message: 'expected integer >= 1, got "lots"' }]);
+    expect(errorFor(JSON.stringify({ runner: { idleEvictMinutes: 1.5 } })).message).toContain("/runner/idleEvictMinutes: expected integer >= 1, got 1.5");
+    expect(errorFor(JSON.stringify({ nats: "nats://x" })).message).toBe(`${file}: /nats: expected object, got "nats://x"`);
+    expect(errorFor("[]").message).toBe(`${file}: /: expected object, got an array`);
+  });
+
+  it("unknown key, with a hint for near misses", () => {
+    expect(errorFor(JSON.stringify({ runner: { maxConcurentRuns: 3 } })).message).toBe(
+      `${file}: /runner/maxConcurentRuns: unknown key "maxConcurentRuns" (did you mean "maxConcurrentRuns"?); ` +
+        'allowed keys: "idleEvictMinutes", "maxConcurrentRuns", "runTimeoutMinutes"',
+    );
+    expect(errorFor(JSON.stringify({ foo: 1 })).message).toMatch(new RegExp(`^${escape(file)}: /foo: unknown key "foo"; allowed keys: "model", `));
+    expect(errorFor(JSON.stringify({ adapters: { cli: { type: "cli", admin: ["a"] } } })).message).toContain(
+      '/adapters/cli/admin: unknown key "admin" (did you mean "admins"?)',
+    );
+  });
+
+  it("bad model", () => {
+    expect(errorFor(JSON.stringify({ model: "claude-sonnet" })).message).toBe(
+      `${file}: /model: expected "<provider>/<modelId>", e.g. "anthropic/claude-sonnet-4-5", got "claude-sonnet"`,
+    );
+    expect(errorFor(JSON.stringify({ model: "anthropic/" })).message).toContain('/model: expected "<provider>/<modelId>"');
+  });
+
+  it("bad adapter name and bad adapter type", () => {
+    expect(errorFor(JSON.stringify({ adapters: { Slack_Acme: { type: "cli" } } })).message).toBe(
+      `${file}: /adapters/Slack_Acme: invalid adapter name "Slack_Acme": expected lower-case letters, digits and '-' ([a-z0-9-]+)`,
+    );
+    expect(errorFor(JSON.stringify({ adapters: { acme: { type: "irc" } } })).message).toBe(
+      `${file}: /adapters/acme/type: expected one of "cli", got "irc"`,
+    );
+    expect(errorFor(JSON.stringify({ adapters: { acme: {} } })).message).toContain('/adapters/acme/type: missing required key "type"');
+    expect(errorFor(JSON.stringify({ adapters: { acme: { type: "cli", dm: "some" } } })).message).toContain(
+      '/adapters/acme/dm: expected "everyone", "none" or an array of user ids, got "some"',
+    );
+    expect(errorFor(JSON.stringify({ adapters: { acme: { type: "cli", dm: ["ok", ""] } } })).message).toContain(
+      '/adapters/acme/dm/1: expected non-empty string, got ""',
+    );
+  });
+
+  it("bad enum", () => {
+    expect(errorFor(JSON.stringify({ thinkingLevel: "max" })).message).toBe(
+      `${file}: /thinkingLevel: expected one of "off", "minimal", "low", "medium", "high", "xhigh", got "max"`,
+    );
+    expect(errorFor(JSON.stringify({ log: { level: "verbose" } })).message).toContain('/log/level: expected one of "fatal", "error"');
+    expect(errorFor(JSON.stringify({ sandbox: { type: "docker" } })).message).toContain('/sandbox/type: expected one of "host", got "docker"');
+  });
+
+  it("bad NATS url and namespace", () => {
+    expect(errorFor(JSON.stringify({ nats: { url: "http://x:4222" } })).message).toBe(
+      `${file}: /nats/url: expected a NATS server URL like nats://127.0.0.1:4222 (comma-separated for several), got "http://x:4222"`,
+    );
+    expect(errorFor(JSON.stringify({ nats: { namespace: "Mom.prod" } })).message).toContain("/nats/namespace: expected a lower-case name");
+  });
+
+  it("reports every problem, one line each", () => {
+    const err = errorFor(JSON.stringify({ model: "x", runner: { maxConcurrentRuns: 0 } }));
+    expect(err.message.split("\n")).toEqual([
+      `${file}: /model: expected "<provider>/<modelId>", e.g. "anthropic/claude-sonnet-4-5", got "x"`,
+      `${file}: /runner/maxConcurrentRuns: expected integer >= 1, got 0`,
+    ]);
+  });
+
+  it("an unreadable file", () => {
+    mkdirSync(file);
+    expect(() => loadConfig(dataDir, {})).toThrow(`${file}: cannot read: EISDIR`);
+  });
+
+  it("a bad NATS url is listed with the schema problems", () => {
+    const err = errorFor(JSON.stringify({ nats: { url: "http://x" }, runner: { maxConcurrentRuns: 0 } }));
+    expect(err.issues.map((i) => i.path)).toEqual(["/runner/maxConcurrentRuns", "/nats/url"]);
+  });
+
+  it("names the file the way the caller spelt the data dir", () => {
+    writeFileSync(file, "{");
+    const relative = join(dataDir, "..", dataDir.split("/").pop()!);
+    expect(() => loadConfig(relative, {})).toThrow(`${join(relative, "config.json")}: invalid JSON at line 1, column 2`);
+  });
+});
+
+describe("env overrides", () => {
+  it("MOM_MODEL and NATS_URL win over the file", () => {
+    writeFileSync(file, JSON.stringify({ model: "anthropic/claude-haiku-4-5", nats: { url: "nats://file:4222" } }));
+    const { config } = loadConfig(dataDir, { MOM_MODEL: "openai/gpt-5", NATS_URL: "nats://env-a:4222,nats://env-b:4222" });
+    expect(config.model).toBe("openai/gpt-5");
+    expect(config.nats.url).toBe("nats://env-a:4222,nats://env-b:4222");
+  });
+
+  it("treats empty variables as unset", () => {
+    expect(loadConfig(dataDir, { MOM_MODEL: "", NATS_URL: "" }).config).toEqual(defaultConfig());
+  });
+
+  it("rejects bad values naming the variable", () => {
+    expect(() => loadConfig(dataDir, { MOM_MODEL: "gpt-5" })).toThrow(
+      'env MOM_MODEL: expected "<provider>/<modelId>", e.g. "anthropic/claude-sonnet-4-5", got "gpt-5"',
+    );
+    expect(() => loadConfig(dataDir, { NATS_URL: "http://localhost:4222" })).toThrow(
+      'env NATS_URL: expected a NATS server URL like nats://127.0.0.1:4222 (comma-separated for several), got "http://localhost:4222"',
+    );
+    expect(() => loadConfig(dataDir, { NATS_URL: "nats://a:4222,,nats://b:4222" })).toThrow(ConfigError);
+  });
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}

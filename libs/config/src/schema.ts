@@ -1,0 +1,116 @@
+import Type, { type Static } from "typebox";
+import { ADAPTER_NAME_PATTERN } from "@mom/contracts";
+import { MODEL_REF_PATTERN } from "./model-ref.js";
+
+// `expected` is our own annotation: the phrase error messages use instead of a raw regex.
+// Every object is closed (additionalProperties: false) so a misspelt key is an error, not a no-op.
+const closed = { additionalProperties: false } as const;
+const positiveInt = (description: string) => Type.Integer({ minimum: 1, description });
+
+export const ThinkingLevel = Type.Union([
+  Type.Literal("off"),
+  Type.Literal("minimal"),
+  Type.Literal("low"),
+  Type.Literal("medium"),
+  Type.Literal("high"),
+  Type.Literal("xhigh"),
+]);
+export type ThinkingLevel = Static<typeof ThinkingLevel>;
+
+export const LogLevel = Type.Union([
+  Type.Literal("fatal"),
+  Type.Literal("error"),
+  Type.Literal("warn"),
+  Type.Literal("info"),
+  Type.Literal("debug"),
+  Type.Literal("trace"),
+  Type.Literal("silent"),
+]);
+export type LogLevel = Static<typeof LogLevel>;
+
+export const StreamsConfig = Type.Object(
+  {
+    maxAgeHours: positiveInt("How long JetStream keeps messages"),
+    duplicateWindowSeconds: positiveInt("Window in which a repeated Nats-Msg-Id is dropped"),
+  },
+  closed,
+);
+
+export const NatsConfig = Type.Object(
+  {
+    url: Type.String({ minLength: 1, expected: "a NATS server URL like nats://127.0.0.1:4222", description: "env NATS_URL overrides" }),
+    namespace: Type.String({
+      pattern: "^[a-z][a-z0-9-]*$",
+      expected: "a lower-case name like mom (letters, digits, '-'; starts with a letter)",
+      description: "Prefix of every subject and stream; lets several deployments share one NATS",
+    }),
+    streams: StreamsConfig,
+  },
+  closed,
+);
+
+const userIds = Type.Array(Type.String({ minLength: 1 }), { expected: "an array of user ids" });
+// Access control shared by every adapter type.
+const adapterAccess = {
+  admins: Type.Optional(userIds),
+  dm: Type.Optional(
+    Type.Union([Type.Literal("everyone"), Type.Literal("none"), userIds], {
+      expected: '"everyone", "none" or an array of user ids',
+    }),
+  ),
+};
+
+export const CliAdapterConfig = Type.Object({ type: Type.Literal("cli"), ...adapterAccess }, closed);
+export type CliAdapterConfig = Static<typeof CliAdapterConfig>;
+
+/** Discriminated by `type`; slack, discord and telegram join as further members. */
+export const AdapterConfig = Type.Union([CliAdapterConfig]);
+export type AdapterConfig = Static<typeof AdapterConfig>;
+
+/** Discriminated by `type`; bwrap and docker join as further members. */
+export const SandboxConfig = Type.Union([Type.Object({ type: Type.Literal("host") }, closed)]);
+export type SandboxConfig = Static<typeof SandboxConfig>;
+
+export const RunnerConfig = Type.Object(
+  {
+    idleEvictMinutes: positiveInt("Idle time after which a channel's agent session is unloaded"),
+    maxConcurrentRuns: positiveInt("Runs one runner replica executes at once"),
+    runTimeoutMinutes: positiveInt("A run still going after this long is aborted"),
+  },
+  closed,
+);
+
+export const LogConfig = Type.Object({ level: LogLevel }, closed);
+
+const adapters = Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN.source }), AdapterConfig, {
+  ...closed,
+  keyName: "adapter name",
+  keyExpected: "lower-case letters, digits and '-' ([a-z0-9-]+)",
+});
+
+/** The configuration services see: every default filled in. */
+export const MomConfig = Type.Object(
+  {
+    model: Type.String({ pattern: MODEL_REF_PATTERN, expected: '"<provider>/<modelId>", e.g. "anthropic/claude-sonnet-4-5"' }),
+    thinkingLevel: ThinkingLevel,
+    nats: NatsConfig,
+    adapters,
+    sandbox: SandboxConfig,
+    runner: RunnerConfig,
+    log: LogConfig,
+  },
+  closed,
+);
+export type MomConfig = Static<typeof MomConfig>;
+
+/** What `data/config.json` may contain: the same shape with every default-bearing key optional. */
+export const MomConfigFile = Type.Partial(
+  Type.Object({
+    ...MomConfig.properties,
+    nats: Type.Partial(Type.Object({ ...NatsConfig.properties, streams: Type.Partial(StreamsConfig, closed) }), closed),
+    runner: Type.Partial(RunnerConfig, closed),
+    log: Type.Partial(LogConfig, closed),
+  }),
+  closed,
+);
+export type MomConfigFile = Static<typeof MomConfigFile>;

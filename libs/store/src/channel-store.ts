@@ -1,0 +1,126 @@
+import { mkdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { qualifiedChannelId, type ChannelRef, type LogEntry } from "@mom/contracts";
+import { appendLine } from "./append-line.js";
+import { logEntryValidator, parseLogLines, type SkippedLine } from "./log-lines.js";
+
+export interface ReadLogOptions {
+  /** Only entries after the entry with this id; when the id is not in the log, every entry. */
+  afterId?: string;
+  /** At most this many entries, oldest first, so repeated calls with `afterId` page forward. */
+  limit?: number;
+}
+
+export interface ReadLogResult {
+  entries: LogEntry[];
+  skipped: SkippedLine[];
+  /** False when `afterId` was given but is not in the log (the cursor is stale). */
+  afterIdFound?: boolean;
+}
+
+/**
+ * One channel's files. The runner that owns the channel is its only writer (see docs), so the
+ * id set kept here is authoritative for deduplication; within a process, appends are serialised.
+ */
+export class ChannelStore {
+  readonly logFile: string;
+  readonly contextFile: string;
+  readonly memoryFile: string;
+  readonly receiptsFile: string;
+  readonly attachmentsDir: string;
+  readonly scratchDir: string;
+  readonly skillsDir: string;
+
+  private queue: Promise<unknown> = Promise.resolve();
+  private ids?: Set<string>;
+  private dirsReady?: Promise<void>;
+
+  constructor(
+    readonly ref: ChannelRef,
+    readonly dir: string,
+    /** workspace/MEMORY.md, shared by every channel. */
+    readonly globalMemoryFile: string,
+  ) {
+    this.logFile = join(dir, "log.jsonl");
+    this.contextFile = join(dir, "context.jsonl");
+    this.memoryFile = join(dir, "MEMORY.md");
+    this.receiptsFile = join(dir, "receipts.jsonl");
+    this.attachmentsDir = join(dir, "attachments");
+    this.scratchDir = join(dir, "scratch");
+    this.skillsDir = join(dir, "skills");
+  }
+
+  get qualifiedId(): string {
+    return qualifiedChannelId(this.ref);
+  }
+
+  /** Creates the channel directory tree once; appendLog calls it, others may too. */
+  ensureDirs(): Promise<void> {
+    if (!this.dirsReady) {
+      this.dirsReady = (async () => {
+        for (const d of [this.attachmentsDir, this.skillsDir, this.scratchDir]) await mkdir(d, { recursive: true });
+      })();
+      // A failed mkdir (e.g. permissions fixed meanwhile) must be retried next time, not cached.
+      this.dirsReady.catch(() => (this.dirsReady = undefined));
+    }
+    return this.dirsReady;
+  }
+
+  /**
+   * Appends the entry unless an entry with its id is already logged, so a redelivered bus
+   * message is harmless. Resolves true when written, false for a duplicate.
+   */
+  appendLog(entry: LogEntry): Promise<boolean> {
+    const check = logEntryValidator.check(entry);
+    if (!check.ok) return Promise.reject(new Error(`invalid log entry for ${this.qualifiedId}: ${check.reason}`));
+    return this.serialise(async () => {
+      const ids = await this.loggedIds();
+      if (ids.has(entry.id)) return false;
+      await this.ensureDirs();
+      await appendLine(this.logFile, JSON.stringify(entry));
+      ids.add(entry.id);
+      return true;
+    });
+  }
+
+  /** Queued behind pending appends, so it sees each of them whole and never a half-written line. */
+  readLog(opts: ReadLogOptions = {}): Promise<ReadLogResult> {
+    return this.serialise(async () => select(parseLogLines(await readOrEmpty(this.logFile)), opts));
+  }
+
+  /** Global and channel MEMORY.md; a missing file is an empty memory. */
+  async readMemory(): Promise<{ global: string; channel: string }> {
+    const [global, channel] = await Promise.all([readOrEmpty(this.globalMemoryFile), readOrEmpty(this.memoryFile)]);
+    return { global, channel };
+  }
+
+  private serialise<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(task);
+    // One failed append must not wedge the channel: the next one still runs.
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  // Loaded on first append: only intact entries count, so an entry whose line was torn by a
+  // crash is written again when its message is redelivered.
+  private async loggedIds(): Promise<Set<string>> {
+    this.ids ??= new Set(parseLogLines(await readOrEmpty(this.logFile)).entries.map((e) => e.id));
+    return this.ids;
+  }
+}
+
+function select(all: { entries: LogEntry[]; skipped: SkippedLine[] }, opts: ReadLogOptions): ReadLogResult {
+  const at = opts.afterId === undefined ? -1 : all.entries.findIndex((e) => e.id === opts.afterId);
+  const end = opts.limit === undefined ? undefined : at + 1 + Math.max(0, opts.limit);
+  const entries = all.entries.slice(at + 1, end);
+  return opts.afterId === undefined ? { entries, skipped: all.skipped } : { entries, skipped: all.skipped, afterIdFound: at >= 0 };
+}
+
+async function readOrEmpty(file: string): Promise<string> {
+  try {
+    return await readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return "";
+    throw err;
+  }
+}

@@ -1,0 +1,2 @@
+export * from "./nats-server.js";
+export * from "./fake-llm.js";

@@ -1,0 +1,6 @@
+export * from "./channel-worker.js";
+export * from "./runner-options.js";
+export * from "./runner.module.js";
+export * from "./runner.service.js";
+export * from "./start-runner.js";
+export * from "./stop-command.js";

@@ -1,0 +1,15 @@
+import { type DynamicModule, Module } from "@nestjs/common";
+import { BusModule, type BusOptions } from "@mom/bus";
+import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
+import { RunnerService } from "./runner.service.js";
+
+@Module({})
+export class RunnerModule {
+  static forRoot(opts: RunnerOptions, bus: BusOptions): DynamicModule {
+    return {
+      module: RunnerModule,
+      imports: [BusModule.forRoot(bus)],
+      providers: [{ provide: RUNNER_OPTIONS, useValue: opts }, RunnerService],
+    };
+  }
+}

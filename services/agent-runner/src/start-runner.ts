@@ -1,0 +1,31 @@
+import "reflect-metadata";
+import { NestFactory } from "@nestjs/core";
+import { resolveModel } from "@mom/agent";
+import type { BusOptions } from "@mom/bus";
+import { parseModelRef, type LoadedConfig } from "@mom/config";
+import type { Logger } from "pino";
+import { RunnerModule } from "./runner.module.js";
+
+export interface StartRunnerOptions {
+  loaded: LoadedConfig;
+  bus: BusOptions;
+  logger: Logger;
+  durable?: string;
+}
+
+export interface RunningService {
+  close(): Promise<void>;
+}
+
+/** Boots the agent runner as a Nest application context (no HTTP); ready when this resolves. */
+export async function startRunner(o: StartRunnerOptions): Promise<RunningService> {
+  const { provider, modelId } = parseModelRef(o.loaded.config.model);
+  // Fails fast with an operator-readable ModelSetupError before anything connects.
+  const resolved = resolveModel(provider, modelId, o.loaded.paths);
+  const app = await NestFactory.createApplicationContext(
+    RunnerModule.forRoot({ loaded: o.loaded, resolved, logger: o.logger, durable: o.durable }, o.bus),
+    { logger: false, abortOnError: false },
+  );
+  await app.init();
+  return { close: () => app.close() };
+}

@@ -1,0 +1,113 @@
+import { startRunner } from "@mom/agent-runner";
+import { type LoadedConfig, createLogger, loadConfig } from "@mom/config";
+import { startCliIngress } from "@mom/ingress-cli";
+import { mkdirSync, openSync } from "node:fs";
+import { userInfo } from "node:os";
+import { join } from "node:path";
+import { busOptions } from "./bus-options.js";
+import { startLocalNats } from "./local-nats.js";
+import { explicitNatsUrl } from "./nats-target.js";
+
+type Closer = () => Promise<void>;
+
+/** Closes everything in reverse order on SIGINT/SIGTERM (or when `done` fires) and exits. */
+function shutdownOn(closers: Closer[], done?: Promise<void>): Promise<never> {
+  return new Promise<never>(() => {
+    let closing = false;
+    const close = async (code: number) => {
+      if (closing) return;
+      closing = true;
+      for (const c of [...closers].reverse()) await c().catch((err) => process.stderr.write(`mom: shutdown: ${(err as Error).message}\n`));
+      process.exit(code);
+    };
+    process.once("SIGINT", () => void close(130));
+    process.once("SIGTERM", () => void close(0));
+    void done?.then(() => close(0));
+  });
+}
+
+function cliAdapterName(loaded: LoadedConfig): string {
+  const entry = Object.entries(loaded.config.adapters).find(([, a]) => a.type === "cli");
+  return entry?.[0] ?? "cli";
+}
+
+/** `mom up`: NATS (own or given), runner and terminal chat in one process; logs go to a file. */
+export async function up(dataDir: string): Promise<never> {
+  const loaded = loadConfig(dataDir);
+  mkdirSync(join(loaded.paths.dataDir, "logs"), { recursive: true });
+  const logFile = join(loaded.paths.dataDir, "logs", "mom.log");
+  const logger = createLogger("mom", { level: loaded.config.log.level, destination: openSync(logFile, "a") });
+  const closers: Closer[] = [];
+  let url = explicitNatsUrl(loaded);
+  if (!url) {
+    const nats = await startLocalNats(loaded.paths.dataDir);
+    closers.push(() => nats.stop());
+    url = nats.url;
+  }
+  try {
+    const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", logger.child({ service: "agent-runner" })), logger: logger.child({ service: "agent-runner" }) });
+    closers.push(() => runner.close());
+  } catch (err) {
+    for (const c of closers.reverse()) await c();
+    throw err;
+  }
+  const me = userInfo().username || "user";
+  let inputEnded!: () => void;
+  const ended = new Promise<void>((r) => (inputEnded = r));
+  const cli = await startCliIngress(
+    {
+      adapter: cliAdapterName(loaded),
+      channelId: process.env.MOM_CLI_CHANNEL || "local",
+      user: { id: me, username: me },
+      input: process.stdin,
+      output: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY },
+      logger: logger.child({ service: "ingress-cli" }),
+      onInputEnd: inputEnded,
+    },
+    busOptions(loaded, url, "ingress-cli", logger.child({ service: "ingress-cli" })),
+  );
+  closers.push(() => cli.close());
+  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${url}, logs ${logFile}). Type a message; "stop" aborts, Ctrl-D quits.\n`);
+  return shutdownOn(closers, ended);
+}
+
+/** `mom runner`: the agent runner alone, as deployed; pino logs to stderr. */
+export async function runner(dataDir: string): Promise<never> {
+  const loaded = loadConfig(dataDir);
+  const logger = createLogger("agent-runner", { level: loaded.config.log.level });
+  const service = await startRunner({ loaded, bus: busOptions(loaded, loaded.config.nats.url, "agent-runner", logger), logger });
+  return shutdownOn([() => service.close()]);
+}
+
+/** `mom ingress <adapter>`: one ingress service for one configured adapter. */
+export async function ingress(adapter: string, dataDir: string): Promise<never> {
+  const loaded = loadConfig(dataDir);
+  const entry = loaded.config.adapters[adapter];
+  if (!entry) {
+    const known = Object.keys(loaded.config.adapters);
+    throw new Error(`${loaded.paths.configFile}: /adapters/${adapter}: no such adapter (configured: ${known.join(", ") || "none"})`);
+  }
+  const logger = createLogger(`ingress-${adapter}`, { level: loaded.config.log.level });
+  switch (entry.type) {
+    case "cli": {
+      const me = userInfo().username || "user";
+      let inputEnded!: () => void;
+      const ended = new Promise<void>((r) => (inputEnded = r));
+      const cli = await startCliIngress(
+        {
+          adapter,
+          channelId: process.env.MOM_CLI_CHANNEL || "local",
+          user: { id: me, username: me },
+          input: process.stdin,
+          output: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY },
+          logger,
+          onInputEnd: inputEnded,
+        },
+        busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger),
+      );
+      return shutdownOn([() => cli.close()], ended);
+    }
+    default:
+      throw new Error(`adapter type "${(entry as { type: string }).type}" has no ingress service in this build`);
+  }
+}

@@ -1,0 +1,84 @@
+import { ModelSetupError, resolveModel } from "@mom/agent";
+import { Bus } from "@mom/bus";
+import { ConfigError, type LoadedConfig, loadConfig, parseModelRef } from "@mom/config";
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, mkdirSync } from "node:fs";
+import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
+import { explicitNatsUrl } from "./nats-target.js";
+
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+  /** Only informs; does not fail the doctor. */
+  optional?: boolean;
+}
+
+function hasCommand(cmd: string, args: string[]): boolean {
+  return spawnSync(cmd, args, { stdio: "ignore" }).status === 0;
+}
+
+async function checkNats(loaded: LoadedConfig): Promise<Check> {
+  const url = explicitNatsUrl(loaded);
+  if (!url) {
+    const bin = findNatsServerBinary();
+    return bin
+      ? { name: "NATS", ok: true, detail: `NATS_URL unset: \`mom up\` will start ${bin} with JetStream under ${loaded.paths.dataDir}/nats; \`mom runner\`/\`mom ingress\` use ${loaded.config.nats.url}` }
+      : { name: "NATS", ok: false, detail: NATS_INSTALL_HINT };
+  }
+  let bus: Bus | undefined;
+  try {
+    bus = await Bus.connect({ url, name: "mom-doctor", namespace: loaded.config.nats.namespace });
+    const info = await bus.jsm.getAccountInfo();
+    return { name: "NATS", ok: true, detail: `${url} reachable, JetStream on (${info.streams} streams)` };
+  } catch (err) {
+    const msg = (err as Error).message;
+    const js = /jetstream|503/i.test(msg);
+    return { name: "NATS", ok: false, detail: js ? `${url}: JetStream is not enabled — start nats-server with -js` : `${url}: ${msg}` };
+  } finally {
+    await bus?.drain().catch(() => {});
+  }
+}
+
+/** Everything that must be right before mom can answer, each with what to do when it is not. */
+export async function runDoctor(dataDir: string): Promise<Check[]> {
+  const checks: Check[] = [];
+  let loaded: LoadedConfig;
+  try {
+    loaded = loadConfig(dataDir);
+    checks.push({ name: "config", ok: true, detail: `${loaded.paths.configFile} (model ${loaded.config.model}, adapters: ${Object.keys(loaded.config.adapters).join(", ") || "none"})` });
+  } catch (err) {
+    checks.push({ name: "config", ok: false, detail: err instanceof ConfigError ? err.message : String(err) });
+    return checks;
+  }
+  try {
+    const { provider, modelId } = parseModelRef(loaded.config.model);
+    const { model } = resolveModel(provider, modelId, loaded.paths);
+    checks.push({ name: "model", ok: true, detail: `${model.provider}/${model.id} (${model.api}), credentials found` });
+  } catch (err) {
+    checks.push({ name: "model", ok: false, detail: err instanceof ModelSetupError ? err.message : String(err) });
+  }
+  checks.push(await checkNats(loaded));
+  try {
+    mkdirSync(loaded.paths.workspaceDir, { recursive: true });
+    accessSync(loaded.paths.workspaceDir, constants.W_OK);
+    checks.push({ name: "workspace", ok: true, detail: `${loaded.paths.workspaceDir} writable` });
+  } catch (err) {
+    checks.push({ name: "workspace", ok: false, detail: `${loaded.paths.workspaceDir}: ${(err as Error).message}` });
+  }
+  checks.push(
+    hasCommand("bash", ["-c", "true"])
+      ? { name: "sandbox (host)", ok: true, detail: "bash available for the host executor" }
+      : { name: "sandbox (host)", ok: false, detail: "bash not found: install bash" },
+  );
+  checks.push(
+    hasCommand("bwrap", ["--version"])
+      ? { name: "sandbox (bwrap)", ok: true, detail: "bubblewrap available", optional: true }
+      : { name: "sandbox (bwrap)", ok: false, detail: "bubblewrap not found (only needed for sandbox type bwrap): sudo apt-get install -y bubblewrap", optional: true },
+  );
+  return checks;
+}
+
+export function formatChecks(checks: Check[]): string {
+  return checks.map((c) => `${c.ok ? "✓" : c.optional ? "-" : "✗"} ${c.name}: ${c.detail}`).join("\n");
+}

@@ -1,0 +1,5 @@
+export * from "./commands.js";
+export * from "./doctor.js";
+export * from "./local-nats.js";
+export * from "./nats-target.js";
+export * from "./bus-options.js";

@@ -1,0 +1,15 @@
+import { type DynamicModule, Module } from "@nestjs/common";
+import { BusModule, type BusOptions } from "@mom/bus";
+import { CLI_OPTIONS, type CliIngressOptions } from "./cli-options.js";
+import { CliIngressService } from "./cli-ingress.service.js";
+
+@Module({})
+export class CliIngressModule {
+  static forRoot(opts: CliIngressOptions, bus: BusOptions): DynamicModule {
+    return {
+      module: CliIngressModule,
+      imports: [BusModule.forRoot(bus)],
+      providers: [{ provide: CLI_OPTIONS, useValue: opts }, CliIngressService],
+    };
+  }
+}

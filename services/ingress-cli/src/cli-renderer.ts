@@ -1,0 +1,97 @@
+import type { OutboundEvent } from "@mom/contracts";
+import { formatUsage } from "./format-usage.js";
+
+const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+export interface RendererOutput {
+  write(text: string): void;
+  /** True on a terminal: the working line is redrawn in place; otherwise every change is a line. */
+  isTTY?: boolean;
+}
+
+/**
+ * Draws mom's outbound events in a terminal: a working indicator with the current tool label,
+ * one line per finished tool, then the final markdown answer, errors and usage.
+ */
+export class CliRenderer {
+  private status?: string;
+  private frame = 0;
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly out: RendererOutput) {}
+
+  render(e: OutboundEvent): void {
+    const ev = e.event;
+    switch (ev.type) {
+      case "run_queued":
+        this.line(`… queued behind the current run (position ${ev.position})`);
+        break;
+      case "run_started":
+        this.setStatus("working…");
+        break;
+      case "tool_execution_start":
+        this.setStatus(`→ ${ev.label}`);
+        break;
+      case "tool_execution_end":
+        this.line(`  ${ev.isError ? "✗" : "✓"} ${ev.label} (${ev.durationMs} ms)${ev.isError ? `: ${firstLine(ev.resultText)}` : ""}`);
+        this.setStatus("working…");
+        break;
+      case "compaction_start":
+        this.setStatus("compacting context…");
+        break;
+      case "auto_retry_start":
+        this.line(`  ↻ provider error, retry ${ev.attempt}/${ev.maxAttempts} in ${Math.round(ev.delayMs / 1000)}s: ${firstLine(ev.errorMessage)}`);
+        break;
+      case "run_ended":
+        this.clearStatus();
+        if (ev.finalText) this.out.write(`${ev.finalText}\n`);
+        if (ev.stopReason === "aborted") this.out.write(`■ stopped${ev.errorMessage ? `: ${ev.errorMessage}` : ""}\n`);
+        else if (ev.stopReason === "error") this.out.write(`✗ error: ${ev.errorMessage ?? "unknown error"}\n`);
+        this.out.write(`  ${formatUsage(ev.usage, ev.durationMs)}\n`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  close(): void {
+    this.clearStatus();
+  }
+
+  private setStatus(text: string): void {
+    if (!this.out.isTTY) {
+      if (text !== this.status) this.out.write(`${text}\n`);
+      this.status = text;
+      return;
+    }
+    this.status = text;
+    this.draw();
+    if (!this.timer) {
+      this.timer = setInterval(() => this.draw(), 100);
+      this.timer.unref();
+    }
+  }
+
+  private draw(): void {
+    if (this.status === undefined) return;
+    this.frame = (this.frame + 1) % FRAMES.length;
+    this.out.write(`\r\x1b[2K${FRAMES[this.frame]} ${this.status}`);
+  }
+
+  private clearStatus(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.out.isTTY && this.status !== undefined) this.out.write("\r\x1b[2K");
+    this.status = undefined;
+  }
+
+  private line(text: string): void {
+    if (this.out.isTTY && this.status !== undefined) this.out.write(`\r\x1b[2K${text}\n`), this.draw();
+    else this.out.write(`${text}\n`);
+  }
+}
+
+function firstLine(text: string): string {
+  const line = text.trim().split("\n")[0] ?? "";
+  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
+}

@@ -1,0 +1,19 @@
+import type { Usage } from "@mom/contracts";
+
+const n = (x: number) => x.toLocaleString("en-US");
+
+function compact(x: number): string {
+  return x >= 1000 ? `${Math.round(x / 1000)}k` : String(x);
+}
+
+/** One line: tokens in/out (and cache), cost, context use, duration. */
+export function formatUsage(u: Usage, durationMs: number): string {
+  const parts = [`${n(u.input)} in`, `${n(u.output)} out`];
+  if (u.cacheRead || u.cacheWrite) parts.push(`cache ${n(u.cacheRead)} read / ${n(u.cacheWrite)} write`);
+  parts.push(`$${u.cost.total.toFixed(4)}`);
+  if (u.contextTokens !== undefined && u.contextWindow) {
+    parts.push(`context ${compact(u.contextTokens)}/${compact(u.contextWindow)} (${((u.contextTokens / u.contextWindow) * 100).toFixed(1)}%)`);
+  }
+  parts.push(`${(durationMs / 1000).toFixed(1)}s`);
+  return parts.join(" · ");
+}
