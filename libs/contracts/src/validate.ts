@@ -13,9 +13,9 @@ export function validator<S extends TSchema>(schema: S): Validator<S> {
   return {
     check(value) {
       if (compiled.Check(value)) return { ok: true, value: value as Static<S> };
-      const errors = [...compiled.Errors(value)].slice(0, 5);
+      const errors = [...compiled.Errors(value)].filter((e) => e.keyword !== "boolean").slice(0, 5);
       const reason = errors
-        .map((e) => `${e.instancePath === "" ? "/" : e.instancePath}: ${e.message}`)
+        .map((e) => `${e.instancePath === "" ? "/" : e.instancePath}: ${describe(e)}`)
         .filter((line, i, all) => all.indexOf(line) === i)
         .join("; ");
       return { ok: false, reason: reason || "does not match schema" };
@@ -32,4 +32,11 @@ export function parsePayload<S extends TSchema>(v: Validator<S>, data: Uint8Arra
     return { ok: false, reason: `invalid JSON: ${(err as Error).message}` };
   }
   return v.check(parsed);
+}
+
+function describe(e: { keyword: string; message: string; params: Record<string, unknown> }): string {
+  if (e.keyword === "additionalProperties" && Array.isArray(e.params.additionalProperties)) {
+    return `unknown properties ${e.params.additionalProperties.map((p) => JSON.stringify(p)).join(", ")}`;
+  }
+  return e.message;
 }

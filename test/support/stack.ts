@@ -1,0 +1,74 @@
+import { startRunner, type RunningService } from "@mom/agent-runner";
+import { Bus } from "@mom/bus";
+import { busOptions } from "@mom/cli";
+import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
+import { startCliIngress, type RunningCliIngress } from "@mom/ingress-cli";
+import { startFakeLlm, startTestNats, type FakeLlm, type TestNats } from "@mom/testing";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import { OutputCapture } from "./output-capture.js";
+
+export interface Stack {
+  dataDir: string;
+  loaded: LoadedConfig;
+  nats: TestNats;
+  llm: FakeLlm;
+  /** A bus connection for the test itself (publishing raw payloads, reading streams). */
+  bus: Bus;
+  runner?: RunningService;
+  cli?: RunningCliIngress;
+  input: PassThrough;
+  output: OutputCapture;
+  type(line: string): void;
+  startRunner(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Real NATS, a fake OpenAI-compatible LLM, the runner and the CLI ingress, all on loopback. */
+export async function startStack(opts: { runner?: boolean; cli?: boolean; config?: object } = {}): Promise<Stack> {
+  const nats = await startTestNats();
+  const llm = await startFakeLlm();
+  const dataDir = mkdtempSync(join(tmpdir(), "mom-e2e-"));
+  writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
+  writeFileSync(
+    join(dataDir, "config.json"),
+    JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace }, log: { level: "warn" }, ...opts.config }),
+  );
+  const loaded = loadConfig(dataDir, {});
+  const logger = createLogger("e2e", { level: "warn" });
+  const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
+  await bus.provision();
+  const input = new PassThrough();
+  const output = new OutputCapture();
+  const stack: Stack = {
+    dataDir,
+    loaded,
+    nats,
+    llm,
+    bus,
+    input,
+    output,
+    type: (line) => void input.write(`${line}\n`),
+    async startRunner() {
+      stack.runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
+    },
+    async stop() {
+      await stack.cli?.close();
+      await stack.runner?.close();
+      await bus.drain();
+      await llm.close();
+      await nats.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  if (opts.runner !== false) await stack.startRunner();
+  if (opts.cli !== false) {
+    stack.cli = await startCliIngress(
+      { adapter: "cli", channelId: "local", user: { id: "u-tester", username: "tester" }, input, output: { write: output.write }, logger },
+      busOptions(loaded, nats.url, "ingress-cli", logger),
+    );
+  }
+  return stack;
+}
