@@ -1,0 +1,127 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { freePort, startTestNats, type TestNats, uniqueNamespace } from "@mom/testing";
+import { nanos } from "@nats-io/nats-core";
+import { Bus } from "./bus.js";
+import { DEFAULT_STREAM_SETTINGS } from "./options.js";
+import { busFactory, collectDeadLetters, waitFor } from "./test-support/helpers.js";
+
+let nats: TestNats;
+const buses = busFactory(() => nats.url);
+
+beforeAll(async () => {
+  nats = await startTestNats();
+});
+afterEach(() => buses.closeAll());
+afterAll(() => nats.stop());
+
+describe("Bus.connect", () => {
+  it("fails fast with an error naming the URL when NATS is unreachable", async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    await expect(Bus.connect({ url, name: "nobody" })).rejects.toThrow(url);
+  });
+
+  it("rejects an invalid namespace before connecting", async () => {
+    await expect(Bus.connect({ url: nats.url, name: "x", namespace: "Bad.NS" })).rejects.toThrow(/namespace/);
+  });
+
+  it("exposes subjects for its namespace", async () => {
+    const bus = await buses.open();
+    expect(bus.subjects.namespace).toMatch(/^t-/);
+    expect(bus.subjects.stream("IN")).toBe(`${bus.subjects.namespace.toUpperCase().replace(/-/g, "_")}_IN`);
+  });
+});
+
+describe("provision", () => {
+  it("creates the five streams with file storage, limits retention and the default limits", async () => {
+    const bus = await buses.open();
+    await bus.provision();
+    const ns = bus.subjects.namespace;
+    for (const [key, token] of [["IN", "in"], ["OUT", "out"], ["CTL", "ctl"], ["RECEIPTS", "receipts"], ["DLQ", "dlq"]] as const) {
+      const { config } = await bus.jsm.streams.info(bus.subjects.stream(key));
+      expect(config.subjects).toEqual([`${ns}.${token}.>`]);
+      expect(config.storage).toBe("file");
+      expect(config.retention).toBe("limits");
+      expect(config.max_age).toBe(nanos(DEFAULT_STREAM_SETTINGS.maxAgeMs));
+      expect(config.duplicate_window).toBe(nanos(2 * 60 * 1000));
+    }
+  });
+
+  it("is idempotent, safe to race, and a later call with other settings updates the streams", async () => {
+    const namespace = uniqueNamespace();
+    const [a, b, c] = await Promise.all([buses.open({ namespace }), buses.open({ namespace }), buses.open({ namespace })]);
+    await Promise.all([a.provision(), b.provision(), c.provision()]);
+    await a.provision();
+    const changed = await buses.open({ namespace, streams: { maxAgeMs: 3_600_000, duplicateWindowMs: 30_000, maxBytes: 10_000_000 } });
+    await changed.provision();
+    const { config } = await a.jsm.streams.info(a.subjects.stream("OUT"));
+    expect(config.max_age).toBe(nanos(3_600_000));
+    expect(config.duplicate_window).toBe(nanos(30_000));
+    expect(config.max_bytes).toBe(10_000_000);
+  });
+
+  it("clamps the duplicate window to max age", async () => {
+    const bus = await buses.open({ streams: { maxAgeMs: 10_000, duplicateWindowMs: 60_000 } });
+    await bus.provision();
+    const { config } = await bus.jsm.streams.info(bus.subjects.stream("CTL"));
+    expect(config.duplicate_window).toBe(nanos(10_000));
+  });
+});
+
+describe("publish", () => {
+  it("JSON-encodes, sets Nats-Msg-Id and reports duplicates inside the window", async () => {
+    const bus = await buses.open();
+    await bus.provision();
+    const subject = bus.subjects.channel("out", { adapter: "cli", channelId: "local" });
+    const first = await bus.publish(subject, { hello: "world" }, "run-1:0");
+    const again = await bus.publish(subject, { hello: "world" }, "run-1:0");
+    const other = await bus.publish(subject, { hello: "again" }, "run-1:1");
+    expect(first).toEqual({ seq: 1, duplicate: false });
+    expect(again).toEqual({ seq: 1, duplicate: true });
+    expect(other).toEqual({ seq: 2, duplicate: false });
+    const stored = await bus.jsm.streams.getMessage(bus.subjects.stream("OUT"), { seq: 1 });
+    expect(stored?.json()).toEqual({ hello: "world" });
+    expect(stored?.header.get("Nats-Msg-Id")).toBe("run-1:0");
+  });
+
+  it("requires a msgId and fails when no stream takes the subject", async () => {
+    const bus = await buses.open();
+    await expect(bus.publish(`${bus.subjects.namespace}.out.cli.x`, {}, "")).rejects.toThrow(/msgId/);
+    await expect(bus.publish(`${bus.subjects.namespace}.out.cli.x`, {}, "m")).rejects.toThrow(/no stream takes this subject/);
+  });
+});
+
+describe("deadLetter", () => {
+  it("publishes a DeadLetter (utf8 or base64 payload) and logs a warn line with the reason", async () => {
+    const bus = await buses.open();
+    await bus.provision();
+    const { letters } = await collectDeadLetters(bus, "ingress-cli");
+    await bus.deadLetter("ingress-cli", { subject: "mom.in.cli.x", data: "not json", reason: "invalid JSON", msgId: "m-1" });
+    await bus.deadLetter("ingress-cli", { subject: "mom.in.cli.y", data: new Uint8Array([0xff, 0xfe, 0x00]), reason: "binary" });
+    await waitFor(() => letters.length === 2, 5000, "two dead letters");
+    expect(letters[0]!.subject).toBe(bus.subjects.dlq("ingress-cli"));
+    expect(letters[0]!.data).toMatchObject({ stage: "ingress-cli", subject: "mom.in.cli.x", reason: "invalid JSON", payload: "not json", payloadEncoding: "utf8", msgId: "m-1" });
+    expect(letters[1]!.data).toMatchObject({ payload: Buffer.from([0xff, 0xfe, 0x00]).toString("base64"), payloadEncoding: "base64" });
+    expect(letters[1]!.data.msgId).toBeUndefined();
+    const warn = bus.logs.lines.find((l) => l.level === 40 && l.reason === "invalid JSON");
+    expect(warn).toMatchObject({ stage: "ingress-cli", subject: "mom.in.cli.x", msgId: "m-1" });
+    expect(String(warn?.msg)).toContain("invalid JSON");
+  });
+
+  it("rejects an invalid stage name", async () => {
+    const bus = await buses.open();
+    await expect(bus.deadLetter("Bad Stage", { subject: "s", data: "", reason: "r" })).rejects.toThrow(/stage/);
+  });
+});
+
+describe("drain", () => {
+  it("closes the connection, is idempotent, and refuses new consumptions", async () => {
+    const bus = await buses.open();
+    await bus.provision();
+    await Promise.all([bus.drain(), bus.drain()]);
+    await bus.drain();
+    expect(bus.nc.isClosed()).toBe(true);
+    await expect(
+      bus.consume({ stream: "IN", durable: "late", filterSubject: bus.subjects.wildcard("in"), schema: {} as never, stage: "x", handler: async () => {} }),
+    ).rejects.toThrow(/draining/);
+  });
+});

@@ -1,0 +1,152 @@
+import { createSubjects, type Subjects } from "@mom/contracts";
+import { JetStreamApiError, type JetStreamClient, type JetStreamManager, type JetStreamPublishOptions, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { type NatsConnection, nuid } from "@nats-io/nats-core";
+import { type Logger, pino } from "pino";
+import type { TSchema } from "typebox";
+import { connectNats } from "./connect.js";
+import type { ConsumeOptions, Consumption } from "./consume-types.js";
+import { PullConsumption } from "./consumption.js";
+import { buildDeadLetter, type DeadLetterInput } from "./dead-letter.js";
+import { type BusOptions, DEFAULT_DRAIN_TIMEOUT_MS } from "./options.js";
+import { provisionStreams } from "./provision.js";
+
+export interface PublishResult {
+  seq: number;
+  /** True when JetStream dropped it as a duplicate of an earlier publish with the same msg id. */
+  duplicate: boolean;
+}
+
+export interface PublishOptions {
+  /**
+   * Keep retrying a failed publish (timeout, no responders, connection down) for this long, with the
+   * same msg id so JetStream drops any copy that did land. Default 0: one attempt.
+   */
+  retryForMs?: number;
+  /** Per-attempt timeout waiting for the JetStream ack (default 5 s). */
+  timeoutMs?: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function describePublishError(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  // nats.js reports "no responders" on a publish as "jetstream is not enabled".
+  return message === "jetstream is not enabled" ? "no stream takes this subject, or JetStream is unavailable" : message;
+}
+
+/** The one place that touches NATS: connection, stream provisioning, publishing, typed consumption. */
+export class Bus {
+  readonly subjects: Subjects;
+  readonly logger: Logger;
+  private readonly consumptions = new Set<Consumption>();
+  private drainPromise?: Promise<void>;
+
+  private constructor(
+    readonly nc: NatsConnection,
+    readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+    private readonly opts: BusOptions,
+    logger: Logger,
+  ) {
+    this.subjects = createSubjects(opts.namespace ?? "mom");
+    this.logger = logger;
+  }
+
+  /** Connects (failing fast with an error naming the URL); reconnects forever once connected. */
+  static async connect(opts: BusOptions): Promise<Bus> {
+    createSubjects(opts.namespace ?? "mom"); // reject a bad namespace before connecting
+    const logger = (opts.logger ?? pino({ name: opts.name, level: process.env.LOG_LEVEL ?? "info" })).child({ component: "bus" });
+    const nc = await connectNats({ url: opts.url, name: opts.name, reconnectTimeWaitMs: opts.reconnectTimeWaitMs, logger });
+    let jsm: JetStreamManager;
+    try {
+      jsm = await jetstreamManager(nc);
+    } catch (err) {
+      await nc.close().catch(() => {});
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new Error(`NATS at ${opts.url} has no usable JetStream (start nats-server with -js): ${reason}`, { cause: err });
+    }
+    return new Bus(nc, jetstream(nc), jsm, opts, logger);
+  }
+
+  /** Creates or updates the IN, OUT, CTL, RECEIPTS and DLQ streams. Idempotent; safe to race. */
+  provision(): Promise<void> {
+    return provisionStreams(this.jsm, this.subjects, this.opts.streams, this.logger);
+  }
+
+  /** JSON-encodes the payload and publishes it to JetStream with `Nats-Msg-Id: msgId`. */
+  async publish(subject: string, payload: unknown, msgId: string, opts: PublishOptions = {}): Promise<PublishResult> {
+    if (!msgId) throw new Error(`publish to ${subject}: a msgId is required`);
+    const json = JSON.stringify(payload);
+    if (json === undefined) throw new Error(`publish to ${subject}: payload is not JSON-serialisable`);
+    const pubOpts: Partial<JetStreamPublishOptions> = { msgID: msgId };
+    if (opts.timeoutMs) pubOpts.timeout = opts.timeoutMs;
+    const deadline = Date.now() + (opts.retryForMs ?? 0);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const ack = await this.js.publish(subject, json, pubOpts);
+        this.logger.debug({ subject, msgId, seq: ack.seq, duplicate: ack.duplicate }, "published");
+        return { seq: ack.seq, duplicate: ack.duplicate };
+      } catch (err) {
+        const final = this.nc.isClosed() || err instanceof JetStreamApiError || Date.now() + 250 > deadline;
+        if (final) throw new Error(`publish to ${subject} (msgId ${msgId}) failed: ${describePublishError(err)}`, { cause: err });
+        this.logger.warn({ subject, msgId, attempt, err }, "publish failed; retrying");
+        await sleep(250);
+      }
+    }
+  }
+
+  /** Publishes a DeadLetter on `<ns>.dlq.<stage>` and logs the reason. */
+  deadLetter(stage: string, input: DeadLetterInput): Promise<void> {
+    return this.publishDeadLetter(stage, input);
+  }
+
+  /** Starts a typed consumption; resolves once the durable exists and pulling has begun. */
+  async consume<S extends TSchema>(opts: ConsumeOptions<S>): Promise<Consumption> {
+    if (this.drainPromise) throw new Error("bus is draining: cannot start a consumption");
+    const c = new PullConsumption(
+      {
+        nc: this.nc,
+        js: this.js,
+        jsm: this.jsm,
+        subjects: this.subjects,
+        logger: this.logger,
+        drainTimeoutMs: this.drainTimeoutMs,
+        deadLetter: (stage, input, dedupeId) => this.publishDeadLetter(stage, input, dedupeId),
+        provision: () => this.provision(),
+        onStopped: (x) => this.consumptions.delete(x),
+      },
+      opts,
+    );
+    await c.start();
+    this.consumptions.add(c);
+    return c;
+  }
+
+  /** Stops every consumption (waiting up to drainTimeoutMs for handlers), then drains the connection. Idempotent. */
+  drain(): Promise<void> {
+    this.drainPromise ??= (async () => {
+      await Promise.all([...this.consumptions].map((c) => c.stop()));
+      if (!this.nc.isClosed()) {
+        const drained = this.nc.drain().then(() => true, () => false);
+        const timedOut = new Promise<boolean>((r) => setTimeout(() => r(false), 5000).unref());
+        if (!(await Promise.race([drained, timedOut]))) await this.nc.close().catch(() => {});
+      }
+      this.logger.info("bus drained");
+    })();
+    return this.drainPromise;
+  }
+
+  private get drainTimeoutMs(): number {
+    return this.opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  }
+
+  private async publishDeadLetter(stage: string, input: DeadLetterInput, dedupeId?: string): Promise<void> {
+    const dlqSubject = this.subjects.dlq(stage);
+    const id = dedupeId ?? (input.msgId ? `${input.subject}:${input.msgId}` : nuid.next());
+    const { seq } = await this.publish(dlqSubject, buildDeadLetter(stage, input), `dlq:${stage}:${id}`);
+    this.logger.warn(
+      { stage, subject: input.subject, msgId: input.msgId, reason: input.reason, dlqSubject, dlqSeq: seq },
+      `dead-lettered: ${input.reason}`,
+    );
+  }
+}

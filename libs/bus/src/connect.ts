@@ -1,0 +1,59 @@
+import type { NatsConnection } from "@nats-io/nats-core";
+import { connect } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+
+export interface ConnectParams {
+  url: string;
+  name: string;
+  reconnectTimeWaitMs?: number;
+  logger: Logger;
+}
+
+/**
+ * Connects once (failing fast with an error that names the URL), then reconnects forever.
+ * Connection state changes are logged until the connection closes.
+ */
+export async function connectNats(p: ConnectParams): Promise<NatsConnection> {
+  const servers = p.url.split(",").map((s) => s.trim()).filter(Boolean);
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers,
+      name: p.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: p.reconnectTimeWaitMs ?? 2000,
+      waitOnFirstConnect: false,
+    });
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new Error(`cannot connect to NATS at ${p.url} (connection "${p.name}"): ${reason}`, { cause: err });
+  }
+  p.logger.info({ url: p.url, server: nc.info?.server_name, version: nc.info?.version }, "connected to NATS");
+  void watchStatus(nc, p.logger);
+  return nc;
+}
+
+async function watchStatus(nc: NatsConnection, logger: Logger): Promise<void> {
+  try {
+    for await (const s of nc.status()) {
+      switch (s.type) {
+        case "disconnect":
+          logger.warn({ server: s.server }, "NATS disconnected; reconnecting");
+          break;
+        case "reconnect":
+          logger.info({ server: s.server }, "NATS reconnected");
+          break;
+        case "error":
+          logger.error({ err: s.error }, "NATS error");
+          break;
+        case "slowConsumer":
+          logger.warn({ sub: s.sub.getSubject() }, "NATS slow consumer");
+          break;
+        default:
+          break;
+      }
+    }
+  } catch (err) {
+    logger.debug({ err }, "NATS status watcher ended");
+  }
+}

@@ -1,0 +1,44 @@
+import type { ChannelRef, StreamKey } from "@mom/contracts";
+import type { Static, TSchema } from "typebox";
+
+export interface ConsumeOptions<S extends TSchema> {
+  /** Stream to read: "IN" | "OUT" | "CTL" | "RECEIPTS" | "DLQ". */
+  stream: StreamKey;
+  /** Durable consumer name; created or updated idempotently (AckExplicit). Replicas sharing it share the work. */
+  durable: string;
+  /** ONE subject, wildcards allowed (NATS 2.9 has no filter_subjects arrays). */
+  filterSubject: string;
+  /** Where a newly created durable starts: "all" (default) or "new". Ignored when the durable exists. */
+  deliver?: "all" | "new";
+  /** Payloads are JSON-decoded and validated against it; rejects go to the DLQ. */
+  schema: S;
+  /** DLQ stage name for rejects, e.g. "agent-runner". */
+  stage: string;
+  handler: (d: Delivery<Static<S>>) => Promise<void>;
+  /** Handlers running at once (default 1: strictly sequential). Handlers start in delivery order. */
+  maxInFlight?: number;
+  /** Consumer ack wait (default 30 s). While a handler runs the bus calls working() every ackWaitMs/3. */
+  ackWaitMs?: number;
+  /** Deliveries before a failing message is dead-lettered and terminated (default 5). */
+  maxDeliver?: number;
+  /** Advanced: how long one pull request waits on the server (default 30 s, min 1 s). */
+  pullExpiresMs?: number;
+}
+
+export interface Delivery<T> {
+  subject: string;
+  data: T;
+  /** The publisher's Nats-Msg-Id, when it set one. */
+  msgId?: string;
+  streamSeq: number;
+  /** 1 on the first delivery. */
+  deliveryCount: number;
+  redelivered: boolean;
+  /** Set when the subject is a channel subject (`<ns>.<kind>.<adapter>.<escaped channel>`). */
+  channel?: ChannelRef;
+}
+
+export interface Consumption {
+  /** Stops pulling, then waits for in-flight handlers (up to the bus drain timeout). Idempotent. */
+  stop(): Promise<void>;
+}

@@ -1,0 +1,89 @@
+import {
+  AckPolicy,
+  type ConsumerConfig,
+  type ConsumerInfo,
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/nats-core";
+import type { Logger } from "pino";
+
+export interface DurableSpec {
+  stream: string;
+  durable: string;
+  filterSubject: string;
+  deliver: "all" | "new";
+  ackWaitMs: number;
+  maxDeliver: number;
+  /** When re-creating a vanished durable: resume at this stream sequence instead of `deliver`. */
+  startSeq?: number;
+}
+
+function notFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
+}
+
+/**
+ * Creates the durable pull consumer, or updates ack wait / max deliver / filter on an existing one.
+ * The deliver policy only applies at creation (JetStream cannot change it later).
+ */
+export async function ensureDurable(jsm: JetStreamManager, spec: DurableSpec, logger: Logger): Promise<ConsumerInfo> {
+  const want = {
+    ack_wait: nanos(spec.ackWaitMs),
+    max_deliver: spec.maxDeliver,
+    filter_subject: spec.filterSubject,
+  };
+  const log = { filterSubject: spec.filterSubject }; // the logger already carries stream + durable
+  let info: ConsumerInfo | undefined;
+  try {
+    info = await jsm.consumers.info(spec.stream, spec.durable);
+  } catch (err) {
+    if (!notFound(err)) throw err;
+  }
+  if (!info) {
+    const cfg: Partial<ConsumerConfig> = {
+      ...want,
+      durable_name: spec.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: spec.deliver === "new" ? DeliverPolicy.New : DeliverPolicy.All,
+    };
+    if (spec.startSeq !== undefined) {
+      cfg.deliver_policy = DeliverPolicy.StartSequence;
+      cfg.opt_start_seq = spec.startSeq;
+    }
+    try {
+      info = await jsm.consumers.add(spec.stream, cfg);
+      logger.info({ ...log, deliver: cfg.deliver_policy, startSeq: spec.startSeq }, "durable consumer created");
+      return info;
+    } catch (err) {
+      // Raced with another replica creating the same durable: use theirs (updated below).
+      if (!(err instanceof JetStreamApiError)) throw err;
+      info = await jsm.consumers.info(spec.stream, spec.durable).catch(() => {
+        throw err;
+      });
+    }
+  }
+  const have = info.config;
+  if (have.deliver_subject) {
+    throw new Error(`consumer ${spec.durable} on ${spec.stream} is a push consumer; the bus needs a pull consumer (delete it)`);
+  }
+  if (have.ack_policy !== AckPolicy.Explicit) {
+    throw new Error(`consumer ${spec.durable} on ${spec.stream} has ack policy ${have.ack_policy}; the bus needs explicit (delete it)`);
+  }
+  const changed = (Object.keys(want) as (keyof typeof want)[]).filter((k) => have[k] !== want[k]);
+  if (changed.length === 0) return info;
+  try {
+    info = await jsm.consumers.update(spec.stream, spec.durable, want);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new Error(
+      `cannot update consumer ${spec.durable} on ${spec.stream} (${changed.join(", ")}): ${reason}` +
+        (changed.includes("filter_subject") ? ` — changing filter ${have.filter_subject} -> ${spec.filterSubject} may need a newer server; delete the durable` : ""),
+      { cause: err },
+    );
+  }
+  logger.info({ ...log, changed }, "durable consumer updated");
+  return info;
+}

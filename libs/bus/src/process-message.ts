@@ -1,0 +1,95 @@
+import { parsePayload, type Subjects, type Validator } from "@mom/contracts";
+import type { JsMsg } from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import type { Static, TSchema } from "typebox";
+import type { Delivery } from "./consume-types.js";
+import type { DeadLetterInput } from "./dead-letter.js";
+
+export interface ProcessContext<S extends TSchema> {
+  stream: string;
+  validator: Validator<S>;
+  handler: (d: Delivery<Static<S>>) => Promise<void>;
+  maxDeliver: number;
+  subjects: Subjects;
+  /** Already bound to stage/stream/durable. */
+  logger: Logger;
+  /** Publishes to this consumption's DLQ stage; dedupeId makes a repeated reject of one message a no-op. */
+  deadLetter(input: DeadLetterInput, dedupeId: string): Promise<void>;
+}
+
+export function msgIdOf(msg: JsMsg): string | undefined {
+  return msg.headers?.get("Nats-Msg-Id") || undefined;
+}
+
+/** Redelivery delay after a failed handler: 250 ms per delivery so far, at most 10 s. */
+export function retryDelayMs(deliveryCount: number): number {
+  return Math.min(250 * Math.max(1, deliveryCount), 10_000);
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Validates, runs the handler and settles the message: ack on success, DLQ + ack on invalid input,
+ * nak with backoff on a failed handler, DLQ + term when the last allowed delivery fails.
+ * Never throws.
+ */
+export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, msg: JsMsg): Promise<void> {
+  const msgId = msgIdOf(msg);
+  const deliveryCount = msg.info.deliveryCount;
+  const log = ctx.logger.child({ subject: msg.subject, msgId, streamSeq: msg.seq, deliveryCount });
+  const lastTry = ctx.maxDeliver > 0 && deliveryCount >= ctx.maxDeliver;
+  const dedupeId = msgId ? `${ctx.stream}:${msg.seq}:${msgId}` : `${ctx.stream}:${msg.seq}`;
+  const settle = (what: string, fn: () => void) => {
+    try {
+      fn();
+    } catch (err) {
+      log.warn({ err }, `could not ${what} message (it will be redelivered)`);
+    }
+  };
+  const deadLetter = async (reason: string): Promise<boolean> => {
+    try {
+      await ctx.deadLetter({ subject: msg.subject, data: msg.data, reason, msgId }, dedupeId);
+      return true;
+    } catch (err) {
+      log.error({ err, reason }, "could not publish dead letter");
+      return false;
+    }
+  };
+
+  const parsed = parsePayload(ctx.validator, msg.data);
+  if (!parsed.ok) {
+    if (await deadLetter(parsed.reason)) return settle("ack", () => msg.ack());
+    if (lastTry) {
+      log.error({ reason: parsed.reason }, "invalid message dropped: dead letter failed on the last delivery");
+      return settle("term", () => msg.term());
+    }
+    return settle("nak", () => msg.nak(retryDelayMs(deliveryCount)));
+  }
+
+  const parsedSubject = ctx.subjects.parse(msg.subject);
+  const delivery: Delivery<Static<S>> = {
+    subject: msg.subject,
+    data: parsed.value,
+    msgId,
+    streamSeq: msg.seq,
+    deliveryCount,
+    redelivered: msg.redelivered,
+    channel: parsedSubject ? { adapter: parsedSubject.adapter, channelId: parsedSubject.channelId } : undefined,
+  };
+  try {
+    await ctx.handler(delivery);
+  } catch (err) {
+    if (!lastTry) {
+      const retryInMs = retryDelayMs(deliveryCount);
+      log.warn({ err, retryInMs }, `handler failed: ${errorMessage(err)}`);
+      return settle("nak", () => msg.nak(retryInMs));
+    }
+    const reason = `handler failed after ${deliveryCount} deliveries: ${errorMessage(err)}`;
+    log.error({ err }, reason);
+    await deadLetter(reason);
+    return settle("term", () => msg.term());
+  }
+  settle("ack", () => msg.ack());
+}
