@@ -14,6 +14,8 @@ export interface ChannelWorkerDeps {
   createAgent: () => Promise<ChannelAgent>;
   log: Logger;
   runTimeoutMs: number;
+  /** Shared by all channels of this runner: caps how many runs execute at once. */
+  runSlot: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
 interface QueuedRun {
@@ -21,6 +23,15 @@ interface QueuedRun {
   message: ChannelMessage;
   publisher: RunPublisher;
   cancelledBy?: string;
+}
+
+const HANDED_OVER = "the runner is shutting down; another runner will answer this message";
+
+export class RunnerShuttingDown extends Error {
+  override name = "RunnerShuttingDown";
+  constructor() {
+    super("runner shutting down: message handed back for redelivery");
+  }
 }
 
 const ZERO_USAGE: Usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
@@ -50,6 +61,7 @@ export class ChannelWorker {
   private tail: Promise<void> = Promise.resolve();
   private readonly queued: QueuedRun[] = [];
   private current?: QueuedRun;
+  private closing = false;
   lastActivity = Date.now();
 
   constructor(private readonly deps: ChannelWorkerDeps) {}
@@ -80,6 +92,15 @@ export class ChannelWorker {
     }
   }
 
+  /**
+   * Runner shutdown: runs in progress are aborted and their messages handed back to the bus
+   * (accept() rejects, so the message is nak'd and another runner answers it).
+   */
+  async shutdown(): Promise<void> {
+    this.closing = true;
+    await this.stop("runner shutdown");
+  }
+
   async dispose(): Promise<void> {
     const agent = await this.agent?.catch(() => undefined);
     agent?.dispose();
@@ -93,7 +114,7 @@ export class ChannelWorker {
     if (this.current || this.queued.length > 1) {
       item.publisher.emit({ type: "run_queued", trigger: this.trigger(message), position: this.queued.length });
     }
-    const done = this.tail.then(() => this.execute(item));
+    const done = this.tail.then(() => this.deps.runSlot(() => this.execute(item)));
     this.tail = done.catch(() => {});
     return done;
   }
@@ -107,6 +128,11 @@ export class ChannelWorker {
     const { publisher: pub, message, runId } = item;
     const log = this.deps.log.child({ runId, msgId: message.id });
     const started = Date.now();
+    if (this.closing) {
+      pub.emit(this.ended({ stopReason: "aborted", errorMessage: HANDED_OVER, finalText: "", usage: ZERO_USAGE }, message, started));
+      await pub.flushed();
+      throw new RunnerShuttingDown();
+    }
     if (item.cancelledBy) {
       pub.emit(this.ended({ stopReason: "aborted", errorMessage: `cancelled by ${item.cancelledBy} before it started`, finalText: "", usage: ZERO_USAGE }, message, started));
       await pub.flushed();
@@ -130,6 +156,11 @@ export class ChannelWorker {
     } finally {
       this.current = undefined;
       this.lastActivity = Date.now();
+    }
+    if (this.closing) {
+      pub.emit(this.ended({ ...outcome, stopReason: "aborted", errorMessage: HANDED_OVER, finalText: "" }, message, started));
+      await pub.flushed();
+      throw new RunnerShuttingDown();
     }
     if (outcome.finalText) {
       await this.deps.store.appendLog({

@@ -4,6 +4,7 @@ import { Bus, type Consumption, type Delivery } from "@mom/bus";
 import { ChannelMessage, type ChannelRef, ControlMessage, qualifiedChannelId } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
 import { join } from "node:path";
+import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { ChannelWorker } from "./channel-worker.js";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
@@ -16,6 +17,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private readonly log: Logger;
   private consumptions: Consumption[] = [];
   private evictTimer?: NodeJS.Timeout;
+  private readonly runSlot: ReturnType<typeof pLimit>;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -23,6 +25,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   ) {
     this.layout = new WorkspaceLayout(opts.loaded.paths.workspaceDir);
     this.log = opts.logger;
+    this.runSlot = pLimit(opts.loaded.config.runner.maxConcurrentRuns);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -58,7 +61,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.evictTimer);
-    for (const w of this.workers.values()) await w.stop("shutdown");
+    await Promise.all([...this.workers.values()].map((w) => w.shutdown()));
     await Promise.all(this.consumptions.map((c) => c.stop()));
     for (const w of this.workers.values()) await w.dispose();
   }
@@ -93,6 +96,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         store,
         log: this.log.child({ channel: key }),
         runTimeoutMs: loaded.config.runner.runTimeoutMinutes * 60_000,
+        runSlot: (fn) => this.runSlot(fn),
         createAgent: () =>
           ChannelAgent.create({
             qualifiedChannelId: key,

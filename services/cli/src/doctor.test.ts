@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startFakeLlm, startTestNats, type FakeLlm, type TestNats } from "@mom/testing";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runDoctor } from "./doctor.js";
+
+describe("mom doctor", () => {
+  let nats: TestNats;
+  let llm: FakeLlm;
+  let dir: string;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    llm = await startFakeLlm();
+    dir = mkdtempSync(join(tmpdir(), "mom-doctor-"));
+    delete process.env.ANTHROPIC_API_KEY;
+    delete process.env.ANTHROPIC_OAUTH_TOKEN;
+    delete process.env.NATS_URL;
+  });
+  afterAll(async () => {
+    await llm.close();
+    await nats.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const byName = (checks: Awaited<ReturnType<typeof runDoctor>>) => Object.fromEntries(checks.map((c) => [c.name, c]));
+
+  it("passes with a reachable JetStream and a configured model", async () => {
+    const d = join(dir, "good");
+    require_dir(d);
+    writeFileSync(join(d, "models.json"), JSON.stringify(llm.modelsJson()));
+    writeFileSync(join(d, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace } }));
+    const checks = byName(await runDoctor(d));
+    expect(checks.config!.ok).toBe(true);
+    expect(checks.model).toMatchObject({ ok: true, detail: expect.stringContaining("credentials found") });
+    expect(checks.NATS).toMatchObject({ ok: true, detail: expect.stringContaining("JetStream on") });
+  });
+
+  it("names what to set when credentials are missing and when NATS is down", async () => {
+    const d = join(dir, "nocreds");
+    require_dir(d);
+    writeFileSync(join(d, "config.json"), JSON.stringify({ nats: { url: "nats://127.0.0.1:1" } }));
+    const checks = byName(await runDoctor(d));
+    expect(checks.model).toMatchObject({ ok: false, detail: expect.stringContaining("ANTHROPIC_OAUTH_TOKEN or ANTHROPIC_API_KEY") });
+    expect(checks.NATS).toMatchObject({ ok: false, detail: expect.stringContaining("nats://127.0.0.1:1") });
+  });
+
+  it("stops at a bad config, naming file and field", async () => {
+    const d = join(dir, "bad");
+    require_dir(d);
+    writeFileSync(join(d, "config.json"), JSON.stringify({ runner: { idleEvictMinutes: "soon" } }));
+    const checks = await runDoctor(d);
+    expect(checks).toHaveLength(1);
+    expect(checks[0]).toMatchObject({ name: "config", ok: false });
+    expect(checks[0]!.detail).toMatch(/config\.json: \/runner\/idleEvictMinutes: expected integer/);
+  });
+});
+
+function require_dir(d: string) {
+  rmSync(d, { recursive: true, force: true });
+  mkdirSync(d, { recursive: true });
+}

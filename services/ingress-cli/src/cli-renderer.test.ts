@@ -1,0 +1,42 @@
+import { describe, expect, it } from "@jest/globals";
+import type { OutboundEvent, OutboundEventBody } from "@mom/contracts";
+import { CliRenderer } from "./cli-renderer.js";
+
+const usage = { input: 1200, output: 34, cacheRead: 0, cacheWrite: 0, totalTokens: 1234, cost: { input: 0.0036, output: 0.0005, cacheRead: 0, cacheWrite: 0, total: 0.0041 }, contextTokens: 24_000, contextWindow: 200_000 };
+const trigger = { messageId: "m", senderId: "u", username: "ana", text: "hi" };
+
+function render(events: OutboundEventBody[], isTTY = false): string {
+  let out = "";
+  const r = new CliRenderer({ write: (t) => (out += t), isTTY });
+  events.forEach((event, seq) => r.render({ runId: "r", seq, ts: new Date().toISOString(), event } as OutboundEvent));
+  r.close();
+  return out;
+}
+
+describe("CliRenderer", () => {
+  const run: OutboundEventBody[] = [
+    { type: "run_started", trigger, model: "fake/x" },
+    { type: "tool_execution_start", toolCallId: "1", toolName: "bash", label: "List files", args: {} },
+    { type: "tool_execution_end", toolCallId: "1", toolName: "bash", label: "List files", isError: true, resultText: "ls: cannot access\nmore", durationMs: 12 },
+    { type: "run_ended", stopReason: "stop", finalText: "Here you go.", usage, durationMs: 2300 },
+  ];
+
+  it("prints progress, tool results, the answer and usage as lines when not a terminal", () => {
+    expect(render(run)).toBe(
+      ["working…", "→ List files", "  ✗ List files (12 ms): ls: cannot access", "working…", "Here you go.", "  1,200 in · 34 out · $0.0041 · context 24k/200k (12.0%) · 2.3s", ""].join("\n"),
+    );
+  });
+
+  it("redraws one working line in place on a terminal and clears it before the answer", () => {
+    const out = render(run, true);
+    expect(out).toContain("\r\x1b[2K");
+    expect(out).toMatch(/→ List files/);
+    expect(out.endsWith("Here you go.\n  1,200 in · 34 out · $0.0041 · context 24k/200k (12.0%) · 2.3s\n")).toBe(true);
+  });
+
+  it("says when a run was stopped or failed", () => {
+    expect(render([{ type: "run_ended", stopReason: "aborted", finalText: "", usage, durationMs: 10 }])).toContain("■ stopped");
+    expect(render([{ type: "run_ended", stopReason: "error", errorMessage: "429 rate limited", finalText: "", usage, durationMs: 10 }])).toContain("✗ error: 429 rate limited");
+    expect(render([{ type: "run_queued", trigger, position: 2 }])).toContain("position 2");
+  });
+});

@@ -1,0 +1,28 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { startStack, type Stack } from "../support/stack.js";
+
+describe("runner shutdown mid-run hands the message to the next runner", () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack();
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it("aborts, naks, and the next runner answers; nothing is logged twice", async () => {
+    s.llm.enqueue({ hang: true }, { text: "answered by the second runner" });
+    s.type("a long task");
+    await s.llm.waitForRequests(1);
+    await s.runner!.close();
+    await s.output.waitFor("another runner will answer this message");
+
+    await s.startRunner();
+    await s.output.waitFor("answered by the second runner");
+
+    const log = readFileSync(join(s.loaded.paths.workspaceDir, "channels/cli/local/log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(log.map((e) => e.text)).toEqual(["a long task", "answered by the second runner"]);
+  });
+});
