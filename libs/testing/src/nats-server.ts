@@ -105,17 +105,21 @@ export async function startTestNats(): Promise<TestNats> {
 }
 
 async function startContainerNats(): Promise<TestNats> {
-  let mod: { NatsContainer: new (image?: string) => { withJetStream(): unknown; start(): Promise<unknown> } };
+  let mod: typeof import("@testcontainers/nats");
   try {
-    // Optional: only where Docker exists and the package was installed.
-    mod = (await import(/* webpackIgnore: true */ "@testcontainers/" + "nats")) as typeof mod;
+    mod = await import("@testcontainers/nats");
   } catch {
-    throw new Error("no NATS for tests: set NATS_URL, install nats-server (apt-get install -y nats-server), or install @testcontainers/nats with a Docker engine");
+    throw new Error("no NATS for tests: set NATS_URL, or install nats-server (apt-get install -y nats-server)");
   }
-  const container = new mod.NatsContainer("nats:2.10") as unknown as {
-    withJetStream(): typeof container;
-    start(): Promise<{ getConnectionOptions(): { servers: string }; stop(): Promise<void> }>;
+  // Fails fast with testcontainers' own message when no Docker engine is reachable.
+  const started = await new mod.NatsContainer("nats:2.10").withJetStream().start();
+  const servers = started.getConnectionOptions().servers;
+  const hostPort = Array.isArray(servers) ? servers[0]! : String(servers);
+  return {
+    url: hostPort.includes("://") ? hostPort : `nats://${hostPort}`,
+    namespace: uniqueNamespace(),
+    async stop() {
+      await started.stop();
+    },
   };
-  const started = await container.withJetStream().start();
-  return { url: String(started.getConnectionOptions().servers), namespace: uniqueNamespace(), stop: () => started.stop() };
 }

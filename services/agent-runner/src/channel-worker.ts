@@ -1,6 +1,6 @@
-import type { ChannelAgent, RunOutcome, RunTrigger } from "@mom/agent";
+import { type ChannelAgent, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { Bus } from "@mom/bus";
-import type { ChannelMessage, ChannelRef, LogEntry, Usage } from "@mom/contracts";
+import type { ChannelMessage, ChannelRef, LogEntry } from "@mom/contracts";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -34,7 +34,6 @@ export class RunnerShuttingDown extends Error {
   }
 }
 
-const ZERO_USAGE: Usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
 
 export function toLogEntry(m: ChannelMessage): LogEntry {
   return {

@@ -2,6 +2,7 @@ import { startRunner } from "@mom/agent-runner";
 import { type LoadedConfig, createLogger, loadConfig } from "@mom/config";
 import { startCliIngress } from "@mom/ingress-cli";
 import { mkdirSync, openSync } from "node:fs";
+import type { Logger } from "pino";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { busOptions } from "./bus-options.js";
@@ -31,6 +32,26 @@ function cliAdapterName(loaded: LoadedConfig): string {
   return entry?.[0] ?? "cli";
 }
 
+/** The terminal chat on stdin/stdout; resolves `ended` when the input closes (Ctrl-D). */
+async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, logger: Logger) {
+  const me = userInfo().username || "user";
+  let inputEnded!: () => void;
+  const ended = new Promise<void>((r) => (inputEnded = r));
+  const cli = await startCliIngress(
+    {
+      adapter,
+      channelId: process.env.MOM_CLI_CHANNEL || "local",
+      user: { id: me, username: me },
+      input: process.stdin,
+      output: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY },
+      logger,
+      onInputEnd: inputEnded,
+    },
+    busOptions(loaded, url, `ingress-${adapter}`, logger),
+  );
+  return { close: () => cli.close(), ended };
+}
+
 /** `mom up`: NATS (own or given), runner and terminal chat in one process; logs go to a file. */
 export async function up(dataDir: string): Promise<never> {
   const loaded = loadConfig(dataDir);
@@ -51,24 +72,10 @@ export async function up(dataDir: string): Promise<never> {
     for (const c of closers.reverse()) await c();
     throw err;
   }
-  const me = userInfo().username || "user";
-  let inputEnded!: () => void;
-  const ended = new Promise<void>((r) => (inputEnded = r));
-  const cli = await startCliIngress(
-    {
-      adapter: cliAdapterName(loaded),
-      channelId: process.env.MOM_CLI_CHANNEL || "local",
-      user: { id: me, username: me },
-      input: process.stdin,
-      output: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY },
-      logger: logger.child({ service: "ingress-cli" }),
-      onInputEnd: inputEnded,
-    },
-    busOptions(loaded, url, "ingress-cli", logger.child({ service: "ingress-cli" })),
-  );
+  const cli = await terminalChat(cliAdapterName(loaded), loaded, url, logger.child({ service: "ingress-cli" }));
   closers.push(() => cli.close());
   process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${url}, logs ${logFile}). Type a message; "stop" aborts, Ctrl-D quits.\n`);
-  return shutdownOn(closers, ended);
+  return shutdownOn(closers, cli.ended);
 }
 
 /** `mom runner`: the agent runner alone, as deployed; pino logs to stderr. */
@@ -90,22 +97,8 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
   const logger = createLogger(`ingress-${adapter}`, { level: loaded.config.log.level });
   switch (entry.type) {
     case "cli": {
-      const me = userInfo().username || "user";
-      let inputEnded!: () => void;
-      const ended = new Promise<void>((r) => (inputEnded = r));
-      const cli = await startCliIngress(
-        {
-          adapter,
-          channelId: process.env.MOM_CLI_CHANNEL || "local",
-          user: { id: me, username: me },
-          input: process.stdin,
-          output: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY },
-          logger,
-          onInputEnd: inputEnded,
-        },
-        busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger),
-      );
-      return shutdownOn([() => cli.close()], ended);
+      const cli = await terminalChat(adapter, loaded, loaded.config.nats.url, logger);
+      return shutdownOn([() => cli.close()], cli.ended);
     }
     default:
       throw new Error(`adapter type "${(entry as { type: string }).type}" has no ingress service in this build`);

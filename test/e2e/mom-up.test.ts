@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startFakeLlm, type FakeLlm } from "@mom/testing";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { OutputCapture } from "../support/output-capture.js";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
+
+// The quick start's path as a user runs it: the built `mom` binary, its own nats-server, stdin/stdout.
+describe("mom up (built binary, own NATS, terminal chat)", () => {
+  let llm: FakeLlm;
+  let dataDir: string;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    dataDir = mkdtempSync(join(tmpdir(), "mom-up-"));
+    writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
+    writeFileSync(join(dataDir, "config.json"), JSON.stringify({ model: "fake/fake-model" }));
+  });
+  afterAll(async () => {
+    await llm.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("chats, then quits on end of input and stops its nats-server", async () => {
+    llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Look around", command: "pwd" } }] }, { text: "Hello from mom up." });
+    const env = { ...process.env };
+    delete env.NATS_URL;
+    const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "up", dataDir], { env, stdio: ["pipe", "pipe", "pipe"] });
+    const out = new OutputCapture();
+    child.stdout.setEncoding("utf8").on("data", out.write);
+    child.stderr.setEncoding("utf8").on("data", out.write);
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+
+    await out.waitFor("mom is up", 30_000);
+    child.stdin.write("hi mom\n");
+    await out.waitFor("Hello from mom up.");
+    expect(out.text).toContain("✓ Look around");
+    child.stdin.end();
+    expect(await exited).toBe(0);
+
+    expect(existsSync(join(dataDir, "nats", "jetstream"))).toBe(true);
+    expect(readFileSync(join(dataDir, "workspace/channels/cli/local/log.jsonl"), "utf8")).toContain("Hello from mom up.");
+    const natsUrl = /NATS (nats:\/\/[\d.:]+)/.exec(out.text)![1]!;
+    const { connect } = await import("node:net");
+    const port = Number(natsUrl.split(":").at(-1));
+    const stillListening = await new Promise<boolean>((resolve) => {
+      const s = connect(port, "127.0.0.1").once("connect", () => (s.destroy(), resolve(true))).once("error", () => resolve(false));
+    });
+    expect(stillListening).toBe(false);
+  }, 60_000);
+});
