@@ -4,7 +4,7 @@
 // See bench/README.md for what is measured and how to read the figures.
 //
 //   npm run bench                      # builds first, then runs this
-//   node bench/bus-overhead.mjs [--json] [--channels 50] [--per-channel 20] [--warmup-rounds 1]
+//   node bench/bus-overhead.mjs [--json] [--channels 50] [--per-channel 20] …   (--help for all)
 //
 // Needs a prior `npm run build` (imports the compiled dist/ of the workspace packages) and a
 // nats-server binary (PATH, /usr/sbin/nats-server, or NATS_SERVER_BIN).
@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -22,16 +22,27 @@ const dist = (p) => import(join(root, p));
 const { freePort, findNatsServer, startFakeLlm } = await dist("libs/testing/dist/index.js");
 const { loadConfig, createLogger } = await dist("libs/config/dist/index.js");
 const { Bus } = await dist("libs/bus/dist/index.js");
-const { startRunner } = await dist("services/agent-runner/dist/index.js");
+const { startRunner, ChannelWorker } = await dist("services/agent-runner/dist/index.js");
 const { busOptions } = await dist("services/cli/dist/index.js");
 const { ChannelAgent, resolveModel } = await dist("libs/agent/dist/index.js");
-const { WorkspaceLayout } = await dist("libs/store/dist/index.js");
+const { WorkspaceLayout, ChannelStore } = await dist("libs/store/dist/index.js");
 const { qualifiedChannelId } = await dist("libs/contracts/dist/index.js");
 
 // ---- options ---------------------------------------------------------------------------------
 
+/**
+ * What-if switches, off by default: runtime patches (this process only) that show what a change in
+ * the bus code would buy. They never touch files outside bench/.
+ */
+const EXPERIMENTS = {
+  // nats.js allocates Error objects (stack capture) for every request unless noAsyncTraces is set.
+  "no-async-traces": "nats connections with noAsyncTraces: true",
+  // RunPublisher awaits each event's JetStream ack before publishing the next one.
+  "pipelined-out": "run events published without waiting for the previous ack (acks still awaited, in order)",
+};
+
 function parseArgs(argv) {
-  const o = { json: false, channels: 50, perChannel: 20, warmupRounds: 1, runTimeoutMs: 30_000 };
+  const o = { diag: false, json: false, channels: 50, perChannel: 20, warmupRounds: 1, idleRounds: 2, phase: "both", maxRuns: undefined, experiments: [], replyWords: 1, runTimeoutMs: 30_000 };
   const int = (name, v) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 0) throw new Error(`${name} expects a non-negative integer, got ${JSON.stringify(v)}`);
@@ -40,15 +51,33 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--json") o.json = true;
+    else if (a === "--diag") o.diag = true;
     else if (a === "--channels") o.channels = int(a, argv[++i]);
     else if (a === "--per-channel") o.perChannel = int(a, argv[++i]);
     else if (a === "--warmup-rounds") o.warmupRounds = int(a, argv[++i]);
-    else if (a === "-h" || a === "--help") {
-      console.log("usage: node bench/bus-overhead.mjs [--json] [--channels N] [--per-channel N] [--warmup-rounds N]");
+    else if (a === "--idle-rounds") o.idleRounds = int(a, argv[++i]);
+    else if (a === "--max-concurrent-runs") o.maxRuns = int(a, argv[++i]);
+    else if (a === "--reply-words") o.replyWords = int(a, argv[++i]);
+    else if (a === "--experiment") {
+      const x = argv[++i];
+      if (!EXPERIMENTS[x]) throw new Error(`--experiment expects one of ${Object.keys(EXPERIMENTS).join(", ")}, got ${JSON.stringify(x)}`);
+      o.experiments.push(x);
+    } else if (a === "--phase") {
+      o.phase = argv[++i];
+      if (!["both", "bus", "inproc"].includes(o.phase)) throw new Error(`--phase expects both, bus or inproc, got ${JSON.stringify(o.phase)}`);
+    } else if (a === "-h" || a === "--help") {
+      console.log(
+        "usage: node bench/bus-overhead.mjs [--json] [--diag] [--channels N] [--per-channel N] [--warmup-rounds N] [--idle-rounds N] [--max-concurrent-runs N] [--reply-words N] [--phase both|bus|inproc] [--experiment NAME]...",
+      );
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
   }
   if (o.channels < 1 || o.perChannel < 1) throw new Error("--channels and --per-channel must be >= 1");
+  // The runner caps concurrent runs (config runner.maxConcurrentRuns, default 16); the in-process
+  // side has no cap, so by default the runner gets as many slots as there are channels in flight.
+  o.maxRuns ??= o.channels;
+  if (o.maxRuns < 1) throw new Error("--max-concurrent-runs must be >= 1");
+  if (o.replyWords < 1) throw new Error("--reply-words must be >= 1");
   return o;
 }
 
@@ -141,7 +170,79 @@ async function startNats() {
   };
 }
 
-// ---- the bus run -----------------------------------------------------------------------------
+async function applyExperiments(names) {
+  const undo = [];
+  if (names.includes("no-async-traces")) {
+    const orig = Bus.connect;
+    Bus.connect = async function (...args) {
+      const bus = await orig.apply(this, args);
+      bus.nc.protocol.options.noAsyncTraces = true; // read per request by nats.js
+      return bus;
+    };
+    undo.push(() => (Bus.connect = orig));
+  }
+  if (names.includes("pipelined-out")) {
+    // Not part of the package's index: imported only for this experiment.
+    const { RunPublisher } = await dist("services/agent-runner/dist/run-publisher.js");
+    const orig = RunPublisher.prototype.emit;
+    RunPublisher.prototype.emit = function (event) {
+      const out = { runId: this.runId, seq: this.seq++, ts: new Date().toISOString(), event };
+      const subject = this.bus.subjects.channel("out", this.ref);
+      // One connection writes in call order and JetStream stores in arrival order, so seq order holds.
+      const sent = this.bus.publish(subject, out, `${out.runId}:${out.seq}`).catch((err) => {
+        this.log.error({ err, seq: out.seq, type: event.type }, "could not publish outbound event");
+      });
+      this.chain = this.chain.then(() => sent);
+    };
+    undo.push(() => (RunPublisher.prototype.emit = orig));
+  }
+  return () => undo.forEach((u) => u());
+}
+
+// ---- --diag: timestamps from inside the in-process runner -----------------------------------
+
+/**
+ * Wraps (at runtime, in this process only) the runner's ChannelWorker.accept / execute and the
+ * store's appendLog, to see where a message waits between "delivered to the runner" and "run
+ * started". Only with --diag; the bench never changes the runner's code.
+ */
+function instrumentRunner() {
+  const marks = new Map(); // messageId -> {accept, logged, execute}
+  const wrap = (proto, name, before, after) => {
+    const orig = proto[name];
+    proto[name] = function (...args) {
+      before?.call(this, ...args);
+      const r = orig.apply(this, args);
+      if (after && r && typeof r.then === "function") r.then(() => after.call(this, ...args), () => {});
+      return r;
+    };
+    return () => (proto[name] = orig);
+  };
+  const mark = (id, k) => {
+    if (typeof id !== "string") return;
+    const m = marks.get(id) ?? {};
+    m[k] ??= performance.now();
+    marks.set(id, m);
+  };
+  const publishMs = { in: [], out: [] };
+  const origPublish = Bus.prototype.publish;
+  Bus.prototype.publish = function (subject, ...rest) {
+    const t = performance.now();
+    const r = origPublish.call(this, subject, ...rest);
+    const kind = subject.split(".")[1];
+    r.then(() => publishMs[kind]?.push(performance.now() - t), () => {});
+    return r;
+  };
+  const undo = [
+    () => (Bus.prototype.publish = origPublish),
+    wrap(ChannelWorker.prototype, "accept", (message) => mark(message?.id, "accept")),
+    wrap(ChannelWorker.prototype, "execute", (item) => mark(item?.message?.id, "execute"), (item) => mark(item?.message?.id, "executeDone")),
+    wrap(ChannelStore.prototype, "appendLog", (e) => mark(e?.id, "appendLogCalled"), (e) => mark(e?.id, "logged")),
+  ];
+  return { marks, publishMs, restore: () => undo.forEach((u) => u()) };
+}
+
+// ---- the load generator on the bus ----------------------------------------------------------
 
 /**
  * Publishes ChannelMessages on mom.in and watches mom.out (core NATS subscription on the whole
@@ -157,6 +258,7 @@ function busDriver(bus, tag) {
   const pump = (async () => {
     for await (const m of sub) {
       const t = performance.now();
+      const wall = Date.now();
       let out;
       try {
         out = m.json();
@@ -185,8 +287,9 @@ function busDriver(bus, tag) {
       }
       rec.t1 ??= t;
       rec.events++;
-      rec.types.add(ev?.type);
+      if (ev?.type === "run_started") rec.startedEmitLagMs = Date.parse(out.ts) - rec.d0;
       if (ev?.type === "run_ended") {
+        rec.endedDeliveryLagMs = wall - Date.parse(out.ts);
         rec.t2 = t;
         rec.stopReason = ev.stopReason;
         rec.finalText = ev.finalText;
@@ -210,7 +313,7 @@ function busDriver(bus, tag) {
       attachments: [],
       isMention: true,
     };
-    const rec = { id, channel: channelId, t0: 0, t1: undefined, t2: undefined, events: 0, types: new Set(), stopReason: undefined };
+    const rec = { id, channel: channelId, t0: 0, d0: 0, t1: undefined, t2: undefined, events: 0, stopReason: undefined };
     const ended = new Promise((resolve) => {
       const timer = setTimeout(() => {
         rec.timedOut = true;
@@ -222,6 +325,7 @@ function busDriver(bus, tag) {
       };
     });
     byMessage.set(id, rec);
+    rec.d0 = Date.now();
     rec.t0 = performance.now();
     await bus.publish(bus.subjects.channel("in", { adapter: "bench", channelId }), msg, id);
     rec.tAck = performance.now();
@@ -244,51 +348,156 @@ function busDriver(bus, tag) {
   };
 }
 
-async function runBusPhase(ctx) {
-  const { loaded, url, logger } = ctx;
-  const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", logger), logger });
-  const bus = await Bus.connect(busOptions(loaded, url, "bench-load", logger));
-  await bus.provision();
-  const driver = busDriver(bus, `bus-${randomBytes(3).toString("hex")}`);
-  try {
-    say(`bus: warm-up ${opts.channels * opts.warmupRounds} message(s) (${opts.warmupRounds} per channel: creates each channel's session)…`);
-    await perChannelLoop(opts.channels, opts.warmupRounds, (c) => driver.send(c));
+/**
+ * The measurement both phases share: warm-up (excluded), then "idle" latency (one message in flight
+ * in the whole system, round-robin over the channels), then the load (one message in flight per
+ * channel, every channel at once). `send(c)` handles one message in channel c and resolves with its
+ * record {t0, t1, t2, events, stopReason, timedOut?, ...} once its run has ended.
+ */
+async function measure(name, ctx, send, extraStats = () => ({}), sampler) {
+  const resetLlm = () => {
     ctx.llm.reset();
     ctx.llm.setFallback(ctx.fallback);
-
-    say(`bus: ${opts.channels} channels × ${opts.perChannel} messages, one in flight per channel…`);
-    const records = [];
-    const cpu0 = process.cpuUsage();
-    const natsCpu0 = procCpuSeconds(ctx.nats.pid);
-    const start = performance.now();
-    await perChannelLoop(opts.channels, opts.perChannel, async (c) => records.push(await driver.send(c)));
-    const wallMs = performance.now() - start;
-    const cpu = process.cpuUsage(cpu0);
-    const natsCpu1 = procCpuSeconds(ctx.nats.pid);
-    const llmRequests = ctx.llm.requests.length;
-    ctx.llm.reset();
-    ctx.llm.setFallback(ctx.fallback);
-
+  };
+  const loopDelay = () => {
+    const h = monitorEventLoopDelay({ resolution: 1 });
+    h.enable();
+    return () => {
+      h.disable();
+      return { p50: h.percentile(50) / 1e6, p90: h.percentile(90) / 1e6, p99: h.percentile(99) / 1e6, mean: h.mean / 1e6, max: h.max / 1e6 };
+    };
+  };
+  const summarise = (records, wallMs, extra) => {
     const ok = records.filter((r) => !r.timedOut && r.stopReason === "stop");
     return {
       messages: records.length,
       completed: ok.length,
       timedOut: records.filter((r) => r.timedOut).length,
       failed: records.filter((r) => !r.timedOut && r.stopReason !== "stop").map((r) => ({ id: r.id, stopReason: r.stopReason })).slice(0, 5),
-      llmRequests,
       wallMs,
       msgsPerSec: (ok.length / wallMs) * 1000,
-      publishAck: stats(ok.map((r) => r.tAck - r.t0)),
       firstEvent: stats(ok.map((r) => r.t1 - r.t0)),
       runEnded: stats(ok.map((r) => r.t2 - r.t0)),
-      runnerDuration: stats(ok.map((r) => r.runnerDurationMs)),
       eventsPerRun: stats(ok.map((r) => r.events)),
-      nodeCpuSec: (cpu.user + cpu.system) / 1e6,
-      natsCpuSec: natsCpu0 !== undefined && natsCpu1 !== undefined ? natsCpu1 - natsCpu0 : undefined,
-      undecodable: driver.undecodable,
-      orphanRuns: driver.orphanRuns,
+      ...extraStats(ok),
+      ...extra,
     };
+  };
+
+  say(`${name}: warm-up ${opts.channels * opts.warmupRounds} message(s) (${opts.warmupRounds} per channel: creates each channel's session)…`);
+  await perChannelLoop(opts.channels, opts.warmupRounds, (c) => send(c));
+  resetLlm();
+
+  let idle;
+  if (opts.idleRounds > 0) {
+    say(`${name}: idle latency, ${opts.channels * opts.idleRounds} messages one at a time…`);
+    const records = [];
+    const stopLoop = loopDelay();
+    const start = performance.now();
+    for (let r = 0; r < opts.idleRounds; r++) for (let c = 0; c < opts.channels; c++) records.push(await send(c));
+    idle = summarise(records, performance.now() - start, { eventLoopDelay: stopLoop() });
+    resetLlm();
+  }
+
+  say(`${name}: load, ${opts.channels} channels × ${opts.perChannel} messages, one in flight per channel…`);
+  const records = [];
+  const cpu0 = process.cpuUsage();
+  const natsCpu0 = procCpuSeconds(ctx.nats.pid);
+  const stopLoop = loopDelay();
+  const stopSampler = sampler?.();
+  const start = performance.now();
+  await perChannelLoop(opts.channels, opts.perChannel, async (c) => records.push(await send(c)));
+  const wallMs = performance.now() - start;
+  const eventLoopDelay = stopLoop();
+  const samples = await stopSampler?.();
+  const cpu = process.cpuUsage(cpu0);
+  const natsCpu1 = procCpuSeconds(ctx.nats.pid);
+  const llmRequests = ctx.llm.requests.length;
+  resetLlm();
+  const nodeCpuSec = (cpu.user + cpu.system) / 1e6;
+  const natsCpuSec = natsCpu0 !== undefined && natsCpu1 !== undefined ? natsCpu1 - natsCpu0 : undefined;
+  const load = summarise(records, wallMs, {
+    llmRequests,
+    eventLoopDelay,
+    ...(samples && { consumerSamples: samples }),
+    nodeCpuSec,
+    nodeCpuMsPerMsg: (nodeCpuSec * 1000) / records.length,
+    natsCpuSec,
+    natsCpuMsPerMsg: natsCpuSec !== undefined ? (natsCpuSec * 1000) / records.length : undefined,
+  });
+  return { idle, load };
+}
+
+// ---- the bus run -----------------------------------------------------------------------------
+
+async function runBusPhase(ctx) {
+  const { loaded, url, logger } = ctx;
+  const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", logger), logger });
+  const bus = await Bus.connect(busOptions(loaded, url, "bench-load", logger));
+  await bus.provision();
+  const driver = busDriver(bus, `bus-${randomBytes(3).toString("hex")}`);
+  const inst = opts.diag ? instrumentRunner() : undefined;
+  try {
+    // --diag: sample the runner's durable consumer on MOM_IN every 50 ms during the load.
+    const sampler = !opts.diag
+      ? undefined
+      : () => {
+          const stream = bus.subjects.stream("IN");
+          const seen = { samples: 0, numPending: [], ackPending: [], waiting: [] };
+          let stop = false;
+          const loop = (async () => {
+            while (!stop) {
+              try {
+                const ci = await bus.jsm.consumers.info(stream, "agent-runner");
+                seen.samples++;
+                seen.numPending.push(ci.num_pending);
+                seen.ackPending.push(ci.num_ack_pending);
+                seen.waiting.push(ci.num_waiting);
+              } catch {
+                // ignore
+              }
+              await new Promise((r) => setTimeout(r, 50));
+            }
+          })();
+          return async () => {
+            stop = true;
+            await loop;
+            return {
+              samples: seen.samples,
+              numPending: stats(seen.numPending),
+              numAckPending: stats(seen.ackPending),
+              numWaiting: stats(seen.waiting),
+            };
+          };
+        };
+    const result = await measure(
+      "bus",
+      ctx,
+      (c) => driver.send(c),
+      (ok) => ({
+        publishAck: stats(ok.map((r) => r.tAck - r.t0)),
+        // Wall-clock (ms resolution): the runner stamps each event's `ts` when it emits it.
+        publishToRunStartedEmit: stats(ok.map((r) => r.startedEmitLagMs)),
+        runnerDuration: stats(ok.map((r) => r.runnerDurationMs)),
+        runEndedEmitToReceived: stats(ok.map((r) => r.endedDeliveryLagMs)),
+        ...(inst && {
+          diag: {
+            publishToAccept: stats(ok.map((r) => inst.marks.get(r.id)?.accept - r.t0)),
+            acceptToLogged: stats(ok.map((r) => inst.marks.get(r.id)?.logged - inst.marks.get(r.id)?.accept)),
+            loggedToExecute: stats(ok.map((r) => inst.marks.get(r.id)?.execute - inst.marks.get(r.id)?.logged)),
+            runEndedReceivedToExecuteDone: stats(ok.map((r) => inst.marks.get(r.id)?.executeDone - r.t2)),
+            publishOut: stats(inst.publishMs.out.splice(0)),
+            publishIn: stats(inst.publishMs.in.splice(0)),
+          },
+        }),
+      }),
+      sampler,
+    );
+    result.undecodable = driver.undecodable;
+    result.orphanRuns = driver.orphanRuns;
+    return result;
   } finally {
+    inst?.restore();
     await driver.close();
     await runner.close();
     await bus.drain();
@@ -309,7 +518,8 @@ async function runInProcessPhase(ctx) {
   const tag = `inproc-${randomBytes(3).toString("hex")}`;
   let n = 0;
 
-  async function agentFor(ref) {
+  // The same agent the runner's ChannelWorker creates (same options), one per channel.
+  function agentFor(ref) {
     const key = qualifiedChannelId(ref);
     let a = agents.get(key);
     if (!a) {
@@ -360,34 +570,7 @@ async function runInProcessPhase(ctx) {
   }
 
   try {
-    say(`in-process: warm-up ${opts.channels * opts.warmupRounds} message(s)…`);
-    await perChannelLoop(opts.channels, opts.warmupRounds, (c) => send(c));
-    ctx.llm.reset();
-    ctx.llm.setFallback(ctx.fallback);
-
-    say(`in-process: ${opts.channels} channels × ${opts.perChannel} messages, one in flight per channel…`);
-    const records = [];
-    const cpu0 = process.cpuUsage();
-    const start = performance.now();
-    await perChannelLoop(opts.channels, opts.perChannel, async (c) => records.push(await send(c)));
-    const wallMs = performance.now() - start;
-    const cpu = process.cpuUsage(cpu0);
-    const llmRequests = ctx.llm.requests.length;
-    ctx.llm.reset();
-    ctx.llm.setFallback(ctx.fallback);
-    const ok = records.filter((r) => r.stopReason === "stop");
-    return {
-      messages: records.length,
-      completed: ok.length,
-      failed: records.filter((r) => r.stopReason !== "stop").map((r) => ({ id: r.id, stopReason: r.stopReason })).slice(0, 5),
-      llmRequests,
-      wallMs,
-      msgsPerSec: (ok.length / wallMs) * 1000,
-      firstEvent: stats(ok.map((r) => r.t1 - r.t0)),
-      runEnded: stats(ok.map((r) => r.t2 - r.t0)),
-      eventsPerRun: stats(ok.map((r) => r.events)),
-      nodeCpuSec: (cpu.user + cpu.system) / 1e6,
-    };
+    return await measure("in-process", ctx, send);
   } finally {
     for (const a of agents.values()) (await a.catch(() => undefined))?.agent.dispose();
   }
@@ -416,7 +599,8 @@ async function main() {
     cleanups.push(() => nats.stop());
     const llm = await startFakeLlm();
     cleanups.push(() => llm.close());
-    const fallback = { text: "ok", usage: { input: 10, output: 1 } };
+    // The fake streams one delta per word: --reply-words N gives N message_update text deltas per run.
+    const fallback = { text: Array(opts.replyWords).fill("ok").join(" "), usage: { input: 10, output: opts.replyWords } };
     llm.setFallback(fallback);
 
     const dataDir = join(tmp, "data");
@@ -424,34 +608,47 @@ async function main() {
     writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
     writeFileSync(
       join(dataDir, "config.json"),
-      JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: "bench" }, log: { level: "error" } }),
+      JSON.stringify({
+        model: "fake/fake-model",
+        nats: { url: nats.url, namespace: "bench" },
+        runner: { maxConcurrentRuns: opts.maxRuns },
+        log: { level: "error" },
+      }),
     );
     const loaded = loadConfig(dataDir, {});
     const logger = createLogger("bench", { level: "error" });
     const ctx = { tmp, loaded, url: nats.url, logger, llm, fallback, nats };
 
+    const undoExperiments = await applyExperiments(opts.experiments);
+    cleanups.push(undoExperiments);
     const t0 = performance.now();
-    const bus = await runBusPhase(ctx);
-    const inproc = await runInProcessPhase(ctx);
+    const bus = opts.phase === "inproc" ? undefined : await runBusPhase(ctx);
+    const inproc = opts.phase === "bus" ? undefined : await runInProcessPhase(ctx);
     const natsRss = procRssBytes(nats.pid);
     const mem = process.memoryUsage();
     const cpus = os.cpus();
+    const ratio = (x, y) => (x !== undefined && y !== undefined ? x / y : undefined);
     const summary = {
       load: {
         channels: opts.channels,
         messagesPerChannel: opts.perChannel,
         messages: opts.channels * opts.perChannel,
         warmupMessages: opts.channels * opts.warmupRounds,
-        inFlight: `at most ${opts.channels} (one per channel: the next message of a channel is published when the previous one's run_ended arrives)`,
-        model: "fake/fake-model (OpenAI-compatible fake on loopback, instant reply 'ok')",
+        idleMessages: opts.channels * opts.idleRounds,
+        inFlight: `at most ${opts.channels}: one per channel, the next message of a channel is sent when the previous one's run has ended`,
+        runnerMaxConcurrentRuns: opts.maxRuns,
+        experiments: opts.experiments.map((x) => `${x}: ${EXPERIMENTS[x]}`),
+        model: `fake/fake-model (OpenAI-compatible fake on loopback, instant reply: ${opts.replyWords === 1 ? "'ok'" : `${opts.replyWords} words, one stream delta each`})`,
       },
       bus,
       inProcess: inproc,
       ratio: {
-        p50RunEnded: bus.runEnded.p50 / inproc.runEnded.p50,
-        p99RunEnded: bus.runEnded.p99 / inproc.runEnded.p99,
-        throughput: bus.msgsPerSec / inproc.msgsPerSec,
-        addedP50Ms: bus.runEnded.p50 - inproc.runEnded.p50,
+        idleP50RunEnded: ratio(bus?.idle?.runEnded.p50, inproc?.idle?.runEnded.p50),
+        idleAddedP50Ms: bus?.idle && inproc?.idle ? bus.idle.runEnded.p50 - inproc.idle.runEnded.p50 : undefined,
+        loadP50RunEnded: ratio(bus?.load.runEnded.p50, inproc?.load.runEnded.p50),
+        loadP99RunEnded: ratio(bus?.load.runEnded.p99, inproc?.load.runEnded.p99),
+        loadThroughput: ratio(bus?.load.msgsPerSec, inproc?.load.msgsPerSec),
+        loadCpuPerMsg: ratio(bus?.load.nodeCpuMsPerMsg, inproc?.load.nodeCpuMsPerMsg),
       },
       process: {
         rssMb: mb(mem.rss),
@@ -466,13 +663,19 @@ async function main() {
         natsServer: nats.version,
         platform: `${os.platform()} ${os.release()}`,
       },
-      totalSeconds: round((performance.now() - t0) / 1000, 1),
+      totalSeconds: (performance.now() - t0) / 1000,
     };
     if (opts.json) console.log(JSON.stringify(summary, (k, v) => (typeof v === "number" ? round(v, 3) : v), 2));
     else printTable(summary);
     const problems = [];
-    if (bus.completed !== bus.messages) problems.push(`bus: ${bus.messages - bus.completed} of ${bus.messages} runs did not end with stopReason "stop" (${bus.timedOut} timed out)`);
-    if (inproc.completed !== inproc.messages) problems.push(`in-process: ${inproc.messages - inproc.completed} of ${inproc.messages} runs did not end with stopReason "stop"`);
+    for (const [name, r] of [["bus", bus], ["in-process", inproc]]) {
+      for (const part of [r?.idle, r?.load]) {
+        if (part && part.completed !== part.messages) {
+          problems.push(`${name}: ${part.messages - part.completed} of ${part.messages} runs did not end with stopReason "stop" (${part.timedOut} timed out; e.g. ${JSON.stringify(part.failed)})`);
+        }
+      }
+    }
+    if (bus?.orphanRuns) problems.push(`bus: ${bus.orphanRuns} run(s) on mom.out could not be matched to a message`);
     for (const p of problems) console.error(`bench: ${p}`);
     process.exitCode = problems.length ? 1 : 0;
   } finally {
@@ -485,45 +688,80 @@ async function main() {
 function printTable(s) {
   const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "—");
   const row = (cells, widths) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join("  ");
-  const w = [34, 9, 9, 9, 9, 9];
-  const lines = [];
-  const { bus, inProcess: ip, machine: m } = s;
+  const rule = (widths) => "-".repeat(widths.reduce((a, b) => a + b + 2, -2));
+  const { bus, inProcess: ip, machine: m, load } = s;
+  const lines = [""];
+  lines.push(`mom bus overhead — same agent, instant fake model, through NATS JetStream vs called in-process`);
+  lines.push(`load: ${load.messages} messages over ${load.channels} channels (${load.messagesPerChannel} each); in flight ${load.inFlight}`);
+  lines.push(`model: ${load.model}`);
+  lines.push(`runner.maxConcurrentRuns: ${load.runnerMaxConcurrentRuns}; in-process runs are not capped`);
+  for (const x of load.experiments) lines.push(`EXPERIMENT (not the shipped code path): ${x}`);
+  lines.push(`idle: ${load.idleMessages} messages one at a time (round-robin over the channels); warm-up: ${load.warmupMessages} messages, excluded`);
   lines.push("");
-  lines.push(`mom bus overhead — ${s.load.messages} messages over ${s.load.channels} channels (${s.load.messagesPerChannel} each), ${s.load.warmupMessages} warm-up messages excluded`);
-  lines.push(`in flight: ${s.load.inFlight}`);
-  lines.push(`model: ${s.load.model}`);
-  lines.push("");
+
+  const w = [38, 8, 8, 8, 8, 8];
   lines.push(row(["latency (ms)", "p50", "p90", "p99", "mean", "max"], w));
-  lines.push("-".repeat(w.reduce((a, b) => a + b + 2, -2)));
-  const st = (label, x) => lines.push(row([label, f(x.p50), f(x.p90), f(x.p99), f(x.mean), f(x.max)], w));
-  st("bus: publish → JetStream ack", bus.publishAck);
-  st("bus: publish → first event", bus.firstEvent);
-  st("bus: publish → run_ended", bus.runEnded);
-  st("bus: runner-side run duration", bus.runnerDuration);
-  st("in-process: prompt → first event", ip.firstEvent);
-  st("in-process: prompt → run end", ip.runEnded);
+  lines.push(rule(w));
+  const st = (label, x) => x && lines.push(row([label, f(x.p50), f(x.p90), f(x.p99), f(x.mean), f(x.max)], w));
+  for (const [title, key] of [["idle", "idle"], [`load (${load.channels} in flight)`, "load"]]) {
+    if (!bus?.[key] && !ip?.[key]) continue;
+    lines.push(`${title}:`);
+    st("  bus: publish → JetStream ack", bus?.[key]?.publishAck);
+    st("  bus: publish → first event", bus?.[key]?.firstEvent);
+    st("  bus: publish → run_ended", bus?.[key]?.runEnded);
+    st("   · publish → run_started emitted ¹", bus?.[key]?.publishToRunStartedEmit);
+    st("   · runner-side durationMs ¹", bus?.[key]?.runnerDuration);
+    st("   · run_ended emitted → received ¹", bus?.[key]?.runEndedEmitToReceived);
+    if (bus?.[key]?.diag) {
+      st("   · --diag publish → worker.accept", bus[key].diag.publishToAccept);
+      st("   · --diag accept → logged", bus[key].diag.acceptToLogged);
+      st("   · --diag logged → execute", bus[key].diag.loggedToExecute);
+      st("   · --diag run_ended rcvd → exec done", bus[key].diag.runEndedReceivedToExecuteDone);
+      st("   · --diag js.publish mom.in (await)", bus[key].diag.publishIn);
+      st("   · --diag js.publish mom.out (await)", bus[key].diag.publishOut);
+    }
+    st("  in-process: prompt → first event", ip?.[key]?.firstEvent);
+    st("  in-process: prompt → run end", ip?.[key]?.runEnded);
+    st("  event-loop delay, bus phase", bus?.[key]?.eventLoopDelay);
+    st("  event-loop delay, in-process phase", ip?.[key]?.eventLoopDelay);
+  }
+  const cs = bus?.load?.consumerSamples;
+  if (cs) {
+    const f0 = (x) => `p50 ${f(x.p50, 0)} / max ${f(x.max, 0)}`;
+    lines.push(`  --diag, runner's MOM_IN consumer (${cs.samples} samples): num_pending ${f0(cs.numPending)}, ack_pending ${f0(cs.numAckPending)}, waiting pulls ${f0(cs.numWaiting)}`);
+  }
+  lines.push("¹ from the runner's wall-clock `ts`/`durationMs` stamps (1 ms resolution)");
   lines.push("");
-  const w2 = [34, 12, 12];
-  lines.push(row(["throughput", "bus", "in-process"], w2));
-  lines.push("-".repeat(w2.reduce((a, b) => a + b + 2, -2)));
-  lines.push(row(["runs completed", `${bus.completed}/${bus.messages}`, `${ip.completed}/${ip.messages}`], w2));
-  lines.push(row(["wall time (s)", f(bus.wallMs / 1000, 2), f(ip.wallMs / 1000, 2)], w2));
-  lines.push(row(["messages/s", f(bus.msgsPerSec), f(ip.msgsPerSec)], w2));
-  lines.push(row(["outbound events per run (p50)", f(bus.eventsPerRun.p50, 0), f(ip.eventsPerRun.p50, 0)], w2));
-  lines.push(row(["node CPU (s) during the phase", f(bus.nodeCpuSec, 2), f(ip.nodeCpuSec, 2)], w2));
-  lines.push(row(["nats-server CPU (s)", bus.natsCpuSec !== undefined ? f(bus.natsCpuSec, 2) : "—", "—"], w2));
-  lines.push(row(["LLM requests", bus.llmRequests, ip.llmRequests], w2));
+
+  const w2 = [38, 12, 12];
+  const bl = bus?.load;
+  const il = ip?.load;
+  const both = (label, fn) => lines.push(row([label, bl ? fn(bl) : "—", il ? fn(il) : "—"], w2));
+  lines.push(row([`throughput under load`, "bus", "in-process"], w2));
+  lines.push(rule(w2));
+  both("runs completed", (x) => `${x.completed}/${x.messages}`);
+  both("wall time (s)", (x) => f(x.wallMs / 1000, 2));
+  both("messages/s", (x) => f(x.msgsPerSec));
+  both("events per run (p50)", (x) => f(x.eventsPerRun.p50, 0));
+  both("node CPU ms per message", (x) => f(x.nodeCpuMsPerMsg, 2));
+  both("nats-server CPU ms per message", (x) => (x === bl && x.natsCpuMsPerMsg !== undefined ? f(x.natsCpuMsPerMsg, 2) : "—"));
+  both("LLM requests", (x) => String(x.llmRequests));
   lines.push("");
+
+  const r = s.ratio;
+  if (bus && ip) {
+    lines.push(
+      `bus / in-process:  idle p50 ×${f(r.idleP50RunEnded, 2)} (+${f(r.idleAddedP50Ms)} ms)   ` +
+        `load p50 ×${f(r.loadP50RunEnded, 2)}  p99 ×${f(r.loadP99RunEnded, 2)}   ` +
+        `throughput ×${f(r.loadThroughput, 2)}   CPU/msg ×${f(r.loadCpuPerMsg, 2)}`,
+    );
+  }
   lines.push(
-    `bus / in-process: p50 run end ×${f(s.ratio.p50RunEnded, 2)} (+${f(s.ratio.addedP50Ms)} ms), ` +
-      `p99 ×${f(s.ratio.p99RunEnded, 2)}, throughput ×${f(s.ratio.throughput, 2)}`,
-  );
-  lines.push(
-    `process RSS ${s.process.rssMb} MB (peak ${s.process.peakRssMb} MB, heap ${s.process.heapUsedMb} MB)` +
+    `process RSS ${s.process.rssMb} MB at the end (peak ${s.process.peakRssMb} MB, heap ${s.process.heapUsedMb} MB)` +
       (s.process.natsServerRssMb !== null ? `; nats-server RSS ${s.process.natsServerRssMb} MB` : ""),
   );
   lines.push(`machine: ${m.cpus} × ${m.cpuModel}, node ${m.node}, nats-server ${m.natsServer}, ${m.platform}`);
-  lines.push(`total bench time ${s.totalSeconds} s`);
+  lines.push(`bench time ${f(s.totalSeconds)} s`);
   lines.push("");
   console.log(lines.join("\n"));
 }
