@@ -125,3 +125,44 @@ describe("drain", () => {
     ).rejects.toThrow(/draining/);
   });
 });
+
+describe("NATS URLs with credentials", () => {
+  it("lifts user:pass@ and token@ out of the URLs, never showing them", async () => {
+    const { splitCredentials } = await import("./connect.js");
+    expect(splitCredentials("nats://runner:s%40cret@nats:4222")).toEqual({
+      servers: ["nats://nats:4222"],
+      auth: { user: "runner", pass: "s@cret" },
+      shown: "nats://nats:4222",
+    });
+    expect(splitCredentials("tok123@a:4222, nats://b:4222")).toEqual({ servers: ["a:4222", "nats://b:4222"], auth: { token: "tok123" }, shown: "a:4222,nats://b:4222" });
+    expect(splitCredentials("nats://127.0.0.1:4222").auth).toEqual({});
+  });
+});
+
+describe("connecting to a NATS server that requires a password", () => {
+  it("works with the credentials in the URL and fails clearly without them", async () => {
+    const { spawn } = await import("node:child_process");
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { findNatsServer } = await import("@mom/testing");
+    const bin = findNatsServer();
+    if (!bin) return; // NATS_URL-only environments cannot start a private server
+    const port = await freePort();
+    const store = mkdtempSync(join(tmpdir(), "mom-auth-"));
+    const child = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store, "--user", "runner", "--pass", "pw"], { stdio: "ignore" });
+    try {
+      await waitFor(async () => {
+        const b = await Bus.connect({ url: `nats://runner:pw@127.0.0.1:${port}`, name: "auth-ok", namespace: uniqueNamespace() }).catch(() => undefined);
+        if (!b) return false;
+        await b.provision();
+        await b.drain();
+        return true;
+      }, 10_000);
+      await expect(Bus.connect({ url: `nats://127.0.0.1:${port}`, name: "auth-missing" })).rejects.toThrow(/cannot connect to NATS at nats:\/\/127\.0\.0\.1/);
+    } finally {
+      child.kill("SIGKILL");
+      rmSync(store, { recursive: true, force: true });
+    }
+  });
+});

@@ -14,11 +14,12 @@ export interface ConnectParams {
  * Connection state changes are logged until the connection closes.
  */
 export async function connectNats(p: ConnectParams): Promise<NatsConnection> {
-  const servers = p.url.split(",").map((s) => s.trim()).filter(Boolean);
+  const { servers, auth, shown } = splitCredentials(p.url);
   let nc: NatsConnection;
   try {
     nc = await connect({
       servers,
+      ...auth,
       name: p.name,
       maxReconnectAttempts: -1,
       reconnectTimeWait: p.reconnectTimeWaitMs ?? 2000,
@@ -26,9 +27,9 @@ export async function connectNats(p: ConnectParams): Promise<NatsConnection> {
     });
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
-    throw new Error(`cannot connect to NATS at ${p.url} (connection "${p.name}"): ${reason}`, { cause: err });
+    throw new Error(`cannot connect to NATS at ${shown} (connection "${p.name}"): ${reason}`, { cause: err });
   }
-  p.logger.info({ url: p.url, server: nc.info?.server_name, version: nc.info?.version }, "connected to NATS");
+  p.logger.info({ url: shown, server: nc.info?.server_name, version: nc.info?.version }, "connected to NATS");
   void watchStatus(nc, p.logger);
   return nc;
 }
@@ -56,4 +57,25 @@ async function watchStatus(nc: NatsConnection, logger: Logger): Promise<void> {
   } catch (err) {
     logger.debug({ err }, "NATS status watcher ended");
   }
+}
+
+/**
+ * nats.js ignores `user:pass@` (or `token@`) in server URLs, so credentials written the usual way
+ * are lifted out into connect options; what gets logged never contains them.
+ */
+export function splitCredentials(url: string): { servers: string[]; auth: { user?: string; pass?: string; token?: string }; shown: string } {
+  const auth: { user?: string; pass?: string; token?: string } = {};
+  const servers = url
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((server) => {
+      const m = /^([a-z]+:\/\/)?([^@/]*)@(.+)$/.exec(server);
+      if (!m) return server;
+      const [user, pass] = m[2]!.split(":").map(decodeURIComponent);
+      if (pass !== undefined) Object.assign(auth, { user, pass });
+      else Object.assign(auth, { token: user });
+      return `${m[1] ?? ""}${m[3]}`;
+    });
+  return { servers, auth, shown: servers.join(",") };
 }

@@ -5,7 +5,7 @@ export function defaultConfig(): MomConfig {
   return {
     model: "anthropic/claude-sonnet-4-5",
     thinkingLevel: "off",
-    nats: { url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 168, duplicateWindowSeconds: 120 } },
+    nats: { url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 168, duplicateWindowSeconds: 120, replicas: 1 } },
     adapters: { cli: { type: "cli" } },
     sandbox: { type: "host" },
     runner: { idleEvictMinutes: 30, maxConcurrentRuns: 16, runTimeoutMinutes: 30 },

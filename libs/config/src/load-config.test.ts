@@ -42,7 +42,7 @@ describe("loadConfig", () => {
     const full = {
       model: "openrouter/meta/llama-3",
       thinkingLevel: "high",
-      nats: { url: "nats://nats:4222", namespace: "mom-test", streams: { maxAgeHours: 24, duplicateWindowSeconds: 60 } },
+      nats: { url: "nats://nats:4222", namespace: "mom-test", streams: { maxAgeHours: 24, duplicateWindowSeconds: 60, replicas: 3 } },
       adapters: { cli: { type: "cli", admins: ["alice"], dm: ["alice", "bob"] }, "cli-2": { type: "cli", dm: "none" } },
       sandbox: { type: "host" },
       runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10 },
@@ -55,7 +55,7 @@ describe("loadConfig", () => {
   it("fills defaults key by key inside sections but replaces adapters whole", () => {
     writeFileSync(file, JSON.stringify({ nats: { streams: { maxAgeHours: 1 } }, runner: { maxConcurrentRuns: 4 }, adapters: { term: { type: "cli" } } }));
     const { config } = loadConfig(dataDir, {});
-    expect(config.nats).toEqual({ url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 1, duplicateWindowSeconds: 120 } });
+    expect(config.nats).toEqual({ url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 1, duplicateWindowSeconds: 120, replicas: 1 } });
     expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30 });
     expect(config.adapters).toEqual({ term: { type: "cli" } });
   });

@@ -32,6 +32,7 @@ export const StreamsConfig = Type.Object(
   {
     maxAgeHours: positiveInt("How long JetStream keeps messages"),
     duplicateWindowSeconds: positiveInt("Window in which a repeated Nats-Msg-Id is dropped"),
+    replicas: Type.Integer({ minimum: 1, maximum: 5, description: "JetStream replicas per stream (3 on a 3-node cluster)" }),
   },
   closed,
 );

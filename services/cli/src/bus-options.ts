@@ -9,6 +9,10 @@ export function busOptions(loaded: LoadedConfig, url: string, name: string, logg
     name,
     namespace: nats.namespace,
     logger,
-    streams: { maxAgeMs: nats.streams.maxAgeHours * 3_600_000, duplicateWindowMs: nats.streams.duplicateWindowSeconds * 1000 },
+    streams: {
+      maxAgeMs: nats.streams.maxAgeHours * 3_600_000,
+      duplicateWindowMs: nats.streams.duplicateWindowSeconds * 1000,
+      replicas: nats.streams.replicas,
+    },
   };
 }

@@ -32,9 +32,18 @@ function cliAdapterName(loaded: LoadedConfig): string {
   return entry?.[0] ?? "cli";
 }
 
+// os.userInfo() throws for a uid without a passwd entry (containers running as an arbitrary uid).
+function currentUser(): string {
+  try {
+    return userInfo().username || process.env.USER || "user";
+  } catch {
+    return process.env.USER || "user";
+  }
+}
+
 /** The terminal chat on stdin/stdout; resolves `ended` when the input closes (Ctrl-D). */
 async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, logger: Logger) {
-  const me = userInfo().username || "user";
+  const me = currentUser();
   let inputEnded!: () => void;
   const ended = new Promise<void>((r) => (inputEnded = r));
   const cli = await startCliIngress(

@@ -1,6 +1,6 @@
 import { ModelSetupError, resolveModel } from "@mom/agent";
 import { Bus } from "@mom/bus";
-import { ConfigError, type LoadedConfig, loadConfig, parseModelRef } from "@mom/config";
+import { ConfigError, createLogger, type LoadedConfig, loadConfig, parseModelRef } from "@mom/config";
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
@@ -28,7 +28,7 @@ async function checkNats(loaded: LoadedConfig): Promise<Check> {
   }
   let bus: Bus | undefined;
   try {
-    bus = await Bus.connect({ url, name: "mom-doctor", namespace: loaded.config.nats.namespace });
+    bus = await Bus.connect({ url, name: "mom-doctor", namespace: loaded.config.nats.namespace, logger: createLogger("mom-doctor", { level: "silent" }) });
     const info = await bus.jsm.getAccountInfo();
     return { name: "NATS", ok: true, detail: `${url} reachable, JetStream on (${info.streams} streams)` };
   } catch (err) {
