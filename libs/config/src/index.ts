@@ -4,5 +4,5 @@ export { loadConfig, type LoadedConfig, type ConfigPaths } from "./load-config.j
 export { ConfigError } from "./config-error.js";
 export type { Issue as ConfigIssue } from "./schema-issues.js";
 export { parseModelRef, type ModelRef } from "./model-ref.js";
-export { isNatsUrl } from "./nats-url.js";
+export { isNatsUrl, redactNatsUrl } from "./nats-url.js";
 export { createLogger, type Logger, type LoggerOptions } from "./logger.js";

@@ -186,3 +186,16 @@ describe("env overrides", () => {
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
+
+describe("NATS URLs with credentials", () => {
+  it("never repeats a password in an error", async () => {
+    const { redactNatsUrl } = await import("./nats-url.js");
+    expect(redactNatsUrl("nats://runner:s3cret@nats:4222,tok@b:4222")).toBe("nats://***@nats:4222,***@b:4222");
+    expect(() => loadConfig(mkdtempSync(join(tmpdir(), "mom-cfg-")), { NATS_URL: "http://runner:s3cret@nats:4222" })).toThrow(/NATS_URL: .*\*\*\*@nats:4222/);
+    try {
+      loadConfig(mkdtempSync(join(tmpdir(), "mom-cfg-")), { NATS_URL: "http://runner:s3cret@nats:4222" });
+    } catch (err) {
+      expect(String(err)).not.toContain("s3cret");
+    }
+  });
+});

@@ -4,7 +4,7 @@ import { Compile } from "typebox/compile";
 import { ConfigError } from "./config-error.js";
 import { withDefaults } from "./defaults.js";
 import { locateJsonError } from "./json-syntax.js";
-import { isNatsUrl, NATS_URL_EXPECTED } from "./nats-url.js";
+import { isNatsUrl, NATS_URL_EXPECTED, redactNatsUrl } from "./nats-url.js";
 import { MomConfig, MomConfigFile } from "./schema.js";
 import { schemaIssues, show, type Issue } from "./schema-issues.js";
 
@@ -80,7 +80,7 @@ function schemaProblems(raw: unknown): Issue[] {
 function semanticProblems(raw: unknown): Issue[] {
   const url = (raw as { nats?: { url?: unknown } } | null)?.nats?.url;
   if (typeof url === "string" && url !== "" && !isNatsUrl(url)) {
-    return [{ path: "/nats/url", message: `expected ${NATS_URL_EXPECTED}, got ${show(url)}` }];
+    return [{ path: "/nats/url", message: `expected ${NATS_URL_EXPECTED}, got ${show(redactNatsUrl(url))}` }];
   }
   return [];
 }
@@ -94,7 +94,7 @@ function applyEnv(config: MomConfig, env: NodeJS.ProcessEnv): void {
   }
   const url = env.NATS_URL;
   if (url) {
-    if (!isNatsUrl(url)) throw envError("NATS_URL", `expected ${NATS_URL_EXPECTED}, got ${show(url)}`);
+    if (!isNatsUrl(url)) throw envError("NATS_URL", `expected ${NATS_URL_EXPECTED}, got ${show(redactNatsUrl(url))}`);
     config.nats.url = url;
   }
 }

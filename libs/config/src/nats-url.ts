@@ -16,3 +16,11 @@ export function isNatsUrl(value: string): boolean {
     }
   });
 }
+
+/** The URL as it may be shown or logged: `user:pass@` / `token@` become `***@`. */
+export function redactNatsUrl(value: string): string {
+  return value
+    .split(",")
+    .map((s) => s.trim().replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?)[^@/]*@/i, "$1***@"))
+    .join(",");
+}

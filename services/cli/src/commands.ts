@@ -1,5 +1,5 @@
 import { startRunner } from "@mom/agent-runner";
-import { type LoadedConfig, createLogger, loadConfig } from "@mom/config";
+import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl } from "@mom/config";
 import { startCliIngress } from "@mom/ingress-cli";
 import { mkdirSync, openSync } from "node:fs";
 import type { Logger } from "pino";
@@ -83,7 +83,7 @@ export async function up(dataDir: string): Promise<never> {
   }
   const cli = await terminalChat(cliAdapterName(loaded), loaded, url, logger.child({ service: "ingress-cli" }));
   closers.push(() => cli.close());
-  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${url}, logs ${logFile}). Type a message; "stop" aborts, Ctrl-D quits.\n`);
+  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}, logs ${logFile}). Type a message; "stop" aborts, Ctrl-D quits.\n`);
   return shutdownOn(closers, cli.ended);
 }
 

@@ -1,6 +1,6 @@
 import { ModelSetupError, resolveModel } from "@mom/agent";
 import { Bus } from "@mom/bus";
-import { ConfigError, createLogger, type LoadedConfig, loadConfig, parseModelRef } from "@mom/config";
+import { ConfigError, createLogger, type LoadedConfig, loadConfig, parseModelRef, redactNatsUrl } from "@mom/config";
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
@@ -23,18 +23,19 @@ async function checkNats(loaded: LoadedConfig): Promise<Check> {
   if (!url) {
     const bin = findNatsServerBinary();
     return bin
-      ? { name: "NATS", ok: true, detail: `NATS_URL unset: \`mom up\` will start ${bin} with JetStream under ${loaded.paths.dataDir}/nats; \`mom runner\`/\`mom ingress\` use ${loaded.config.nats.url}` }
+      ? { name: "NATS", ok: true, detail: `NATS_URL unset: \`mom up\` will start ${bin} with JetStream under ${loaded.paths.dataDir}/nats; \`mom runner\`/\`mom ingress\` use ${redactNatsUrl(loaded.config.nats.url)}` }
       : { name: "NATS", ok: false, detail: NATS_INSTALL_HINT };
   }
+  const shown = redactNatsUrl(url);
   let bus: Bus | undefined;
   try {
     bus = await Bus.connect({ url, name: "mom-doctor", namespace: loaded.config.nats.namespace, logger: createLogger("mom-doctor", { level: "silent" }) });
     const info = await bus.jsm.getAccountInfo();
-    return { name: "NATS", ok: true, detail: `${url} reachable, JetStream on (${info.streams} streams)` };
+    return { name: "NATS", ok: true, detail: `${shown} reachable, JetStream on (${info.streams} streams)` };
   } catch (err) {
     const msg = (err as Error).message;
     const js = /jetstream|503/i.test(msg);
-    return { name: "NATS", ok: false, detail: js ? `${url}: JetStream is not enabled — start nats-server with -js` : `${url}: ${msg}` };
+    return { name: "NATS", ok: false, detail: js ? `${shown}: JetStream is not enabled — start nats-server with -js` : `${shown}: ${msg}` };
   } finally {
     await bus?.drain().catch(() => {});
   }
