@@ -1,5 +1,6 @@
 // `npm test`: install + build when needed, run Jest, and close with the plain line
 // `N passed, N failed` that CI reads. Exits non-zero when anything failed or nothing ran.
+// --forceExit: a test that leaks a handle must fail loudly in its own suite, never hang CI.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +17,7 @@ const outDir = mkdtempSync(join(tmpdir(), "mom-jest-"));
 const outFile = join(outDir, "results.json");
 const jest = spawnSync(
   process.execPath,
-  [join(root, "node_modules/jest/bin/jest.js"), "--json", `--outputFile=${outFile}`, ...process.argv.slice(2)],
+  [join(root, "node_modules/jest/bin/jest.js"), "--json", "--forceExit", `--outputFile=${outFile}`, ...process.argv.slice(2)],
   {
     cwd: root,
     stdio: "inherit",

@@ -3,7 +3,8 @@
 # bus changes how it talks to JetStream:
 #   1. starts nats-server (local binary, >= 2.9) with nats-server.conf + auth.conf on free ports,
 #   2. runs `mom doctor` and `mom runner` as user runner, and `mom ingress cli` as user ingress-cli,
-#      against the fake LLM (libs/testing), sends one line and waits for the reply,
+#      against the fake LLM (libs/testing), sends one line and waits for the reply, then sends a file
+#      with /attach and has the agent attach a copy back (the files bucket both ways),
 #   3. tries things the users must NOT be able to do and expects the server to refuse each one,
 #   4. fails if the server logged any permission violation in step 2, or if a password from NATS_URL
 #      shows up in any service log or terminal output.
@@ -65,8 +66,17 @@ as_runner=(env NATS_URL="nats://runner:$MOM_RUNNER_PASSWORD@127.0.0.1:$port")
 as_ingress_cli=(env NATS_URL="nats://ingress-cli:$MOM_INGRESS_CLI_PASSWORD@127.0.0.1:$port")
 as_nobody=(env NATS_URL="nats://127.0.0.1:$port")
 
-# --- fake LLM and a data dir pointing at it
-node "$repo/libs/testing/dist/fake-llm-main.js" - >"$tmp/llm.out" 2>"$tmp/llm.err" &
+# --- fake LLM and a data dir pointing at it. Its script: "ok" to the first line; for the /attach
+# line, copy the upload (materialised by the runner) and attach the copy, then answer.
+cat > "$tmp/turns.json" <<'EOF'
+[
+  { "text": "ok" },
+  { "toolCalls": [{ "name": "bash", "arguments": { "label": "Copy the upload", "command": "cp attachments/*-upload.txt scratch/back.txt" } }] },
+  { "toolCalls": [{ "name": "attach", "arguments": { "label": "Send it back", "path": "scratch/back.txt" } }] },
+  { "text": "sent back" }
+]
+EOF
+node "$repo/libs/testing/dist/fake-llm-main.js" "$tmp/turns.json" >"$tmp/llm.out" 2>"$tmp/llm.err" &
 pids+=($!)
 wait_for "$tmp/llm.out" baseUrl 10 || fail "fake LLM did not start"
 base_url=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1],"utf8").split("\n")[0]).baseUrl)' "$tmp/llm.out")
@@ -101,6 +111,11 @@ wait_for "$tmp/cli.log" '"msg":"consuming"' 20 || { tail "$tmp/cli.log"; fail "c
 echo "hello from verify-permissions" >&3
 wait_for "$tmp/cli.out" '(^|[^a-z])ok([^a-z]|$)' 30 || { cat "$tmp/cli.out"; tail "$tmp/runner.log" "$tmp/cli.log"; fail "no reply in the terminal"; }
 echo "ok   mom ingress cli as ingress-cli: message in, reply out"
+head -c 1500000 /dev/urandom | base64 >"$tmp/upload.txt" # ~2 MB: many chunks, flow control on the way back
+echo "/attach $tmp/upload.txt send it back" >&3
+wait_for "$tmp/cli.out" 'back.txt saved to' 30 || { cat "$tmp/cli.out"; tail "$tmp/runner.log" "$tmp/cli.log"; fail "the file did not come back"; }
+cmp -s "$tmp/upload.txt" "$tmp/data/downloads/back.txt" || fail "the file that came back differs from the one sent"
+echo "ok   files bucket: /attach in (ingress puts, runner gets), attach out (runner puts, ingress gets)"
 exec 3>&-
 wait "$cli_pid" 2>/dev/null || true
 kill -TERM "$runner_pid"

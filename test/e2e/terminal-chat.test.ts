@@ -1,26 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { DeadLetter, OutboundEvent, parsePayload, validator } from "@mom/contracts";
+import { DeadLetter, parsePayload, validator } from "@mom/contracts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startStack, type Stack } from "../support/stack.js";
+import { outboundEvents } from "../support/streams.js";
 
 const channelDir = (s: Stack) => join(s.loaded.paths.workspaceDir, "channels", "cli", "local");
 const readJsonl = (file: string) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-
-/** Every outbound event of the channel so far, read back from the MOM_OUT stream. */
-async function outboundEvents(s: Stack): Promise<OutboundEvent[]> {
-  const subject = s.bus.subjects.channel("out", { adapter: "cli", channelId: "local" });
-  const info = await s.bus.jsm.streams.info(s.bus.subjects.stream("OUT"));
-  const v = validator(OutboundEvent);
-  const events: OutboundEvent[] = [];
-  for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-    const m = await s.bus.jsm.streams.getMessage(s.bus.subjects.stream("OUT"), { seq }).catch(() => undefined);
-    if (!m || m.subject !== subject) continue;
-    const r = parsePayload(v, m.data);
-    if (r.ok) events.push(r.value);
-  }
-  return events;
-}
 
 describe("terminal chat end to end (real NATS, fake LLM, runner + CLI ingress)", () => {
   let s: Stack;
@@ -58,7 +44,7 @@ describe("terminal chat end to end (real NATS, fake LLM, runner + CLI ingress)",
     expect(context).toContain("bash-says-42");
     expect(context).toContain("The answer is **42**.");
 
-    const events = await outboundEvents(s);
+    const events = await outboundEvents(s.bus);
     const types = events.map((e) => e.event.type);
     expect(types[0]).toBe("run_started");
     expect(types.at(-1)).toBe("run_ended");

@@ -27,11 +27,21 @@ export interface Stack {
 }
 
 /** Real NATS, a fake OpenAI-compatible LLM, the runner and the CLI ingress, all on loopback. */
-export async function startStack(opts: { runner?: boolean; cli?: boolean; config?: object } = {}): Promise<Stack> {
+export interface StackOptions {
+  runner?: boolean;
+  cli?: boolean;
+  /** Merged over the test config.json (top-level keys). */
+  config?: object;
+  /** Rewrites the fake provider's models.json (extra models, costs, context windows). */
+  models?: (json: { providers: Record<string, { models: Array<Record<string, unknown>> }> }) => object;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const nats = await startTestNats();
   const llm = await startFakeLlm();
   const dataDir = mkdtempSync(join(tmpdir(), "mom-e2e-"));
-  writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
+  const models = llm.modelsJson() as Parameters<NonNullable<StackOptions["models"]>>[0];
+  writeFileSync(join(dataDir, "models.json"), JSON.stringify(opts.models ? opts.models(models) : models));
   writeFileSync(
     join(dataDir, "config.json"),
     JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace }, log: { level: "warn" }, ...opts.config }),
@@ -66,7 +76,18 @@ export async function startStack(opts: { runner?: boolean; cli?: boolean; config
   if (opts.runner !== false) await stack.startRunner();
   if (opts.cli !== false) {
     stack.cli = await startCliIngress(
-      { adapter: "cli", channelId: "local", user: { id: "u-tester", username: "tester" }, input, output: { write: output.write }, logger },
+      {
+        adapter: "cli",
+        channelId: "local",
+        user: { id: "u-tester", username: "tester" },
+        input,
+        output: { write: output.write },
+        logger,
+        // `/attach <path>` is relative to the data dir; files mom attaches land in <dataDir>/downloads.
+        cwd: dataDir,
+        downloadsDir: join(dataDir, "downloads"),
+        maxAttachmentBytes: loaded.config.attachments.maxBytes,
+      },
       busOptions(loaded, nats.url, "ingress-cli", logger),
     );
   }

@@ -1,19 +1,25 @@
 import type { ThinkingLevel } from "@mariozechner/pi-agent-core";
-import type { AssistantMessage, Usage as PiUsage } from "@mariozechner/pi-ai";
+import type { AssistantMessage, ImageContent, Usage as PiUsage } from "@mariozechner/pi-ai";
 import { type AgentSession, createAgentSession, SessionManager, SettingsManager } from "@mariozechner/pi-coding-agent";
 import type { LogEntry, OutboundEventBody, StopReason, Usage } from "@mom/contracts";
 import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { type AttachOptions, createAttachTool } from "./attach-tool.js";
 import { createMomTools, MOM_TOOL_NAMES } from "./labelled-tools.js";
 import { formatChatLine, syncLogToSession } from "./log-sync.js";
 import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
+import { loadMomSkills } from "./skills.js";
 import { MomResourceLoader } from "./resource-loader.js";
 import { buildSystemPrompt, type PromptUser } from "./system-prompt.js";
+import { loadTriggerImages } from "./trigger-images.js";
 
 /** What the agent needs of a channel's storage (implemented by @mom/store's ChannelStore). */
 export interface AgentChannelStore {
   readonly dir: string;
   readonly contextFile: string;
+  readonly scratchDir: string;
+  readonly skillsDir: string;
   readLog(): Promise<{ entries: LogEntry[] }>;
   readMemory(): Promise<{ global: string; channel: string }>;
 }
@@ -28,6 +34,10 @@ export interface ChannelAgentOptions {
   agentDir: string;
   listChannels?: () => string[];
   retries?: number;
+  /** Told about skills that failed to load (bad SKILL.md), once per run. */
+  onSkillProblems?: (problems: string[]) => void;
+  /** Lets the attach tool send files into the current run (see attach-tool.ts); without it attach reports an error. */
+  attach?: AttachOptions;
 }
 
 export interface RunTrigger {
@@ -36,6 +46,8 @@ export interface RunTrigger {
   userName: string;
   text: string;
   attachments: LogEntry["attachments"];
+  /** Images shown to the model with the message; default: the image attachments' materialised files. */
+  images?: ImageContent[];
 }
 
 export interface RunOutcome {
@@ -43,6 +55,8 @@ export interface RunOutcome {
   errorMessage?: string;
   finalText: string;
   usage: Usage;
+  /** Steered messages the run ended before delivering (formatted lines); answer them in a new run. */
+  undelivered?: string[];
 }
 
 export const ZERO_USAGE: PiUsage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
@@ -100,7 +114,10 @@ export class ChannelAgent {
       sessionManager,
       settingsManager,
       tools: MOM_TOOL_NAMES,
-      customTools: createMomTools(opts.store.dir),
+      customTools: [
+        ...createMomTools(opts.store.dir, opts.store.scratchDir),
+        createAttachTool({ cwd: opts.store.dir, workspaceDir: opts.workspaceDir, attach: opts.attach }),
+      ],
     });
     return new ChannelAgent(opts, session, sessionManager, loader);
   }
@@ -123,9 +140,14 @@ export class ChannelAgent {
     if (this.running) throw new Error("a run is already active in this channel");
     this.running = true;
     const mapper = new OutboundMapper();
+    // pi compacts after the prompt has resolved; the run (and its events) lasts until that is done.
+    let compactionDone: Promise<void> = Promise.resolve();
+    let endCompaction = () => {};
     const unsubscribe = this.session.subscribe((event) => {
+      if (event.type === "compaction_start") compactionDone = new Promise((r) => (endCompaction = r));
       const body = mapper.map(event);
       if (body) emit(body);
+      if (event.type === "compaction_end") endCompaction();
     });
     const firstNew = this.session.messages.length;
     let thrown: Error | undefined;
@@ -133,6 +155,9 @@ export class ChannelAgent {
       const { entries } = await this.opts.store.readLog();
       syncLogToSession(this.sessionManager, entries, trigger.id);
       this.session.agent.state.messages = this.sessionManager.buildSessionContext().messages;
+      const { skills, problems } = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir);
+      if (problems.length) this.opts.onSkillProblems?.(problems);
+      this.loader.skills = skills;
       this.loader.systemPrompt = buildSystemPrompt({
         qualifiedChannelId: this.opts.qualifiedChannelId,
         workspaceDir: this.opts.workspaceDir,
@@ -145,14 +170,33 @@ export class ChannelAgent {
       });
       // pi rebuilds its base prompt from the loader only when the tool set is (re)applied.
       this.session.setActiveToolsByName(this.session.getActiveToolNames());
-      await this.session.prompt(formatChatLine(trigger));
+      await this.session.prompt(formatChatLine(trigger), { images: await this.imagesOf(trigger) });
+      await compactionDone;
     } catch (err) {
       thrown = err as Error;
     } finally {
-      unsubscribe();
       this.running = false;
     }
-    return this.outcome(firstNew, thrown);
+    // A steer that arrived after pi's last check would otherwise wait for the next prompt.
+    const undelivered = this.session.pendingMessageCount > 0 ? [...this.session.clearQueue().steering] : [];
+    unsubscribe();
+    const outcome = this.outcome(firstNew, thrown);
+    return undelivered.length ? { ...outcome, undelivered } : outcome;
+  }
+
+  /**
+   * Injects a message into the running run: pi delivers it after the current turn's tool calls.
+   * False when no run is active (the caller should start a run instead).
+   */
+  async steer(trigger: RunTrigger): Promise<boolean> {
+    if (!this.running) return false;
+    await this.session.steer(formatChatLine(trigger), await this.imagesOf(trigger));
+    return true;
+  }
+
+  private async imagesOf(trigger: RunTrigger): Promise<ImageContent[] | undefined> {
+    const images = trigger.images ?? (await loadTriggerImages(trigger.attachments, this.opts.workspaceDir));
+    return images.length ? images : undefined;
   }
 
   async abort(): Promise<void> {

@@ -5,6 +5,7 @@ import {
   createWriteToolDefinition,
   type ToolDefinition,
 } from "@mariozechner/pi-coding-agent";
+import { keepFullOutputIn } from "./full-output.js";
 
 // Adapters show "→ <label>" while a tool runs, so every tool call must say in a few words what it
 // does. pi's own tool definitions are reused unchanged; only a required `label` is added in front.
@@ -39,17 +40,21 @@ export function withLabel(tool: AnyTool): AnyTool {
   };
 }
 
-/** bash, read, write and edit working in `cwd` on the host (the sandbox executors replace this). */
-export function createMomTools(cwd: string): AnyTool[] {
+/**
+ * bash, read, write and edit working in `cwd` on the host (the sandbox executors replace this).
+ * bash keeps the tail of long output for the model and the whole of it in `scratchDir`; read
+ * shows the head of a long file and how to read on (the file itself is the full output).
+ */
+export function createMomTools(cwd: string, scratchDir: string): AnyTool[] {
   return [
-    createBashToolDefinition(cwd),
+    keepFullOutputIn(scratchDir, createBashToolDefinition(cwd) as AnyTool),
     createReadToolDefinition(cwd),
     createWriteToolDefinition(cwd),
     createEditToolDefinition(cwd),
   ].map((t) => withLabel(t as AnyTool));
 }
 
-export const MOM_TOOL_NAMES = ["bash", "read", "write", "edit"];
+export const MOM_TOOL_NAMES = ["bash", "read", "write", "edit", "attach"];
 
 /** A label for calls that came without one (some models skip optional-looking fields). */
 export function fallbackLabel(toolName: string, args: unknown): string {

@@ -1,4 +1,4 @@
-import { createExtensionRuntime, type ResourceLoader } from "@mariozechner/pi-coding-agent";
+import { createExtensionRuntime, type ResourceLoader, type Skill } from "@mariozechner/pi-coding-agent";
 
 /**
  * mom owns its prompt: no extensions, skills, templates or AGENTS.md are discovered from the host
@@ -7,12 +7,14 @@ import { createExtensionRuntime, type ResourceLoader } from "@mariozechner/pi-co
  */
 export class MomResourceLoader implements ResourceLoader {
   systemPrompt = "";
+  /** pi lists these under the prompt (name, description, SKILL.md path) and expands /skill:name. */
+  skills: Skill[] = [];
 
   getExtensions() {
     return { extensions: [], errors: [], runtime: createExtensionRuntime() };
   }
   getSkills() {
-    return { skills: [], diagnostics: [] };
+    return { skills: this.skills, diagnostics: [] };
   }
   getPrompts() {
     return { prompts: [], diagnostics: [] };

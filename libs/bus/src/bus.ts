@@ -3,10 +3,12 @@ import { JetStreamApiError, type JetStreamClient, type JetStreamManager, type Je
 import { type NatsConnection, nuid } from "@nats-io/nats-core";
 import { type Logger, pino } from "pino";
 import type { TSchema } from "typebox";
+import { type ObjectStore, Objm } from "@nats-io/obj";
 import { connectNats } from "./connect.js";
 import type { ConsumeOptions, Consumption } from "./consume-types.js";
 import { PullConsumption } from "./consumption.js";
 import { buildDeadLetter, type DeadLetterInput } from "./dead-letter.js";
+import { type FileInfo, type FileSource, filesBucketName, type PutFileMeta, type PutFileResult, provisionFilesBucket, readObject } from "./files.js";
 import { type BusOptions, DEFAULT_DRAIN_TIMEOUT_MS } from "./options.js";
 import { provisionStreams } from "./provision.js";
 
@@ -35,8 +37,11 @@ function describePublishError(err: unknown): string {
 }
 
 /** The one place that touches NATS: connection, stream provisioning, publishing, typed consumption. */
-export class Bus {
+export class Bus implements FileSource {
   readonly subjects: Subjects;
+  /** The attachments Object Store bucket of this namespace, e.g. `MOM_FILES` (stream `OBJ_MOM_FILES`). */
+  readonly filesBucket: string;
+  private files?: Promise<ObjectStore>;
   readonly logger: Logger;
   private readonly consumptions = new Set<Consumption>();
   private drainPromise?: Promise<void>;
@@ -49,6 +54,7 @@ export class Bus {
     logger: Logger,
   ) {
     this.subjects = createSubjects(opts.namespace ?? "mom");
+    this.filesBucket = filesBucketName(this.subjects.namespace);
     this.logger = logger;
   }
 
@@ -68,9 +74,63 @@ export class Bus {
     return new Bus(nc, jetstream(nc), jsm, opts, logger);
   }
 
-  /** Creates or updates the IN, OUT, CTL, RECEIPTS and DLQ streams. Idempotent; safe to race. */
-  provision(): Promise<void> {
-    return provisionStreams(this.jsm, this.subjects, this.opts.streams, this.logger);
+  /**
+   * Creates or updates the IN, OUT, CTL, RECEIPTS and DLQ streams and the files Object Store
+   * bucket. Idempotent; safe to race.
+   */
+  async provision(): Promise<void> {
+    await provisionStreams(this.jsm, this.subjects, this.opts.streams, this.logger);
+    const files = provisionFilesBucket(this.js, this.jsm, this.filesBucket, this.opts.streams, this.logger);
+    this.files = files;
+    files.catch(() => {
+      if (this.files === files) this.files = undefined;
+    });
+    try {
+      await files;
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new Error(`cannot provision object store bucket ${this.filesBucket}: ${reason}`, { cause: err });
+    }
+  }
+
+  /**
+   * Stores bytes in the files bucket under `name` (see `fileObjectName()` for unique names).
+   * Large files are chunked by the Object Store; the digest is its SHA-256.
+   */
+  async putFile(name: string, bytes: Uint8Array, meta: PutFileMeta = {}): Promise<PutFileResult> {
+    const store = await this.filesStore();
+    const info = await store.putBlob(
+      {
+        name,
+        ...(meta.description !== undefined && { description: meta.description }),
+        ...(meta.mimeType !== undefined && { metadata: { mimeType: meta.mimeType } }),
+      },
+      bytes,
+    );
+    this.logger.debug({ bucket: this.filesBucket, name, size: info.size }, "file stored");
+    return { name: info.name, size: info.size, digest: info.digest };
+  }
+
+  /** Size and metadata of a stored file; undefined when it does not exist (never put, expired). */
+  async fileInfo(name: string): Promise<FileInfo | undefined> {
+    const store = await this.filesStore();
+    const info = await store.info(name);
+    if (!info || info.deleted) return undefined;
+    const mimeType = info.metadata?.mimeType;
+    return {
+      name: info.name,
+      size: info.size,
+      ...(mimeType && { mimeType }),
+      ...(info.description && { description: info.description }),
+    };
+  }
+
+  /**
+   * A stored file's bytes (checked against its SHA-256), or undefined when it does not exist.
+   * With `maxBytes`, a larger file throws FileTooLargeError before it is read.
+   */
+  async getFile(name: string, opts: { maxBytes?: number } = {}): Promise<Uint8Array | undefined> {
+    return readObject(await this.filesStore(), name, opts.maxBytes);
   }
 
   /** JSON-encodes the payload and publishes it to JetStream with `Nats-Msg-Id: msgId`. */
@@ -134,6 +194,19 @@ export class Bus {
       this.logger.info("bus drained");
     })();
     return this.drainPromise;
+  }
+
+  /** The bucket opened by provision(), or opened on first use by a service that did not provision. */
+  private filesStore(): Promise<ObjectStore> {
+    if (!this.files) {
+      const opening = new Objm(this.js).open(this.filesBucket).catch((err: unknown) => {
+        if (this.files === opening) this.files = undefined;
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new Error(`object store bucket ${this.filesBucket} is not available (run provision()): ${reason}`, { cause: err });
+      });
+      this.files = opening;
+    }
+    return this.files;
   }
 
   private get drainTimeoutMs(): number {

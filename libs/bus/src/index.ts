@@ -4,5 +4,14 @@ export { DEFAULT_STREAM_SETTINGS, DEFAULT_DRAIN_TIMEOUT_MS } from "./options.js"
 export type { ConsumeOptions, Delivery, Consumption } from "./consume-types.js";
 export { buildDeadLetter, type DeadLetterInput } from "./dead-letter.js";
 export { streamConfigs } from "./provision.js";
+export {
+  type FileInfo,
+  type FileSource,
+  FileTooLargeError,
+  filesBucketName,
+  fileObjectName,
+  type PutFileMeta,
+  type PutFileResult,
+} from "./files.js";
 export { retryDelayMs } from "./process-message.js";
 export { BusModule, BusShutdown, type BusModuleAsyncOptions } from "./nest.js";

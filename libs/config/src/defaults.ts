@@ -9,6 +9,8 @@ export function defaultConfig(): MomConfig {
     adapters: { cli: { type: "cli" } },
     sandbox: { type: "host" },
     runner: { idleEvictMinutes: 30, maxConcurrentRuns: 16, runTimeoutMinutes: 30 },
+    attachments: { maxBytes: 20 * 1024 * 1024 },
+    channels: {},
     log: { level: "info" },
   };
 }
@@ -26,6 +28,8 @@ export function withDefaults(file: MomConfigFile): MomConfig {
     adapters: file.adapters ?? d.adapters,
     sandbox: file.sandbox ?? d.sandbox,
     runner: { ...d.runner, ...file.runner },
+    attachments: { ...d.attachments, ...file.attachments },
+    channels: file.channels ?? d.channels,
     log: { ...d.log, ...file.log },
   };
 }

@@ -43,9 +43,11 @@ describe("loadConfig", () => {
       model: "openrouter/meta/llama-3",
       thinkingLevel: "high",
       nats: { url: "nats://nats:4222", namespace: "mom-test", streams: { maxAgeHours: 24, duplicateWindowSeconds: 60, replicas: 3 } },
-      adapters: { cli: { type: "cli", admins: ["alice"], dm: ["alice", "bob"] }, "cli-2": { type: "cli", dm: "none" } },
+      adapters: { cli: { type: "cli", admins: ["alice"], dm: ["alice", "bob"], busy: "steer" }, "cli-2": { type: "cli", dm: "none" } },
       sandbox: { type: "host" },
       runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10 },
+      attachments: { maxBytes: 1024 },
+      channels: { "cli/local": { model: "fake/other", thinkingLevel: "low" }, "slack-acme/C0A34FL8PMH": {} },
       log: { level: "debug" },
     };
     writeFileSync(file, JSON.stringify(full, null, 2));
@@ -197,5 +199,13 @@ describe("NATS URLs with credentials", () => {
     } catch (err) {
       expect(String(err)).not.toContain("s3cret");
     }
+  });
+});
+
+describe("issue-3 settings", () => {
+  it("rejects a bad busy mode and a channel key that is not qualified", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mom-cfg-"));
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ adapters: { cli: { type: "cli", busy: "panic" } }, channels: { local: { model: "a/b" } } }));
+    expect(() => loadConfig(dir, {})).toThrow(/\/adapters\/cli\/busy[\s\S]*\/channels\/local/);
   });
 });

@@ -51,8 +51,14 @@ export const NatsConfig = Type.Object(
 );
 
 const userIds = Type.Array(Type.String({ minLength: 1 }), { expected: "an array of user ids" });
-// Access control shared by every adapter type.
+// What a mention does while the channel's run is still going: answer after it (queue), inject it
+// into the running run (steer), or tell the sender mom is busy (reject). `stop` always aborts.
+export const BusyMode = Type.Union([Type.Literal("queue"), Type.Literal("steer"), Type.Literal("reject")]);
+export type BusyMode = Static<typeof BusyMode>;
+
+// Access control and behaviour shared by every adapter type.
 const adapterAccess = {
+  busy: Type.Optional(BusyMode),
   admins: Type.Optional(userIds),
   dm: Type.Optional(
     Type.Union([Type.Literal("everyone"), Type.Literal("none"), userIds], {
@@ -83,6 +89,29 @@ export const RunnerConfig = Type.Object(
 
 export const LogConfig = Type.Object({ level: LogLevel }, closed);
 
+export const AttachmentsConfig = Type.Object(
+  {
+    maxBytes: positiveInt("Largest file an ingress may hand to mom, and the attach tool may send"),
+  },
+  closed,
+);
+
+/** Per qualified channel (`<adapter>/<channelId>`): overrides of the global model settings. */
+export const ChannelSettings = Type.Object(
+  {
+    model: Type.Optional(Type.String({ pattern: MODEL_REF_PATTERN, expected: '"<provider>/<modelId>", e.g. "anthropic/claude-sonnet-4-5"' })),
+    thinkingLevel: Type.Optional(ThinkingLevel),
+  },
+  closed,
+);
+export type ChannelSettings = Static<typeof ChannelSettings>;
+
+const channels = Type.Record(Type.String({ pattern: "^[a-z0-9-]+/.+$" }), ChannelSettings, {
+  ...closed,
+  keyName: "qualified channel id",
+  keyExpected: '"<adapter>/<channelId>"',
+});
+
 const adapters = Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN.source }), AdapterConfig, {
   ...closed,
   keyName: "adapter name",
@@ -98,6 +127,8 @@ export const MomConfig = Type.Object(
     adapters,
     sandbox: SandboxConfig,
     runner: RunnerConfig,
+    attachments: AttachmentsConfig,
+    channels,
     log: LogConfig,
   },
   closed,
@@ -110,6 +141,7 @@ export const MomConfigFile = Type.Partial(
     ...MomConfig.properties,
     nats: Type.Partial(Type.Object({ ...NatsConfig.properties, streams: Type.Partial(StreamsConfig, closed) }), closed),
     runner: Type.Partial(RunnerConfig, closed),
+    attachments: Type.Partial(AttachmentsConfig, closed),
     log: Type.Partial(LogConfig, closed),
   }),
   closed,

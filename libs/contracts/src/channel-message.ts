@@ -17,6 +17,8 @@ export const Attachment = Type.Object(
     localPath: Type.String({ description: "Workspace-relative path once materialised, empty until then" }),
     mimeType: Type.Optional(Type.String()),
     size: Type.Optional(Type.Integer({ minimum: 0 })),
+    objectKey: Type.Optional(Type.String({ minLength: 1, description: "Name of the bytes in the attachments Object Store bucket, put there by the ingress" })),
+    note: Type.Optional(Type.String({ description: "Why the file is not available (too large, missing), set by the runner" })),
   },
   { additionalProperties: false },
 );

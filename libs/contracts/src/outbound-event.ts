@@ -38,6 +38,16 @@ export const RunQueued = Type.Object(
   { type: Type.Literal("run_queued"), trigger: Trigger, position: Type.Integer({ minimum: 1 }) },
   { additionalProperties: false },
 );
+export const RunRejected = Type.Object(
+  {
+    type: Type.Literal("run_rejected"),
+    trigger: Trigger,
+    reason: Type.Literal("busy"),
+    text: Type.String({ description: "What to tell the sender" }),
+    replyTo: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
 export const RunStarted = Type.Object(
   { type: Type.Literal("run_started"), trigger: Trigger, replyTo: Type.Optional(Type.String()), model: Type.String() },
   { additionalProperties: false },
@@ -57,8 +67,24 @@ export const RunEnded = Type.Object(
     errorMessage: Type.Optional(Type.String()),
     finalText: Type.String({ description: "The answer to post: the last assistant text of the run (may be empty)" }),
     replyTo: Type.Optional(Type.String()),
+    silent: Type.Optional(Type.Boolean({ description: "The agent answered [SILENT]: post nothing and remove the progress message" })),
     usage: Usage,
     durationMs: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+/** A file the agent shared (attach tool); the bytes are in the attachments Object Store bucket. */
+export const AttachmentEvent = Type.Object(
+  {
+    type: Type.Literal("attachment"),
+    objectKey: Type.String({ minLength: 1 }),
+    filename: Type.String({ minLength: 1 }),
+    path: Type.String({ description: "Workspace-relative path of the file the agent attached" }),
+    title: Type.Optional(Type.String()),
+    mimeType: Type.Optional(Type.String()),
+    size: Type.Integer({ minimum: 0 }),
+    replyTo: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -148,7 +174,7 @@ export const SessionEvent = Type.Union([
 ]);
 export type SessionEvent = Static<typeof SessionEvent>;
 
-export const OutboundEventBody = Type.Union([RunQueued, RunStarted, RunEnded, SessionEvent]);
+export const OutboundEventBody = Type.Union([RunQueued, RunRejected, RunStarted, RunEnded, AttachmentEvent, SessionEvent]);
 export type OutboundEventBody = Static<typeof OutboundEventBody>;
 
 /** Published by the runner on `mom.out.<adapter>.<channel>`; Nats-Msg-Id is `<runId>:<seq>`. */

@@ -2,3 +2,4 @@ export { WorkspaceLayout } from "./layout.js";
 export { ChannelStore, type ReadLogOptions, type ReadLogResult } from "./channel-store.js";
 export { parseLogLines, type SkippedLine } from "./log-lines.js";
 export { appendLine } from "./append-line.js";
+export { formatFileSize, formatSizeOverLimit, guessMimeType, modelImageType, safeFileName, writeNewFile } from "./attachment-files.js";

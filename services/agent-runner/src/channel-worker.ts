@@ -1,4 +1,5 @@
-import { type ChannelAgent, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
+import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
+import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
 import type { ChannelMessage, ChannelRef, LogEntry } from "@mom/contracts";
 import type { ChannelStore } from "@mom/store";
@@ -16,6 +17,10 @@ export interface ChannelWorkerDeps {
   runTimeoutMs: number;
   /** Shared by all channels of this runner: caps how many runs execute at once. */
   runSlot: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** Fetches the message's attachments into the channel dir before it is logged (attachment-materializer.ts). */
+  materialize?: (message: ChannelMessage) => Promise<ChannelMessage>;
+  /** What a mention does while a run is active (adapter setting). */
+  busyMode: BusyMode;
 }
 
 interface QueuedRun {
@@ -23,7 +28,15 @@ interface QueuedRun {
   message: ChannelMessage;
   publisher: RunPublisher;
   cancelledBy?: string;
+  /** Messages injected into this run (busy mode "steer"). */
+  steered: ChannelMessage[];
+  /** Resolves with what pi did not deliver when the run is over. */
+  ended: Promise<string[]>;
+  end: (undelivered: string[]) => void;
 }
+
+export const BUSY_TEXT = "I'm still working on the previous request. Say `stop` to cancel it, or ask again when I'm done.";
+const SILENT = "[SILENT]";
 
 const HANDED_OVER = "the runner is shutting down; another runner will answer this message";
 
@@ -65,6 +78,11 @@ export class ChannelWorker {
 
   constructor(private readonly deps: ChannelWorkerDeps) {}
 
+  /** The run in progress, for tools that publish into it (attach). */
+  get currentRun(): { runId: string; message: ChannelMessage; publisher: RunPublisher } | undefined {
+    return this.current;
+  }
+
   get busy(): boolean {
     return this.current !== undefined || this.queued.length > 0;
   }
@@ -72,6 +90,7 @@ export class ChannelWorker {
   /** Resolves when the message is fully handled (logged, and its run finished if it starts one). */
   async accept(message: ChannelMessage, redelivered: boolean): Promise<void> {
     this.lastActivity = Date.now();
+    if (this.deps.materialize) message = await this.deps.materialize(message);
     const fresh = await this.deps.store.appendLog(toLogEntry(message));
     if (message.isMention && isStopCommand(message.text)) {
       await this.stop(`@${message.sender.username}`);
@@ -79,7 +98,34 @@ export class ChannelWorker {
     }
     if (!message.isMention) return;
     if (!fresh && redelivered && (await this.alreadyAnswered(message.id))) return;
+    if (this.busy && this.deps.busyMode === "reject") return this.reject(message);
+    if (this.current && this.deps.busyMode === "steer" && (await this.steer(this.current, message))) return;
     await this.enqueue(message);
+  }
+
+  private reject(message: ChannelMessage): Promise<void> {
+    const pub = new RunPublisher(this.deps.bus, this.deps.ref, randomUUID(), this.deps.log);
+    pub.emit({
+      type: "run_rejected",
+      trigger: this.trigger(message),
+      reason: "busy",
+      text: BUSY_TEXT,
+      ...(message.replyTo !== undefined && { replyTo: message.replyTo }),
+    });
+    return pub.flushed();
+  }
+
+  /**
+   * Hands the message to the running run. Its bus delivery stays unacked until that run ends; if
+   * the run ended before pi picked the message up, it gets a run of its own.
+   */
+  private async steer(run: QueuedRun, message: ChannelMessage): Promise<boolean> {
+    const agent = await this.agent;
+    if (!agent || !(await agent.steer(this.runTrigger(message)))) return false;
+    run.steered.push(message);
+    const undelivered = await run.ended;
+    if (undelivered.includes(formatChatLine(this.runTrigger(message)))) await this.enqueue(message);
+    return true;
   }
 
   /** Aborts the running run and cancels queued ones. */
@@ -108,7 +154,9 @@ export class ChannelWorker {
 
   private enqueue(message: ChannelMessage): Promise<void> {
     const runId = randomUUID();
-    const item: QueuedRun = { runId, message, publisher: new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log.child({ runId })) };
+    let end!: (undelivered: string[]) => void;
+    const ended = new Promise<string[]>((r) => (end = r));
+    const item: QueuedRun = { runId, message, publisher: new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log.child({ runId })), steered: [], ended, end };
     this.queued.push(item);
     if (this.current || this.queued.length > 1) {
       item.publisher.emit({ type: "run_queued", trigger: this.trigger(message), position: this.queued.length });
@@ -124,6 +172,16 @@ export class ChannelWorker {
 
   private async execute(item: QueuedRun): Promise<void> {
     this.queued.splice(this.queued.indexOf(item), 1);
+    let undelivered: string[] = [];
+    try {
+      undelivered = await this.executeRun(item);
+    } finally {
+      item.end(undelivered);
+    }
+  }
+
+  /** Runs one queued item; resolves with the steered lines pi did not deliver. */
+  private async executeRun(item: QueuedRun): Promise<string[]> {
     const { publisher: pub, message, runId } = item;
     const log = this.deps.log.child({ runId, msgId: message.id });
     const started = Date.now();
@@ -135,7 +193,7 @@ export class ChannelWorker {
     if (item.cancelledBy) {
       pub.emit(this.ended({ stopReason: "aborted", errorMessage: `cancelled by ${item.cancelledBy} before it started`, finalText: "", usage: ZERO_USAGE }, message, started));
       await pub.flushed();
-      return;
+      return [];
     }
     this.current = item;
     let outcome: RunOutcome;
@@ -161,6 +219,8 @@ export class ChannelWorker {
       await pub.flushed();
       throw new RunnerShuttingDown();
     }
+    // "[SILENT]": a scheduled check with nothing to say; the adapter posts nothing.
+    const silent = outcome.finalText.startsWith(SILENT);
     if (outcome.finalText) {
       await this.deps.store.appendLog({
         id: `${runId}:reply`,
@@ -175,9 +235,10 @@ export class ChannelWorker {
         metadata: { triggerId: message.id },
       });
     }
-    pub.emit(this.ended(outcome, message, started));
-    log.info({ stopReason: outcome.stopReason, durationMs: Date.now() - started, tokens: outcome.usage.totalTokens }, "run ended");
+    pub.emit({ ...this.ended(silent ? { ...outcome, finalText: "" } : outcome, message, started), ...(silent && { silent: true }) });
+    log.info({ stopReason: outcome.stopReason, durationMs: Date.now() - started, tokens: outcome.usage.totalTokens, silent }, "run ended");
     await pub.flushed();
+    return outcome.undelivered ?? [];
   }
 
   private ended(o: RunOutcome, m: ChannelMessage, started: number) {

@@ -1,4 +1,5 @@
 export * from "./channel-worker.js";
+export * from "./model-catalog.js";
 export * from "./runner-options.js";
 export * from "./runner.module.js";
 export * from "./runner.service.js";

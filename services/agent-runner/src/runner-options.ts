@@ -1,12 +1,12 @@
-import type { ResolvedModel } from "@mom/agent";
 import type { LoadedConfig } from "@mom/config";
 import type { Logger } from "pino";
+import type { ModelCatalog } from "./model-catalog.js";
 
 export const RUNNER_OPTIONS = Symbol("RUNNER_OPTIONS");
 
 export interface RunnerOptions {
   loaded: LoadedConfig;
-  resolved: ResolvedModel;
+  models: ModelCatalog;
   logger: Logger;
   /** Durable consumer name; replicas of one deployment share it. */
   durable?: string;

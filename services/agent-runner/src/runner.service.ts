@@ -6,6 +6,8 @@ import { WorkspaceLayout } from "@mom/store";
 import { join } from "node:path";
 import pLimit from "p-limit";
 import type { Logger } from "pino";
+import { channelMaterializer } from "./attachment-materializer.js";
+import { attachmentSender } from "./attachment-sender.js";
 import { ChannelWorker } from "./channel-worker.js";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 
@@ -89,7 +91,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     let w = this.workers.get(key);
     if (!w) {
       const store = this.layout.channel(ref);
-      const { loaded, resolved } = this.opts;
+      const { loaded, models } = this.opts;
+      const { resolved, thinkingLevel } = models.forChannel(key);
       w = new ChannelWorker({
         bus: this.bus,
         ref,
@@ -97,15 +100,22 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         log: this.log.child({ channel: key }),
         runTimeoutMs: loaded.config.runner.runTimeoutMinutes * 60_000,
         runSlot: (fn) => this.runSlot(fn),
+        materialize: channelMaterializer({ files: this.bus, store, workspaceDir: this.layout.workspaceDir, maxBytes: loaded.config.attachments.maxBytes, log: this.log.child({ channel: key }) }),
+        busyMode: loaded.config.adapters[ref.adapter]?.busy ?? "queue",
         createAgent: () =>
           ChannelAgent.create({
             qualifiedChannelId: key,
             workspaceDir: this.layout.workspaceDir,
             store,
             resolved,
-            thinkingLevel: loaded.config.thinkingLevel,
+            thinkingLevel,
             agentDir: join(loaded.paths.dataDir, ".pi"),
             listChannels: () => this.layout.listChannels().map(qualifiedChannelId),
+            attach: {
+              maxBytes: loaded.config.attachments.maxBytes,
+              send: attachmentSender({ bus: this.bus, ref, currentRun: () => w?.currentRun, log: this.log.child({ channel: key }) }),
+            },
+            onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
           }),
       });
       this.workers.set(key, w);

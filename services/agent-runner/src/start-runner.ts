@@ -1,8 +1,8 @@
 import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
-import { resolveModel } from "@mom/agent";
 import type { BusOptions } from "@mom/bus";
-import { parseModelRef, type LoadedConfig } from "@mom/config";
+import type { LoadedConfig } from "@mom/config";
+import { ModelCatalog } from "./model-catalog.js";
 import type { Logger } from "pino";
 import { RunnerModule } from "./runner.module.js";
 
@@ -19,11 +19,10 @@ export interface RunningService {
 
 /** Boots the agent runner as a Nest application context (no HTTP); ready when this resolves. */
 export async function startRunner(o: StartRunnerOptions): Promise<RunningService> {
-  const { provider, modelId } = parseModelRef(o.loaded.config.model);
   // Fails fast with an operator-readable ModelSetupError before anything connects.
-  const resolved = resolveModel(provider, modelId, o.loaded.paths);
+  const models = new ModelCatalog(o.loaded);
   const app = await NestFactory.createApplicationContext(
-    RunnerModule.forRoot({ loaded: o.loaded, resolved, logger: o.logger, durable: o.durable }, o.bus),
+    RunnerModule.forRoot({ loaded: o.loaded, models, logger: o.logger, durable: o.durable }, o.bus),
     { logger: false, abortOnError: false },
   );
   await app.init();

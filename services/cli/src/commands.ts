@@ -55,6 +55,8 @@ async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, 
       output: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY },
       logger,
       onInputEnd: inputEnded,
+      downloadsDir: join(loaded.paths.dataDir, "downloads"),
+      maxAttachmentBytes: loaded.config.attachments.maxBytes,
     },
     busOptions(loaded, url, `ingress-${adapter}`, logger),
   );

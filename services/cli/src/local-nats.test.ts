@@ -11,13 +11,16 @@ describe("mom up's local NATS", () => {
 
   it("starts JetStream on loopback with its store under the data dir, and stops", async () => {
     const nats = await startLocalNats(dir);
-    expect(nats.url).toMatch(/^nats:\/\/127\.0\.0\.1:\d+$/);
-    const bus = await Bus.connect({ url: nats.url, name: "local-nats-test", namespace: "mom" });
-    await bus.provision();
-    expect((await bus.jsm.getAccountInfo()).streams).toBe(5);
-    await bus.drain();
-    expect(existsSync(join(dir, "nats", "jetstream"))).toBe(true);
-    await nats.stop();
+    try {
+      expect(nats.url).toMatch(/^nats:\/\/127\.0\.0\.1:\d+$/);
+      const bus = await Bus.connect({ url: nats.url, name: "local-nats-test", namespace: "mom" });
+      await bus.provision();
+      expect((await bus.jsm.getAccountInfo()).streams).toBeGreaterThanOrEqual(5);
+      await bus.drain();
+      expect(existsSync(join(dir, "nats", "jetstream"))).toBe(true);
+    } finally {
+      await nats.stop();
+    }
     await expect(Bus.connect({ url: nats.url, name: "after-stop" })).rejects.toThrow();
   });
 });

@@ -1,9 +1,11 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption } from "@mom/bus";
-import { type ChannelMessage, escapeChannelToken, OutboundEvent } from "@mom/contracts";
+import { Bus, type Consumption, fileObjectName } from "@mom/bus";
+import { type Attachment, type ChannelMessage, escapeChannelToken, OutboundEvent } from "@mom/contracts";
 import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
-import { CLI_OPTIONS, type CliIngressOptions } from "./cli-options.js";
+import { parseAttachCommand, readUpload, saveDownload } from "./cli-files.js";
+import { CLI_OPTIONS, type CliIngressOptions, DEFAULT_MAX_ATTACHMENT_BYTES } from "./cli-options.js";
 import { CliRenderer } from "./cli-renderer.js";
 
 /** Terminal chat: every input line is a ChannelMessage; the channel's outbound events are drawn. */
@@ -33,12 +35,14 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
       filterSubject: this.bus.subjects.channel("out", this.ref),
       schema: OutboundEvent,
       stage: `ingress-${this.opts.adapter}`,
-      handler: async (d) => this.renderer.render(d.data),
+      handler: async (d) => (d.data.event.type === "attachment" ? this.download(d.data.event) : this.renderer.render(d.data)),
     });
     this.rl = createInterface({ input: this.opts.input, crlfDelay: Infinity, terminal: false });
     this.rl.on("line", (line) => {
       const text = line.trim();
-      if (text) this.pending = this.pending.then(() => this.send(text));
+      if (!text) return;
+      const attach = parseAttachCommand(text);
+      this.pending = this.pending.then(() => (attach ? this.sendFile(attach.path, attach.text) : this.send(text)));
     });
     this.rl.on("close", () => void this.pending.then(() => this.opts.onInputEnd?.()));
   }
@@ -50,15 +54,54 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
     this.renderer.close();
   }
 
+  private get maxBytes(): number {
+    return this.opts.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
+  }
+
+  /**
+   * `/attach <path> [text]`: the file goes into the files bucket and the message carries it.
+   * A file that cannot be sent (missing, a directory, too large, NATS refused it) is reported in
+   * the terminal and nothing is published. Resolves undefined then.
+   */
+  async sendFile(path: string, text: string): Promise<ChannelMessage | undefined> {
+    if (!path) {
+      this.opts.output.write("✗ usage: /attach <path> [message]\n");
+      return undefined;
+    }
+    let attachment: Attachment;
+    try {
+      const upload = await readUpload(path, this.opts.cwd ?? process.cwd(), this.maxBytes);
+      const objectKey = fileObjectName(this.ref, upload.filename);
+      await this.bus.putFile(objectKey, upload.bytes, upload.mimeType ? { mimeType: upload.mimeType } : {});
+      attachment = { filename: upload.filename, localPath: "", size: upload.size, objectKey, ...(upload.mimeType && { mimeType: upload.mimeType }) };
+    } catch (err) {
+      this.opts.output.write(`✗ cannot attach ${path}: ${(err as Error).message}\n`);
+      return undefined;
+    }
+    return this.send(text, [attachment]);
+  }
+
+  /** An `attachment` event: fetch the file into the downloads dir and say where it is. */
+  private async download(ev: Extract<OutboundEvent["event"], { type: "attachment" }>): Promise<void> {
+    const label = ev.title || ev.filename;
+    try {
+      const saved = await saveDownload(this.bus, resolve(this.opts.downloadsDir ?? "mom-downloads"), ev, this.maxBytes);
+      this.renderer.notice(`📎 ${label} saved to ${saved}`);
+    } catch (err) {
+      this.renderer.notice(`✗ 📎 ${label} could not be saved: ${(err as Error).message}`);
+      this.opts.logger.error({ err, objectKey: ev.objectKey }, "attachment download failed");
+    }
+  }
+
   /** Publishes one line as a message to mom; terminal lines always address mom. */
-  async send(text: string): Promise<ChannelMessage> {
+  async send(text: string, attachments: Attachment[] = []): Promise<ChannelMessage> {
     const message: ChannelMessage = {
       id: `${Date.now()}-${randomBytes(4).toString("hex")}`,
       channelId: this.opts.channelId,
       timestamp: new Date().toISOString(),
       sender: { ...this.opts.user, isBot: false },
       text,
-      attachments: [],
+      attachments,
       isMention: true,
       isDirect: true,
     };

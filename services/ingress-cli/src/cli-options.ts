@@ -14,4 +14,12 @@ export interface CliIngressOptions {
   logger: Logger;
   /** Called when the input ends (Ctrl-D), so the process can shut down. */
   onInputEnd?: () => void;
+  /** Where files mom attaches are saved (`mom up` / `mom ingress`: `<dataDir>/downloads`; default `./mom-downloads`). */
+  downloadsDir?: string;
+  /** `/attach <path>` paths are relative to this (default: the process's cwd). */
+  cwd?: string;
+  /** config `attachments.maxBytes` (default 20 MiB): larger files are neither sent nor downloaded. */
+  maxAttachmentBytes?: number;
 }
+
+export const DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;

@@ -26,6 +26,9 @@ export class CliRenderer {
       case "run_queued":
         this.line(`… queued behind the current run (position ${ev.position})`);
         break;
+      case "run_rejected":
+        this.line(ev.text);
+        break;
       case "run_started":
         this.setStatus("working…");
         break;
@@ -39,11 +42,16 @@ export class CliRenderer {
       case "compaction_start":
         this.setStatus("compacting context…");
         break;
+      case "compaction_end":
+        if (ev.errorMessage) this.line(`  ✗ compaction failed: ${firstLine(ev.errorMessage)}`);
+        this.setStatus("working…");
+        break;
       case "auto_retry_start":
         this.line(`  ↻ provider error, retry ${ev.attempt}/${ev.maxAttempts} in ${Math.round(ev.delayMs / 1000)}s: ${firstLine(ev.errorMessage)}`);
         break;
       case "run_ended":
         this.clearStatus();
+        if (ev.silent) break; // a scheduled check with nothing to report: no trace at all
         if (ev.finalText) this.out.write(`${ev.finalText}\n`);
         if (ev.stopReason === "aborted") this.out.write(`■ stopped${ev.errorMessage ? `: ${ev.errorMessage}` : ""}\n`);
         else if (ev.stopReason === "error") this.out.write(`✗ error: ${ev.errorMessage ?? "unknown error"}\n`);
@@ -56,6 +64,11 @@ export class CliRenderer {
 
   close(): void {
     this.clearStatus();
+  }
+
+  /** A line of its own that does not disturb the working indicator (e.g. "📎 chart.png saved to …"). */
+  notice(text: string): void {
+    this.line(text);
   }
 
   private setStatus(text: string): void {

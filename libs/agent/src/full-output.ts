@@ -1,0 +1,45 @@
+import type { ToolDefinition } from "@mariozechner/pi-coding-agent";
+import { copyFile, mkdir, unlink } from "node:fs/promises";
+import { basename, join } from "node:path";
+
+type AnyTool = ToolDefinition<any, any, any>;
+
+/**
+ * pi's bash tool keeps the last lines of a long output for the model and writes the whole output
+ * to a file in the host's temp dir. That file belongs with the channel, where the agent (and a
+ * sandbox that hides /tmp) can read it later: it is moved into `scratchDir` and every mention of
+ * its old path in the result is rewritten.
+ */
+export function keepFullOutputIn(scratchDir: string, tool: AnyTool): AnyTool {
+  const relocate = async (from: string, toolCallId: string): Promise<string> => {
+    await mkdir(scratchDir, { recursive: true });
+    const to = join(scratchDir, `${tool.name}-${toolCallId.replace(/[^A-Za-z0-9_-]/g, "_")}-${basename(from)}`);
+    await copyFile(from, to); // rename fails across filesystems (tmpfs /tmp)
+    await unlink(from).catch(() => {});
+    return to;
+  };
+  const FULL_OUTPUT = /Full output: (\S+?)(?=\]|\s|$)/;
+  return {
+    ...tool,
+    async execute(toolCallId, params, signal, onUpdate, ctx) {
+      try {
+        const result = await tool.execute(toolCallId, params, signal, onUpdate, ctx);
+        const from = (result.details as { fullOutputPath?: string } | undefined)?.fullOutputPath;
+        if (!from) return result;
+        const to = await relocate(from, toolCallId);
+        return {
+          ...result,
+          details: { ...(result.details as object), fullOutputPath: to },
+          content: result.content.map((c) => (c.type === "text" ? { ...c, text: c.text.split(from).join(to) } : c)),
+        };
+      } catch (err) {
+        // Failed commands (non-zero exit) arrive as errors whose message carries the output.
+        const message = (err as Error)?.message ?? "";
+        const from = FULL_OUTPUT.exec(message)?.[1];
+        if (!from) throw err;
+        const to = await relocate(from, toolCallId).catch(() => from);
+        throw new Error(message.split(from).join(to));
+      }
+    },
+  };
+}

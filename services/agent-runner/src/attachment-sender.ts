@@ -1,0 +1,43 @@
+import type { AttachFile } from "@mom/agent";
+import { type Bus, fileObjectName } from "@mom/bus";
+import type { ChannelMessage, ChannelRef } from "@mom/contracts";
+import type { Logger } from "pino";
+import type { RunPublisher } from "./run-publisher.js";
+
+export interface AttachmentSenderDeps {
+  bus: Bus;
+  ref: ChannelRef;
+  /** The channel's run in progress (ChannelWorker.currentRun). */
+  currentRun: () => { message: ChannelMessage; publisher: RunPublisher } | undefined;
+  log: Logger;
+}
+
+/**
+ * The runner's side of the attach tool: puts the bytes into the files bucket under a fresh
+ * object name and emits an `attachment` event in the current run (so it is numbered with the
+ * run's other events and carries the trigger's replyTo). Throws when no run is in progress or
+ * the Object Store refuses the put; the tool turns that into an error the model sees.
+ */
+export function attachmentSender(deps: AttachmentSenderDeps): (file: AttachFile) => Promise<void> {
+  return async (file) => {
+    const run = deps.currentRun();
+    if (!run) throw new Error("no run in progress: files can only be attached while answering a message");
+    const objectKey = fileObjectName(deps.ref, file.filename);
+    await deps.bus.putFile(objectKey, file.bytes, {
+      ...(file.mimeType !== undefined && { mimeType: file.mimeType }),
+      ...(file.title !== undefined && { description: file.title }),
+    });
+    const { replyTo } = run.message;
+    run.publisher.emit({
+      type: "attachment",
+      objectKey,
+      filename: file.filename,
+      path: file.path,
+      ...(file.title !== undefined && { title: file.title }),
+      ...(file.mimeType !== undefined && { mimeType: file.mimeType }),
+      size: file.size,
+      ...(replyTo !== undefined && { replyTo }),
+    });
+    deps.log.info({ objectKey, path: file.path, size: file.size }, "file attached");
+  };
+}
