@@ -65,6 +65,19 @@ describe("agent behaviours over the bus", () => {
     expect(full[0]).toBe("1");
   });
 
+  it("shows the head of a long file to the model with the offset to read on", async () => {
+    const st = await stack();
+    mkdirSync(channelDir(st), { recursive: true });
+    writeFileSync(join(channelDir(st), "big.txt"), Array.from({ length: 5000 }, (_, i) => `line ${i + 1}`).join("\n"));
+    st.llm.enqueue({ toolCalls: [{ name: "read", arguments: { label: "Read the big file", path: "big.txt" } }] }, { text: "read it" });
+    st.type("read big.txt");
+    await st.output.waitFor("read it");
+    const toolResult = JSON.stringify(st.llm.requests[1]!.messages.at(-1));
+    expect(toolResult).toContain("line 1\\n");
+    expect(toolResult).not.toContain("line 5000");
+    expect(toolResult).toMatch(/offset=\d+/);
+  });
+
   it("puts memory and skills (channel wins on a clash) in the system prompt", async () => {
     const st = await stack();
     const ws = st.loaded.paths.workspaceDir;

@@ -85,7 +85,7 @@ export async function up(dataDir: string): Promise<never> {
   }
   const cli = await terminalChat(cliAdapterName(loaded), loaded, url, logger.child({ service: "ingress-cli" }));
   closers.push(() => cli.close());
-  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}, logs ${logFile}). Type a message; "stop" aborts, Ctrl-D quits.\n`);
+  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`);
   return shutdownOn(closers, cli.ended);
 }
 
