@@ -28,7 +28,6 @@ export interface AttachOptions {
 }
 
 const parameters = Type.Object({
-  label: Type.String({ description: 'A short human-readable description of this call, shown to the user while it runs (e.g. "Share the chart")' }),
   path: Type.String({ description: "The file to share: relative to your working directory (this channel's directory) or absolute; must be inside the workspace" }),
   title: Type.Optional(Type.String({ description: "Caption shown with the file (default: the file name)" })),
 });

@@ -5,7 +5,7 @@ import type { LogEntry, OutboundEventBody, StopReason, Usage } from "@mom/contra
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type AttachOptions, createAttachTool } from "./attach-tool.js";
-import { createMomTools, MOM_TOOL_NAMES } from "./labelled-tools.js";
+import { createMomTools, MOM_TOOL_NAMES, withLabel } from "./labelled-tools.js";
 import { formatChatLine, syncLogToSession } from "./log-sync.js";
 import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
@@ -116,7 +116,7 @@ export class ChannelAgent {
       tools: MOM_TOOL_NAMES,
       customTools: [
         ...createMomTools(opts.store.dir, opts.store.scratchDir),
-        createAttachTool({ cwd: opts.store.dir, workspaceDir: opts.workspaceDir, attach: opts.attach }),
+        withLabel(createAttachTool({ cwd: opts.store.dir, workspaceDir: opts.workspaceDir, attach: opts.attach }) as Parameters<typeof withLabel>[0]),
       ],
     });
     return new ChannelAgent(opts, session, sessionManager, loader);
