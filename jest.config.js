@@ -7,6 +7,7 @@ const packages = {
   store: "libs/store",
   agent: "libs/agent",
   testing: "libs/testing",
+  format: "libs/format",
   "agent-runner": "services/agent-runner",
   "ingress-cli": "services/ingress-cli",
   cli: "services/cli",

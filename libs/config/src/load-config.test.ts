@@ -111,7 +111,7 @@ describe("ConfigError messages name file, path and expectation", () => {
       `${file}: /adapters/Slack_Acme: invalid adapter name "Slack_Acme": expected lower-case letters, digits and '-' ([a-z0-9-]+)`,
     );
     expect(errorFor(JSON.stringify({ adapters: { acme: { type: "irc" } } })).message).toBe(
-      `${file}: /adapters/acme/type: expected one of "cli", got "irc"`,
+      `${file}: /adapters/acme/type: expected one of "cli", "slack", "discord", got "irc"`,
     );
     expect(errorFor(JSON.stringify({ adapters: { acme: {} } })).message).toContain('/adapters/acme/type: missing required key "type"');
     expect(errorFor(JSON.stringify({ adapters: { acme: { type: "cli", dm: "some" } } })).message).toContain(
@@ -207,5 +207,30 @@ describe("issue-3 settings", () => {
     const dir = mkdtempSync(join(tmpdir(), "mom-cfg-"));
     writeFileSync(join(dir, "config.json"), JSON.stringify({ adapters: { cli: { type: "cli", busy: "panic" } }, channels: { local: { model: "a/b" } } }));
     expect(() => loadConfig(dir, {})).toThrow(/\/adapters\/cli\/busy[\s\S]*\/channels\/local/);
+  });
+});
+
+describe("platform adapters", () => {
+  it("reads slack and discord adapters, with tokens from the environment", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mom-cfg-"));
+    writeFileSync(
+      join(dir, "config.json"),
+      JSON.stringify({
+        adapters: {
+          "slack-acme": { type: "slack", botToken: "env:ACME_BOT", appToken: "xapp-literal", admins: ["U1"], dm: "everyone" },
+          discord: { type: "discord", botToken: "env:DISCORD_TOKEN", busy: "reject" },
+        },
+      }),
+    );
+    const { config } = loadConfig(dir, { ACME_BOT: "xoxb-from-env", DISCORD_TOKEN: "dtok" });
+    expect(config.adapters["slack-acme"]).toMatchObject({ type: "slack", botToken: "xoxb-from-env", appToken: "xapp-literal" });
+    expect(config.adapters.discord).toMatchObject({ type: "discord", botToken: "dtok", busy: "reject" });
+    expect(() => loadConfig(dir, { ACME_BOT: "x" })).toThrow(/\/adapters\/discord\/botToken: environment variable DISCORD_TOKEN is not set/);
+  });
+
+  it("names a missing token", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mom-cfg-"));
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ adapters: { s: { type: "slack", botToken: "xoxb" } } }));
+    expect(() => loadConfig(dir, {})).toThrow(/\/adapters\/s.*appToken/);
   });
 });

@@ -40,6 +40,7 @@ export function loadConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env
   // Messages show the path the way the operator typed it (data/config.json), not the absolute one.
   const shown = join(dataDir, "config.json");
   const config = withDefaults(readConfigFile(paths.configFile, shown));
+  resolveEnvTokens(config, env, shown);
   applyEnv(config, env);
   return { config, paths };
 }
@@ -83,6 +84,25 @@ function semanticProblems(raw: unknown): Issue[] {
     return [{ path: "/nats/url", message: `expected ${NATS_URL_EXPECTED}, got ${show(redactNatsUrl(url))}` }];
   }
   return [];
+}
+
+const ENV_REF = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
+
+/** Replaces "env:NAME" token values with the variable's value; a missing one names field and variable. */
+function resolveEnvTokens(config: MomConfig, env: NodeJS.ProcessEnv, shown: string): void {
+  const issues: Issue[] = [];
+  for (const [name, adapter] of Object.entries(config.adapters)) {
+    const fields = adapter as Record<string, unknown>;
+    for (const key of ["botToken", "appToken"]) {
+      const value = fields[key];
+      const ref = typeof value === "string" ? ENV_REF.exec(value) : null;
+      if (!ref) continue;
+      const resolved = env[ref[1]!];
+      if (resolved) fields[key] = resolved;
+      else issues.push({ path: `/adapters/${name}/${key}`, message: `environment variable ${ref[1]} is not set` });
+    }
+  }
+  if (issues.length > 0) throw new ConfigError(shown, issues);
 }
 
 // An empty variable counts as unset: compose files and k8s manifests often declare `NAME=`.

@@ -70,8 +70,23 @@ const adapterAccess = {
 export const CliAdapterConfig = Type.Object({ type: Type.Literal("cli"), ...adapterAccess }, closed);
 export type CliAdapterConfig = Static<typeof CliAdapterConfig>;
 
-/** Discriminated by `type`; slack, discord and telegram join as further members. */
-export const AdapterConfig = Type.Union([CliAdapterConfig]);
+// Tokens may be written literally or as "env:NAME" (read from that environment variable when the
+// config loads), so config.json can be checked in or mounted without secrets in it.
+const token = (description: string) => Type.String({ minLength: 1, description: `${description}; literal or "env:NAME"` });
+// For tests and proxies: where the platform's HTTP API lives.
+const apiUrl = Type.Optional(Type.String({ minLength: 1, description: "Base URL of the platform API (default: the platform's own)" }));
+
+export const SlackAdapterConfig = Type.Object(
+  { type: Type.Literal("slack"), botToken: token("Bot token (xoxb-…)"), appToken: token("App-level token for Socket Mode (xapp-…)"), apiUrl, ...adapterAccess },
+  closed,
+);
+export type SlackAdapterConfig = Static<typeof SlackAdapterConfig>;
+
+export const DiscordAdapterConfig = Type.Object({ type: Type.Literal("discord"), botToken: token("Bot token"), apiUrl, ...adapterAccess }, closed);
+export type DiscordAdapterConfig = Static<typeof DiscordAdapterConfig>;
+
+/** Discriminated by `type`; telegram joins as a further member. */
+export const AdapterConfig = Type.Union([CliAdapterConfig, SlackAdapterConfig, DiscordAdapterConfig]);
 export type AdapterConfig = Static<typeof AdapterConfig>;
 
 /** Discriminated by `type`; bwrap and docker join as further members. */

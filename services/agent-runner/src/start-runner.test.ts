@@ -6,9 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startRunner } from "./start-runner.js";
 
+const logger = createLogger("test", { level: "silent" });
+const bus = { url: "nats://127.0.0.1:1", name: "never-connects" };
+
 describe("startRunner", () => {
-  const logger = createLogger("test", { level: "silent" });
-  const bus = { url: "nats://127.0.0.1:1", name: "never-connects" };
 
   it("refuses to start without model credentials, saying what to set", async () => {
     delete process.env.ANTHROPIC_API_KEY;
@@ -26,5 +27,31 @@ describe("startRunner", () => {
     expect(err).toBeInstanceOf(ModelSetupError);
     expect(err.message).toContain('unknown model "nowhere/model-x"');
     expect(err.message).toContain("models.json");
+  });
+});
+
+describe("ModelCatalog", () => {
+  it("gives each channel its own model and thinking level over the global ones", async () => {
+    const { ModelCatalog } = await import("./model-catalog.js");
+    const dir = mkdtempSync(join(tmpdir(), "mom-catalog-"));
+    writeFileSync(
+      join(dir, "models.json"),
+      JSON.stringify({ providers: { fake: { baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions", apiKey: "k", models: [{ id: "a", reasoning: true }, { id: "b" }] } } }),
+    );
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ model: "fake/a", thinkingLevel: "low", channels: { "cli/x": { model: "fake/b" }, "cli/y": { thinkingLevel: "high" } } }));
+    const catalog = new ModelCatalog(loadConfig(dir, {}));
+    expect(catalog.forChannel("cli/x")).toMatchObject({ resolved: { model: { id: "b" } }, thinkingLevel: "low" });
+    expect(catalog.forChannel("cli/y")).toMatchObject({ resolved: { model: { id: "a" } }, thinkingLevel: "high" });
+    expect(catalog.forChannel("cli/other")).toMatchObject({ resolved: { model: { id: "a" } }, thinkingLevel: "low" });
+  });
+
+  it("refuses to start when a channel names an unknown model", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mom-catalog-"));
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ model: "anthropic/claude-sonnet-4-5", channels: { "cli/x": { model: "nowhere/x" } } }));
+    process.env.ANTHROPIC_API_KEY = "test-key";
+    const err = await startRunner({ loaded: loadConfig(dir, {}), bus, logger }).catch((e) => e);
+    delete process.env.ANTHROPIC_API_KEY;
+    expect(err).toBeInstanceOf(ModelSetupError);
+    expect(err.message).toContain('unknown model "nowhere/x"');
   });
 });
