@@ -8,8 +8,11 @@ const packages = {
   agent: "libs/agent",
   testing: "libs/testing",
   format: "libs/format",
+  tools: "libs/tools",
   "agent-runner": "services/agent-runner",
   "ingress-cli": "services/ingress-cli",
+  "ingress-discord": "services/ingress-discord",
+  scheduler: "services/scheduler",
   cli: "services/cli",
 };
 

@@ -9,6 +9,8 @@ import { createMomTools, MOM_TOOL_NAMES, withLabel } from "./labelled-tools.js";
 import { formatChatLine, syncLogToSession } from "./log-sync.js";
 import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
+import { gated, withNote } from "./gated-tools.js";
+import type { ToolGate } from "@mom/tools";
 import { loadMomSkills } from "./skills.js";
 import { MomResourceLoader } from "./resource-loader.js";
 import { buildSystemPrompt, type PromptUser } from "./system-prompt.js";
@@ -34,6 +36,12 @@ export interface ChannelAgentOptions {
   agentDir: string;
   listChannels?: () => string[];
   retries?: number;
+  /** The tools the model may see this run (policy hides the others); default all. */
+  activeTools?: () => string[];
+  /** Every tool call goes through it (policy, approvals, receipts, timeout). */
+  gate?: ToolGate;
+  /** The current run's tool receipts as text, added to what the model reads before each call. */
+  receiptsNote?: () => string | undefined;
   /** Told about skills that failed to load (bad SKILL.md), once per run. */
   onSkillProblems?: (problems: string[]) => void;
   /** Lets the attach tool send files into the current run (see attach-tool.ts); without it attach reports an error. */
@@ -115,10 +123,14 @@ export class ChannelAgent {
       settingsManager,
       tools: MOM_TOOL_NAMES,
       customTools: [
-        ...createMomTools(opts.store.dir, opts.store.scratchDir),
-        withLabel(createAttachTool({ cwd: opts.store.dir, workspaceDir: opts.workspaceDir, attach: opts.attach }) as Parameters<typeof withLabel>[0]),
+        ...createMomTools(opts.store.dir, opts.store.scratchDir, opts.gate),
+        withLabel(gatedIf(createAttachTool({ cwd: opts.store.dir, workspaceDir: opts.workspaceDir, attach: opts.attach }) as Parameters<typeof withLabel>[0], opts.gate)),
       ],
     });
+    // Before every model call, the run's receipts so far ride along on the last message, so the
+    // final answer is written knowing what really happened.
+    const base = session.agent.transformContext;
+    session.agent.transformContext = async (messages, signal) => withNote(base ? await base(messages, signal) : messages, opts.receiptsNote?.());
     return new ChannelAgent(opts, session, sessionManager, loader);
   }
 
@@ -169,7 +181,7 @@ export class ChannelAgent {
         timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
       });
       // pi rebuilds its base prompt from the loader only when the tool set is (re)applied.
-      this.session.setActiveToolsByName(this.session.getActiveToolNames());
+      this.session.setActiveToolsByName(this.opts.activeTools?.() ?? MOM_TOOL_NAMES);
       await this.session.prompt(formatChatLine(trigger), { images: await this.imagesOf(trigger) });
       await compactionDone;
     } catch (err) {
@@ -231,4 +243,8 @@ export class ChannelAgent {
       usage: fullUsage,
     };
   }
+}
+
+function gatedIf(tool: Parameters<typeof gated>[0], gate: ToolGate | undefined) {
+  return gate ? gated(tool, gate) : tool;
 }

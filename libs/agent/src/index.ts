@@ -1,6 +1,7 @@
 export * from "./attach-tool.js";
 export * from "./channel-agent.js";
 export * from "./full-output.js";
+export * from "./gated-tools.js";
 export * from "./labelled-tools.js";
 export * from "./skills.js";
 export * from "./log-sync.js";

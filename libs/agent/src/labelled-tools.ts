@@ -5,7 +5,9 @@ import {
   createWriteToolDefinition,
   type ToolDefinition,
 } from "@mariozechner/pi-coding-agent";
+import type { ToolGate } from "@mom/tools";
 import { keepFullOutputIn } from "./full-output.js";
+import { gated } from "./gated-tools.js";
 
 // Adapters show "→ <label>" while a tool runs, so every tool call must say in a few words what it
 // does. pi's own tool definitions are reused unchanged; only a required `label` is added in front.
@@ -45,13 +47,13 @@ export function withLabel(tool: AnyTool): AnyTool {
  * bash keeps the tail of long output for the model and the whole of it in `scratchDir`; read
  * shows the head of a long file and how to read on (the file itself is the full output).
  */
-export function createMomTools(cwd: string, scratchDir: string): AnyTool[] {
+export function createMomTools(cwd: string, scratchDir: string, gate?: ToolGate): AnyTool[] {
   return [
     keepFullOutputIn(scratchDir, createBashToolDefinition(cwd) as AnyTool),
     createReadToolDefinition(cwd),
     createWriteToolDefinition(cwd),
     createEditToolDefinition(cwd),
-  ].map((t) => withLabel(t as AnyTool));
+  ].map((t) => withLabel(gate ? gated(t as AnyTool, gate) : (t as AnyTool)));
 }
 
 export const MOM_TOOL_NAMES = ["bash", "read", "write", "edit", "attach"];

@@ -62,6 +62,9 @@ ${ws}/
     ├── scratch/         your working area
     └── skills/          channel-only skills
 
+## What you may claim
+Every tool call leaves a receipt. After tool calls you will see "[Tool receipts of this run so far …]" listing each call as succeeded, failed, denied or pending. Only say you did something if a receipt shows it succeeded. If you meant to do something and there is no succeeded receipt for it, say plainly that you could not verify it was done. A denied call was refused by policy or by a person: tell the user, do not try to get around it. Some calls wait for a person's approval before they run.
+
 ## Skills
 Skills are reusable instructions and scripts for recurring tasks (an API you call often, a report you build every week). Each lives in its own directory with a \`SKILL.md\`:
 - ${ws}/skills/<name>/ for every channel, ${ch}/skills/<name>/ for this channel only (it wins over a global skill of the same name).

@@ -10,7 +10,9 @@ export function defaultConfig(): MomConfig {
     sandbox: { type: "host" },
     runner: { idleEvictMinutes: 30, maxConcurrentRuns: 16, runTimeoutMinutes: 30 },
     attachments: { maxBytes: 20 * 1024 * 1024 },
+    scheduler: { graceMinutes: 60, maxQueuedPerChannel: 100, maxPerMinutePerChannel: 10, watch: "events", pollIntervalMs: 2000 },
     channels: {},
+    policy: { tools: {}, adapters: {}, channels: {}, providers: {}, sandbox: {}, ask: [], autoAllow: [], approvalTimeoutSeconds: 300, requesterMayApprove: false },
     log: { level: "info" },
   };
 }
@@ -29,6 +31,8 @@ export function withDefaults(file: MomConfigFile): MomConfig {
     sandbox: file.sandbox ?? d.sandbox,
     runner: { ...d.runner, ...file.runner },
     attachments: { ...d.attachments, ...file.attachments },
+    scheduler: { ...d.scheduler, ...file.scheduler },
+    policy: { ...d.policy, ...file.policy },
     channels: file.channels ?? d.channels,
     log: { ...d.log, ...file.log },
   };

@@ -47,7 +47,19 @@ describe("loadConfig", () => {
       sandbox: { type: "host" },
       runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10 },
       attachments: { maxBytes: 1024 },
+      scheduler: { graceMinutes: 0, maxQueuedPerChannel: 5, maxPerMinutePerChannel: 2, watch: "poll", pollIntervalMs: 500 },
       channels: { "cli/local": { model: "fake/other", thinkingLevel: "low" }, "slack-acme/C0A34FL8PMH": {} },
+      policy: {
+        tools: { allow: ["*"], deny: ["github.*.delete"] },
+        adapters: { cli: { allow: ["bash", "read", "notes.*"] } },
+        channels: { "cli/local": { deny: ["bash"] } },
+        providers: { ollama: { deny: ["write"] } },
+        sandbox: {},
+        ask: ["notes.todo.*"],
+        autoAllow: [],
+        approvalTimeoutSeconds: 60,
+        requesterMayApprove: true,
+      },
       log: { level: "debug" },
     };
     writeFileSync(file, JSON.stringify(full, null, 2));
@@ -232,5 +244,17 @@ describe("platform adapters", () => {
     const dir = mkdtempSync(join(tmpdir(), "mom-cfg-"));
     writeFileSync(join(dir, "config.json"), JSON.stringify({ adapters: { s: { type: "slack", botToken: "xoxb" } } }));
     expect(() => loadConfig(dir, {})).toThrow(/\/adapters\/s.*appToken/);
+  });
+});
+
+describe("scheduler settings", () => {
+  it("fills defaults key by key and names a bad value", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mom-cfg-"));
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ scheduler: { watch: "poll", graceMinutes: 5 } }));
+    expect(loadConfig(dir, {}).config.scheduler).toEqual({ graceMinutes: 5, maxQueuedPerChannel: 100, maxPerMinutePerChannel: 10, watch: "poll", pollIntervalMs: 2000 });
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ scheduler: { watch: "inotify", pollIntervalMs: 10, maxPerMinutePerChannel: 0 } }));
+    expect(() => loadConfig(dir, {})).toThrow(/\/scheduler\/watch: expected "events" \(file notifications plus polling\) or "poll"/);
+    expect(() => loadConfig(dir, {})).toThrow(/\/scheduler\/pollIntervalMs: expected integer >= 100, got 10/);
+    expect(() => loadConfig(dir, {})).toThrow(/\/scheduler\/maxPerMinutePerChannel: expected integer >= 1, got 0/);
   });
 });

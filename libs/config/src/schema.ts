@@ -111,6 +111,45 @@ export const AttachmentsConfig = Type.Object(
   closed,
 );
 
+/** The scheduler service: workspace/events/*.json (docs/scheduler.md). */
+export const SchedulerConfig = Type.Object(
+  {
+    graceMinutes: Type.Integer({ minimum: 0, description: "A one-shot at most this late (scheduler down) still fires, marked late; older ones go to events/missed/" }),
+    maxQueuedPerChannel: positiveInt("Event files one channel may have at once; more are moved to events/invalid/"),
+    maxPerMinutePerChannel: positiveInt("Scheduler messages one channel gets in any 60 seconds; more wait (periodic ticks are skipped)"),
+    watch: Type.Union([Type.Literal("events"), Type.Literal("poll")], {
+      expected: '"events" (file notifications plus polling) or "poll" (polling only)',
+    }),
+    pollIntervalMs: Type.Integer({ minimum: 100, description: "How often events/ is read again (both modes; NFS and other shared volumes rely on it)" }),
+  },
+  closed,
+);
+export type SchedulerConfig = Static<typeof SchedulerConfig>;
+
+const globs = Type.Array(Type.String({ minLength: 1 }), { expected: 'an array of tool id globs like "bash", "github.*", "!github.*.delete"' });
+export const PolicyLayerConfig = Type.Object({ allow: Type.Optional(globs), deny: Type.Optional(globs) }, closed);
+export type PolicyLayerConfig = Static<typeof PolicyLayerConfig>;
+
+/**
+ * Which tools may run and which wait for a person. Layers apply in order global → adapters →
+ * channels → providers → sandbox: a later layer can only narrow, deny wins.
+ */
+export const PolicyConfig = Type.Object(
+  {
+    tools: PolicyLayerConfig,
+    adapters: Type.Record(Type.String(), PolicyLayerConfig),
+    channels: Type.Record(Type.String(), PolicyLayerConfig),
+    providers: Type.Record(Type.String(), PolicyLayerConfig),
+    sandbox: PolicyLayerConfig,
+    ask: globs,
+    autoAllow: globs,
+    approvalTimeoutSeconds: positiveInt("No decision within this time means deny"),
+    requesterMayApprove: Type.Boolean({ description: "The person whose message started the run may approve its calls too (always true for cli adapters)" }),
+  },
+  closed,
+);
+export type PolicyConfig = Static<typeof PolicyConfig>;
+
 /** Per qualified channel (`<adapter>/<channelId>`): overrides of the global model settings. */
 export const ChannelSettings = Type.Object(
   {
@@ -143,7 +182,9 @@ export const MomConfig = Type.Object(
     sandbox: SandboxConfig,
     runner: RunnerConfig,
     attachments: AttachmentsConfig,
+    scheduler: SchedulerConfig,
     channels,
+    policy: PolicyConfig,
     log: LogConfig,
   },
   closed,
@@ -157,6 +198,8 @@ export const MomConfigFile = Type.Partial(
     nats: Type.Partial(Type.Object({ ...NatsConfig.properties, streams: Type.Partial(StreamsConfig, closed) }), closed),
     runner: Type.Partial(RunnerConfig, closed),
     attachments: Type.Partial(AttachmentsConfig, closed),
+    scheduler: Type.Partial(SchedulerConfig, closed),
+    policy: Type.Partial(PolicyConfig, closed),
     log: Type.Partial(LogConfig, closed),
   }),
   closed,

@@ -15,6 +15,17 @@ export const AbortControl = Type.Object(
   { additionalProperties: false },
 );
 
+export const ApprovalDecision = Type.Object(
+  {
+    type: Type.Literal("approval_decision"),
+    ts: Type.String({ format: "date-time" }),
+    approvalId: Type.String({ minLength: 1 }),
+    decision: Type.Union([Type.Literal("allow-once"), Type.Literal("deny")]),
+    decidedBy: Actor,
+  },
+  { additionalProperties: false },
+);
+
 /** Published by an ingress on `mom.ctl.<adapter>.<channel>`. */
-export const ControlMessage = Type.Union([AbortControl], { $id: "ControlMessage" });
+export const ControlMessage = Type.Union([AbortControl, ApprovalDecision], { $id: "ControlMessage" });
 export type ControlMessage = Static<typeof ControlMessage>;

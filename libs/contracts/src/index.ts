@@ -5,5 +5,6 @@ export * from "./control-message.js";
 export * from "./outbound-event.js";
 export * from "./dead-letter.js";
 export * from "./log-entry.js";
+export * from "./receipt.js";
 export * from "./validate.js";
 export * from "./json-schemas.js";

@@ -3,6 +3,7 @@ import { ControlMessage } from "./control-message.js";
 import { DeadLetter } from "./dead-letter.js";
 import { LogEntry } from "./log-entry.js";
 import { OutboundEvent } from "./outbound-event.js";
+import { Receipt } from "./receipt.js";
 
 /** The schemas published as JSON Schema files under docs/schemas, by file name. */
 export const PUBLISHED_SCHEMAS = {
@@ -11,6 +12,7 @@ export const PUBLISHED_SCHEMAS = {
   "control-message.schema.json": ControlMessage,
   "dead-letter.schema.json": DeadLetter,
   "log-entry.schema.json": LogEntry,
+  "receipt.schema.json": Receipt,
 } as const;
 
 export function renderJsonSchema(schema: object): string {

@@ -1,4 +1,5 @@
 import Type, { type Static } from "typebox";
+import { RiskLevel, ToolActivity } from "./receipt.js";
 
 const Loose = { additionalProperties: true } as const;
 
@@ -68,8 +69,35 @@ export const RunEnded = Type.Object(
     finalText: Type.String({ description: "The answer to post: the last assistant text of the run (may be empty)" }),
     replyTo: Type.Optional(Type.String()),
     silent: Type.Optional(Type.Boolean({ description: "The agent answered [SILENT]: post nothing and remove the progress message" })),
+    toolActivity: Type.Optional(Type.Array(ToolActivity, { description: "The run's relevant tool calls, from receipts; show under the answer" })),
     usage: Usage,
     durationMs: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+/** A tool call waits for a person: render it with allow / deny (buttons, or a prompt). */
+export const ApprovalRequested = Type.Object(
+  {
+    type: Type.Literal("approval_requested"),
+    approvalId: Type.String({ minLength: 1 }),
+    toolId: Type.String(),
+    risk: RiskLevel,
+    argsSummary: Type.String(),
+    requestedBy: Type.Object({ id: Type.String(), username: Type.String() }, { additionalProperties: false }),
+    expiresAt: Type.String({ format: "date-time" }),
+    approvers: Type.Array(Type.String(), { description: "User ids allowed to decide" }),
+    replyTo: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+/** How an approval ended; adapters update or remove their prompt. */
+export const ApprovalResolved = Type.Object(
+  {
+    type: Type.Literal("approval_resolved"),
+    approvalId: Type.String({ minLength: 1 }),
+    outcome: Type.Union([Type.Literal("approved"), Type.Literal("denied"), Type.Literal("expired")]),
+    decidedBy: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -174,7 +202,7 @@ export const SessionEvent = Type.Union([
 ]);
 export type SessionEvent = Static<typeof SessionEvent>;
 
-export const OutboundEventBody = Type.Union([RunQueued, RunRejected, RunStarted, RunEnded, AttachmentEvent, SessionEvent]);
+export const OutboundEventBody = Type.Union([RunQueued, RunRejected, RunStarted, RunEnded, AttachmentEvent, ApprovalRequested, ApprovalResolved, SessionEvent]);
 export type OutboundEventBody = Static<typeof OutboundEventBody>;
 
 /** Published by the runner on `mom.out.<adapter>.<channel>`; Nats-Msg-Id is `<runId>:<seq>`. */

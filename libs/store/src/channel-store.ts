@@ -1,8 +1,8 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { qualifiedChannelId, type ChannelRef, type LogEntry } from "@mom/contracts";
+import { qualifiedChannelId, type ChannelRef, type LogEntry, type Receipt } from "@mom/contracts";
 import { appendLine } from "./append-line.js";
-import { logEntryValidator, parseLogLines, type SkippedLine } from "./log-lines.js";
+import { logEntryValidator, parseJsonLines, parseLogLines, receiptValidator, type SkippedLine } from "./log-lines.js";
 
 export interface ReadLogOptions {
   /** Only entries after the entry with this id; when the id is not in the log, every entry. */
@@ -86,6 +86,20 @@ export class ChannelStore {
   /** Queued behind pending appends, so it sees each of them whole and never a half-written line. */
   readLog(opts: ReadLogOptions = {}): Promise<ReadLogResult> {
     return this.serialise(async () => select(parseLogLines(await readOrEmpty(this.logFile)), opts));
+  }
+
+  /** Appends one receipt to receipts.jsonl (append-only, same torn-line safety as the log). */
+  appendReceipt(receipt: Receipt): Promise<void> {
+    const check = receiptValidator.check(receipt);
+    if (!check.ok) return Promise.reject(new Error(`invalid receipt for ${this.qualifiedId}: ${check.reason}`));
+    return this.serialise(async () => {
+      await this.ensureDirs();
+      await appendLine(this.receiptsFile, JSON.stringify(receipt));
+    });
+  }
+
+  readReceipts(): Promise<{ entries: Receipt[]; skipped: SkippedLine[] }> {
+    return this.serialise(async () => parseJsonLines(await readOrEmpty(this.receiptsFile), receiptValidator, "Receipt"));
   }
 
   /** Global and channel MEMORY.md; a missing file is an empty memory. */

@@ -1,7 +1,8 @@
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import type { ChannelMessage, ChannelRef, LogEntry } from "@mom/contracts";
+import type { ChannelMessage, ChannelRef, LogEntry, Receipt } from "@mom/contracts";
+import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -19,6 +20,10 @@ export interface ChannelWorkerDeps {
   runSlot: <T>(fn: () => Promise<T>) => Promise<T>;
   /** Fetches the message's attachments into the channel dir before it is logged (attachment-materializer.ts). */
   materialize?: (message: ChannelMessage) => Promise<ChannelMessage>;
+  /** Why no run can happen here (policy leaves no callable tools), or undefined. */
+  policyProblem?: () => string | undefined;
+  /** A tool call ended in error; the gate records a denial when pi refused a hidden tool. */
+  onToolError?: (toolCallId: string, toolName: string) => Promise<void>;
   /** What a mention does while a run is active (adapter setting). */
   busyMode: BusyMode;
 }
@@ -33,6 +38,9 @@ interface QueuedRun {
   /** Resolves with what pi did not deliver when the run is over. */
   ended: Promise<string[]>;
   end: (undelivered: string[]) => void;
+  /** This run's tool receipts (the gate appends them) and the tool labels seen. */
+  receipts: Receipt[];
+  labels: Map<string, string>;
 }
 
 export const BUSY_TEXT = "I'm still working on the previous request. Say `stop` to cancel it, or ask again when I'm done.";
@@ -79,7 +87,7 @@ export class ChannelWorker {
   constructor(private readonly deps: ChannelWorkerDeps) {}
 
   /** The run in progress, for tools that publish into it (attach). */
-  get currentRun(): { runId: string; message: ChannelMessage; publisher: RunPublisher } | undefined {
+  get currentRun(): { runId: string; message: ChannelMessage; publisher: RunPublisher; receipts: Receipt[] } | undefined {
     return this.current;
   }
 
@@ -156,7 +164,7 @@ export class ChannelWorker {
     const runId = randomUUID();
     let end!: (undelivered: string[]) => void;
     const ended = new Promise<string[]>((r) => (end = r));
-    const item: QueuedRun = { runId, message, publisher: new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log.child({ runId })), steered: [], ended, end };
+    const item: QueuedRun = { runId, message, publisher: new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log.child({ runId })), steered: [], ended, end, receipts: [], labels: new Map() };
     this.queued.push(item);
     if (this.current || this.queued.length > 1) {
       item.publisher.emit({ type: "run_queued", trigger: this.trigger(message), position: this.queued.length });
@@ -203,7 +211,13 @@ export class ChannelWorker {
       log.info("run started");
       const timer = setTimeout(() => void agent.abort(), this.deps.runTimeoutMs);
       try {
-        outcome = await agent.run(this.runTrigger(message), (body) => pub.emit(body));
+        const problem = this.deps.policyProblem?.();
+        if (problem) throw new Error(problem);
+        outcome = await agent.run(this.runTrigger(message), (body) => {
+          if (body.type === "tool_execution_start") item.labels.set(body.toolCallId, body.label);
+          if (body.type === "tool_execution_end" && body.isError) void this.deps.onToolError?.(body.toolCallId, body.toolName);
+          pub.emit(body);
+        });
       } finally {
         clearTimeout(timer);
       }
@@ -235,7 +249,12 @@ export class ChannelWorker {
         metadata: { triggerId: message.id },
       });
     }
-    pub.emit({ ...this.ended(silent ? { ...outcome, finalText: "" } : outcome, message, started), ...(silent && { silent: true }) });
+    const toolActivity = relevantActivity(item.receipts, item.labels);
+    pub.emit({
+      ...this.ended(silent ? { ...outcome, finalText: "" } : outcome, message, started),
+      ...(silent && { silent: true }),
+      ...(toolActivity.length > 0 && { toolActivity }),
+    });
     log.info({ stopReason: outcome.stopReason, durationMs: Date.now() - started, tokens: outcome.usage.totalTokens, silent }, "run ended");
     await pub.flushed();
     return outcome.undelivered ?? [];

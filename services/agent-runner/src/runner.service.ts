@@ -1,14 +1,19 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { ChannelAgent } from "@mom/agent";
+import { ChannelAgent, MOM_TOOL_NAMES } from "@mom/agent";
 import { Bus, type Consumption, type Delivery } from "@mom/bus";
-import { ChannelMessage, type ChannelRef, ControlMessage, qualifiedChannelId } from "@mom/contracts";
+import { ChannelMessage, type ChannelRef, ControlMessage, qualifiedChannelId, type Receipt } from "@mom/contracts";
+import { formatActivity, relevantActivity } from "@mom/tools";
 import { WorkspaceLayout } from "@mom/store";
 import { join } from "node:path";
 import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { channelMaterializer } from "./attachment-materializer.js";
 import { attachmentSender } from "./attachment-sender.js";
+import { ApprovalBroker } from "./approval-broker.js";
+import { approversFor, callableTools, channelPolicy, noCallableToolsMessage } from "./channel-policy.js";
 import { ChannelWorker } from "./channel-worker.js";
+import { RunPublisher } from "./run-publisher.js";
+import { ChannelToolGate } from "./tool-gate.js";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 
 /** Consumes mom.in and mom.ctl and routes each message to its channel's worker. */
@@ -20,6 +25,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private consumptions: Consumption[] = [];
   private evictTimer?: NodeJS.Timeout;
   private readonly runSlot: ReturnType<typeof pLimit>;
+  private readonly broker = new ApprovalBroker();
+  private readonly gates = new Map<string, ChannelToolGate>();
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -78,7 +85,22 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   private async onControl(d: Delivery<ControlMessage>): Promise<void> {
     const worker = this.workers.get(qualifiedChannelId(this.refOf(d)));
-    if (d.data.type === "abort") await worker?.stop(d.data.requestedBy?.username ? `@${d.data.requestedBy.username}` : "abort", d.data.runId);
+    const data = d.data;
+    if (data.type === "abort") return worker?.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : "abort", data.runId);
+    const ref = this.refOf(d);
+    const key = qualifiedChannelId(ref);
+    const result = this.broker.decide(key, data);
+    const by = data.decidedBy.username ? `@${data.decidedBy.username}` : data.decidedBy.id;
+    if (result.status === "refused") {
+      this.log.warn({ channel: key, approvalId: data.approvalId, by }, "approval decision refused: not an approver");
+      await this.gates.get(key)?.refused(result.pending, by);
+    } else if (result.status === "unknown") {
+      // The run that asked is gone (finished, timed out, or its runner restarted): say so, never hang.
+      this.log.warn({ channel: key, approvalId: data.approvalId, by }, "decision for an unknown or expired approval");
+      const pub = new RunPublisher(this.bus, ref, `approval:${data.approvalId}`, this.log);
+      pub.emit({ type: "approval_resolved", approvalId: data.approvalId, outcome: "expired" });
+      await pub.flushed();
+    }
   }
 
   private refOf(d: Delivery<unknown>): ChannelRef {
@@ -93,6 +115,21 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       const store = this.layout.channel(ref);
       const { loaded, models } = this.opts;
       const { resolved, thinkingLevel } = models.forChannel(key);
+      const policy = channelPolicy(loaded.config, ref, resolved.model.provider);
+      const gate = new ChannelToolGate({
+        bus: this.bus,
+        ref,
+        channel: key,
+        store,
+        broker: this.broker,
+        policy: () => policy,
+        approvers: (requesterId) => approversFor(loaded.config, ref, requesterId),
+        approvalTimeoutMs: loaded.config.policy.approvalTimeoutSeconds * 1000,
+        currentRun: () => w?.currentRun,
+        log: this.log.child({ channel: key }),
+      });
+      this.gates.set(key, gate);
+      const activeTools = () => callableTools(MOM_TOOL_NAMES, policy);
       w = new ChannelWorker({
         bus: this.bus,
         ref,
@@ -102,6 +139,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         runSlot: (fn) => this.runSlot(fn),
         materialize: channelMaterializer({ files: this.bus, store, workspaceDir: this.layout.workspaceDir, maxBytes: loaded.config.attachments.maxBytes, log: this.log.child({ channel: key }) }),
         busyMode: loaded.config.adapters[ref.adapter]?.busy ?? "queue",
+        policyProblem: () => (activeTools().length === 0 ? noCallableToolsMessage(key) : undefined),
+        onToolError: (toolCallId, toolName) => (activeTools().includes(toolName) ? Promise.resolve() : gate.hidden(toolCallId, toolName)),
         createAgent: () =>
           ChannelAgent.create({
             qualifiedChannelId: key,
@@ -115,6 +154,9 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
               maxBytes: loaded.config.attachments.maxBytes,
               send: attachmentSender({ bus: this.bus, ref, currentRun: () => w?.currentRun, log: this.log.child({ channel: key }) }),
             },
+            gate,
+            activeTools,
+            receiptsNote: () => receiptsNote(w?.currentRun?.receipts),
             onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
           }),
       });
@@ -128,9 +170,15 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     for (const [key, w] of this.workers) {
       if (!w.busy && now - w.lastActivity > idleMs) {
         this.workers.delete(key);
+        this.gates.delete(key);
         await w.dispose();
         this.log.debug({ channel: key }, "evicted idle channel session");
       }
     }
   }
+}
+
+function receiptsNote(receipts: Receipt[] | undefined): string | undefined {
+  if (!receipts?.length) return undefined;
+  return `[Tool receipts of this run so far — the only actions you may say you did]\n${formatActivity(relevantActivity(receipts))}`;
 }

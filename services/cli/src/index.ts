@@ -1,5 +1,6 @@
 export * from "./commands.js";
 export * from "./doctor.js";
+export * from "./receipts-command.js";
 export * from "./local-nats.js";
 export * from "./nats-target.js";
 export * from "./bus-options.js";

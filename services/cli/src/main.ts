@@ -1,14 +1,18 @@
 import { ModelSetupError } from "@mom/agent";
 import { ConfigError } from "@mom/config";
-import { ingress, runner, up } from "./commands.js";
+import { events, ingress, runner, scheduler, up } from "./commands.js";
 import { formatChecks, runDoctor } from "./doctor.js";
+import { receiptsTrail } from "./receipts-command.js";
 
 const USAGE = `usage: mom <command> [args]
 
   up [dataDir]                  runner + terminal chat in one terminal (starts a local NATS unless NATS_URL is set)
   runner <dataDir>              the agent runner service
   ingress <adapter> <dataDir>   the ingress service of one adapter from config.json
+  scheduler <dataDir>           the scheduler service: fires workspace/events/*.json
+  events [dataDir]              list scheduled events (next fire time) and invalid/missed ones
   doctor [dataDir]              check config, NATS + JetStream, model credentials and sandbox tools
+  receipts <adapter/channel> [--run ID] [dataDir]   print a channel's tool-call receipts
 
 dataDir defaults to ./data`;
 
@@ -19,6 +23,11 @@ async function main(argv: string[]): Promise<number> {
       return up(args[0] ?? "data");
     case "runner":
       return runner(args[0] ?? "data");
+    case "scheduler":
+      return scheduler(args[0] ?? "data");
+    case "events":
+      process.stdout.write(`${events(args[0] ?? "data")}\n`);
+      return 0;
     case "ingress":
       if (!args[0]) break;
       return ingress(args[0], args[1] ?? "data");
@@ -26,6 +35,14 @@ async function main(argv: string[]): Promise<number> {
       const checks = await runDoctor(args[0] ?? "data");
       process.stdout.write(`${formatChecks(checks)}\n`);
       return checks.some((c) => !c.ok && !c.optional) ? 1 : 0;
+    }
+    case "receipts": {
+      const runAt = args.indexOf("--run");
+      const runId = runAt >= 0 ? args[runAt + 1] : undefined;
+      const rest = args.filter((_, i) => runAt < 0 || (i !== runAt && i !== runAt + 1));
+      if (!rest[0]) break;
+      process.stdout.write(`${await receiptsTrail(rest[0], rest[1] ?? "data", runId)}\n`);
+      return 0;
     }
     case "help":
     case "--help":

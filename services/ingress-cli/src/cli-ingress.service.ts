@@ -13,6 +13,7 @@ import { CliRenderer } from "./cli-renderer.js";
 export class CliIngressService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly renderer: CliRenderer;
   private consumption?: Consumption;
+  private awaitingApproval?: string;
   private rl?: Interface;
   private pending: Promise<unknown> = Promise.resolve();
 
@@ -35,16 +36,37 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
       filterSubject: this.bus.subjects.channel("out", this.ref),
       schema: OutboundEvent,
       stage: `ingress-${this.opts.adapter}`,
-      handler: async (d) => (d.data.event.type === "attachment" ? this.download(d.data.event) : this.renderer.render(d.data)),
+      handler: async (d) => {
+        const ev = d.data.event;
+        if (ev.type === "approval_requested") this.awaitingApproval = ev.approvalId;
+        if (ev.type === "approval_resolved" && ev.approvalId === this.awaitingApproval) this.awaitingApproval = undefined;
+        return ev.type === "attachment" ? this.download(ev) : this.renderer.render(d.data);
+      },
     });
     this.rl = createInterface({ input: this.opts.input, crlfDelay: Infinity, terminal: false });
     this.rl.on("line", (line) => {
       const text = line.trim();
       if (!text) return;
       const attach = parseAttachCommand(text);
-      this.pending = this.pending.then(() => (attach ? this.sendFile(attach.path, attach.text) : this.send(text)));
+      const decision = this.awaitingApproval && /^(y|yes|n|no)$/i.test(text) ? (/^y/i.test(text) ? "allow-once" : "deny") : undefined;
+      this.pending = this.pending.then((): Promise<unknown> =>
+        decision ? this.decide(decision) : attach ? this.sendFile(attach.path, attach.text) : this.send(text),
+      );
     });
     this.rl.on("close", () => void this.pending.then(() => this.opts.onInputEnd?.()));
+  }
+
+  /** The terminal's answer to the pending approval prompt, as an approval_decision on mom.ctl. */
+  async decide(decision: "allow-once" | "deny"): Promise<void> {
+    const approvalId = this.awaitingApproval;
+    if (!approvalId) return;
+    this.awaitingApproval = undefined;
+    const control = { type: "approval_decision" as const, ts: new Date().toISOString(), approvalId, decision, decidedBy: { id: this.opts.user.id, username: this.opts.user.username } };
+    try {
+      await this.bus.publish(this.bus.subjects.channel("ctl", this.ref), control, `${approvalId}:${decision}`);
+    } catch (err) {
+      this.opts.output.write(`✗ could not send the decision (NATS): ${(err as Error).message}\n`);
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {

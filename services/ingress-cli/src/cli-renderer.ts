@@ -55,7 +55,18 @@ export class CliRenderer {
         if (ev.finalText) this.out.write(`${ev.finalText}\n`);
         if (ev.stopReason === "aborted") this.out.write(`■ stopped${ev.errorMessage ? `: ${ev.errorMessage}` : ""}\n`);
         else if (ev.stopReason === "error") this.out.write(`✗ error: ${ev.errorMessage ?? "unknown error"}\n`);
+        // What the receipts say happened, whatever the answer claims.
+        for (const a of (ev.toolActivity ?? []).filter((x) => x.status !== "succeeded" || x.risk !== "read")) {
+          const mark = { succeeded: "✓", failed: "✗", denied: "⊘", pending: "…" }[a.status];
+          this.out.write(`  ${mark} ${a.toolId}${a.label ? ` — ${a.label}` : ""}: ${a.status}${a.detail ? ` (${firstLine(a.detail)})` : ""}\n`);
+        }
         this.out.write(`  ${formatUsage(ev.usage, ev.durationMs)}\n`);
+        break;
+      case "approval_requested":
+        this.line(`⚠ mom wants to run ${ev.toolId} (${ev.risk}): ${ev.argsSummary}\n  allow once? type y or n (expires ${ev.expiresAt.slice(11, 19)} UTC)`);
+        break;
+      case "approval_resolved":
+        this.line(`  ${ev.outcome === "approved" ? "✓ approved" : ev.outcome === "denied" ? "⊘ denied" : "⌛ approval expired"}${ev.decidedBy ? ` by ${ev.decidedBy}` : ""}`);
         break;
       default:
         break;

@@ -1,0 +1,151 @@
+import type { Bus } from "@mom/bus";
+import type { ChannelMessage, ChannelRef, Receipt, ReceiptType } from "@mom/contracts";
+import type { ChannelStore } from "@mom/store";
+import { argsHash, DEFAULT_TOOL_TIMEOUT_MS, decide, type GateCall, makeReceipt, type PolicyLayers, type ToolGate } from "@mom/tools";
+import type { Logger } from "pino";
+import type { ApprovalBroker, PendingApproval } from "./approval-broker.js";
+import type { RunPublisher } from "./run-publisher.js";
+
+export const BUILTIN_TOOL_IDS = new Set(["bash", "read", "write", "edit", "attach"]);
+
+export interface GateRun {
+  runId: string;
+  message: ChannelMessage;
+  publisher: RunPublisher;
+  receipts: Receipt[];
+}
+
+export interface ChannelToolGateDeps {
+  bus: Bus;
+  ref: ChannelRef;
+  channel: string;
+  store: ChannelStore;
+  broker: ApprovalBroker;
+  policy: () => PolicyLayers;
+  /** Who may decide: the adapter's admins, plus the requester when allowed. */
+  approvers: (requesterId: string) => string[];
+  approvalTimeoutMs: number;
+  currentRun: () => GateRun | undefined;
+  log: Logger;
+}
+
+function summarise(args: unknown): string {
+  const json = JSON.stringify(args ?? {});
+  return json.length > 300 ? `${json.slice(0, 297)}...` : json;
+}
+
+/**
+ * Every tool call of one channel passes here: receipt `requested`; the policy decides allow, ask
+ * or deny; `ask` publishes `approval_requested` and waits for a decision (timeout = deny); then
+ * `started`, the call itself under its timeout and the run's abort signal, and `succeeded` or
+ * `failed`. Receipts go to receipts.jsonl and `mom.receipts.<adapter>.<channel>`.
+ */
+export class ChannelToolGate implements ToolGate {
+  constructor(private readonly deps: ChannelToolGateDeps) {}
+
+  async run<T>(call: GateCall, signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const run = this.deps.currentRun();
+    const rc = { runId: run?.runId ?? "none", toolCallId: call.toolCallId, toolId: call.toolId, risk: call.risk, args: call.args };
+    const receipt = (type: ReceiptType, extra?: { detail?: string; actor?: string }) => this.record(run, makeReceipt(type, rc, extra));
+
+    await receipt("tool.call.requested");
+    const { decision, reason } = decide(call.toolId, call.risk, !BUILTIN_TOOL_IDS.has(call.toolId), this.deps.policy());
+    if (decision === "deny") {
+      await receipt("tool.call.denied", { detail: reason });
+      throw new Error(`${call.toolId} was not run: ${reason}. Tell the user it is not allowed here.`);
+    }
+    if (decision === "ask") {
+      if (!run) {
+        await receipt("tool.call.denied", { detail: "approval needed but no run to ask in" });
+        throw new Error(`${call.toolId} needs approval, but there is nobody to ask`);
+      }
+      const requester = run.message.sender;
+      const approvers = this.deps.approvers(requester.id);
+      const { approvalId, outcome } = this.deps.broker.request(
+        { channel: this.deps.channel, runId: rc.runId, toolCallId: call.toolCallId, risk: call.risk, toolId: call.toolId, argsHash: argsHash(call.args), approvers: new Set(approvers) },
+        this.deps.approvalTimeoutMs,
+        signal,
+      );
+      run.publisher.emit({
+        type: "approval_requested",
+        approvalId,
+        toolId: call.toolId,
+        risk: call.risk,
+        argsSummary: summarise(call.args),
+        requestedBy: { id: requester.id, username: requester.username },
+        expiresAt: new Date(Date.now() + this.deps.approvalTimeoutMs).toISOString(),
+        approvers,
+        ...(run.message.replyTo !== undefined && { replyTo: run.message.replyTo }),
+      });
+      const result = await outcome;
+      if (!result.approved) {
+        const expired = result.by === undefined;
+        run.publisher.emit({ type: "approval_resolved", approvalId, outcome: expired ? "expired" : "denied", ...(result.by && { decidedBy: result.by }) });
+        await receipt("tool.call.denied", { detail: result.reason, ...(result.by && { actor: result.by }) });
+        throw new Error(`${call.toolId} was not run: ${result.reason}.`);
+      }
+      run.publisher.emit({ type: "approval_resolved", approvalId, outcome: "approved", decidedBy: result.by });
+      await receipt("tool.call.approved", { actor: result.by });
+    }
+    await receipt("tool.call.started");
+    const timeoutMs = call.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      const value = await raceAbort(fn(combined), combined, () => (timeout.aborted ? `timed out after ${Math.round(timeoutMs / 1000)} s` : "aborted"));
+      await receipt("tool.call.succeeded");
+      return value;
+    } catch (err) {
+      await receipt("tool.call.failed", { detail: firstLine((err as Error)?.message ?? String(err)) });
+      throw err;
+    }
+  }
+
+  /** A decision from someone who may not decide: recorded, and the call keeps waiting. */
+  async refused(p: PendingApproval, actor: string): Promise<void> {
+    const receipt: Receipt = {
+      ...makeReceipt("approval.refused", { runId: p.runId, toolCallId: p.toolCallId, toolId: p.toolId, risk: p.risk, args: {} }, { actor, detail: `${actor} may not decide this approval` }),
+      argsHash: p.argsHash,
+    };
+    await this.record(this.deps.currentRun(), receipt);
+  }
+
+  /** A call pi refused because the tool is hidden from this channel: receipts say it was denied. */
+  async hidden(toolCallId: string, toolId: string): Promise<void> {
+    const run = this.deps.currentRun();
+    if (!run || run.receipts.some((r) => r.toolCallId === toolCallId)) return;
+    const rc = { runId: run.runId, toolCallId, toolId, risk: "destructive" as const, args: {} };
+    await this.record(run, makeReceipt("tool.call.requested", rc));
+    await this.record(run, makeReceipt("tool.call.denied", rc, { detail: "not available in this channel (hidden by policy, or no such tool)" }));
+  }
+
+  private async record(run: GateRun | undefined, receipt: Receipt): Promise<void> {
+    run?.receipts.push(receipt);
+    try {
+      await this.deps.store.appendReceipt(receipt);
+      await this.deps.bus.publish(this.deps.bus.subjects.channel("receipts", this.deps.ref), receipt, receipt.receiptId);
+    } catch (err) {
+      this.deps.log.error({ err, receipt }, "could not record receipt");
+    }
+  }
+}
+
+// First and last line of an error: bash puts the output first and "exited with code N" last.
+function firstLine(text: string): string {
+  const lines = text.trim().split("\n").filter((l) => l.trim());
+  const line = lines.length > 1 ? `${lines[0]} … ${lines.at(-1)}` : (lines[0] ?? "");
+  return line.length > 300 ? `${line.slice(0, 297)}...` : line;
+}
+
+/** Resolves or rejects with `p`, or rejects as soon as `signal` aborts (tools that ignore it). */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal, why: () => string): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Error(why()));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error(why()));
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => (signal.removeEventListener("abort", onAbort), resolve(v)),
+      (e) => (signal.removeEventListener("abort", onAbort), reject(e)),
+    );
+  });
+}

@@ -1,0 +1,164 @@
+import { afterEach, describe, expect, it } from "@jest/globals";
+import { parsePayload, Receipt, validator } from "@mom/contracts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { startStack, type Stack, type StackOptions } from "../support/stack.js";
+import { outboundEvents } from "../support/streams.js";
+
+let s: Stack | undefined;
+afterEach(async () => {
+  await s?.stop();
+  s = undefined;
+});
+async function stack(policy: object): Promise<Stack> {
+  s = await startStack({ config: { policy } } as StackOptions);
+  return s;
+}
+
+const receiptsFile = (st: Stack) => join(st.loaded.paths.workspaceDir, "channels", "cli", "local", "receipts.jsonl");
+const fileReceipts = (st: Stack): Receipt[] => readFileSync(receiptsFile(st), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+const types = (rs: Receipt[]) => rs.map((r) => r.type);
+
+async function streamReceipts(st: Stack): Promise<Receipt[]> {
+  const stream = st.bus.subjects.stream("RECEIPTS");
+  const info = await st.bus.jsm.streams.info(stream);
+  const out: Receipt[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await st.bus.jsm.streams.getMessage(stream, { seq });
+    const r = parsePayload(validator(Receipt), m.data);
+    if (r.ok) out.push(r.value);
+  }
+  return out;
+}
+
+async function runEnded(st: Stack) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const ended = (await outboundEvents(st.bus)).map((e) => e.event).filter((e) => e.type === "run_ended");
+    if (ended.length) return ended.at(-1) as Extract<(typeof ended)[number], { type: "run_ended" }>;
+    if (Date.now() > deadline) throw new Error("no run_ended");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const bashCall = (command: string, label = "Run it") => ({ toolCalls: [{ name: "bash", arguments: { label, command } }] });
+
+describe("tool policy, approvals and receipts", () => {
+  it("records requested → started → succeeded, on the stream and in receipts.jsonl, and a failure", async () => {
+    const st = await stack({});
+    st.llm.enqueue(bashCall("echo ok", "Say ok"), bashCall("exit 3", "Fail on purpose"), { text: "did both" });
+    st.type("go");
+    await st.output.waitFor("did both");
+    const rs = fileReceipts(st);
+    expect(types(rs)).toEqual([
+      "tool.call.requested", "tool.call.started", "tool.call.succeeded",
+      "tool.call.requested", "tool.call.started", "tool.call.failed",
+    ]);
+    expect(new Set(rs.map((r) => r.runId)).size).toBe(1);
+    expect(rs[5]).toMatchObject({ toolId: "bash", risk: "destructive", detail: expect.stringContaining("3") });
+    expect((await streamReceipts(st)).map((r) => r.receiptId)).toEqual(rs.map((r) => r.receiptId));
+    const ended = await runEnded(st);
+    expect(ended.toolActivity).toEqual([
+      expect.objectContaining({ toolId: "bash", status: "succeeded", label: "Say ok" }),
+      expect.objectContaining({ toolId: "bash", status: "failed", label: "Fail on purpose" }),
+    ]);
+    expect(st.output.text).toContain("✗ bash — Fail on purpose: failed");
+    // `mom receipts cli/local --run <id>` prints the same trail
+    const { receiptsTrail } = await import("@mom/cli");
+    const trail = (await receiptsTrail("cli/local", st.dataDir, rs[0]!.runId)).split("\n");
+    expect(trail).toHaveLength(6);
+    expect(trail[5]).toMatch(/tool\.call\.failed\s+bash\s+\[destructive\]/);
+    expect(await receiptsTrail("cli/local", st.dataDir, "no-such-run")).toContain("no receipts for run no-such-run");
+  });
+
+  it("hides a denied tool from the model, and a call to it anyway is denied with a receipt", async () => {
+    const st = await stack({ channels: { "cli/local": { deny: ["bash"] } } });
+    st.llm.enqueue(bashCall("rm -rf /tmp/nothing"), { text: "I removed it." });
+    st.type("remove it");
+    await st.output.waitFor("I removed it.");
+    const offered = (st.llm.requests[0]!.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
+    expect(offered).not.toContain("bash");
+    expect(offered).toContain("read");
+    const rs = fileReceipts(st);
+    expect(types(rs)).toEqual(["tool.call.requested", "tool.call.denied"]);
+    // grounding: the lie is answered by the activity under it, and the model was shown the receipts
+    expect(st.output.text).toMatch(/⊘ bash — Run it: denied/);
+    expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("Tool receipts of this run so far");
+    expect(JSON.stringify(st.llm.requests[0]!.messages[0])).toContain("could not verify");
+  });
+
+  it("ask → allow-once runs the call after the person says y", async () => {
+    const st = await stack({ ask: ["bash"] });
+    st.llm.enqueue(bashCall("echo approved-output", "Approved thing"), { text: "ran it" });
+    st.type("please run");
+    await st.output.waitFor("⚠ mom wants to run bash (destructive)");
+    st.type("y");
+    await st.output.waitFor("ran it");
+    expect(st.output.text).toContain("✓ approved by @tester");
+    expect(types(fileReceipts(st))).toEqual(["tool.call.requested", "tool.call.approved", "tool.call.started", "tool.call.succeeded"]);
+    expect(fileReceipts(st)[1]).toMatchObject({ actor: "@tester" });
+    expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("approved-output");
+  });
+
+  it("ask → deny refuses the call and the model is told", async () => {
+    const st = await stack({ ask: ["bash"] });
+    st.llm.enqueue(bashCall("echo never"), { text: "ok, not doing it" });
+    st.type("please run");
+    await st.output.waitFor("⚠ mom wants to run bash");
+    st.type("n");
+    await st.output.waitFor("ok, not doing it");
+    expect(st.output.text).toContain("⊘ denied by @tester");
+    expect(types(fileReceipts(st))).toEqual(["tool.call.requested", "tool.call.denied"]);
+    expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("denied by @tester");
+    expect(JSON.stringify(st.llm.requests[1]!.messages)).not.toContain("never\\n");
+  });
+
+  it("ask → no decision before the timeout means deny", async () => {
+    const st = await stack({ ask: ["bash"], approvalTimeoutSeconds: 1 });
+    st.llm.enqueue(bashCall("echo late"), { text: "timed out, sorry" });
+    st.type("please run");
+    await st.output.waitFor("timed out, sorry");
+    expect(st.output.text).toContain("⌛ approval expired");
+    const rs = fileReceipts(st);
+    expect(types(rs)).toEqual(["tool.call.requested", "tool.call.denied"]);
+    expect(rs[1]!.detail).toMatch(/no decision within 1 s/);
+  });
+
+  it("a decision from someone who may not decide is refused and recorded; the approver still decides", async () => {
+    const st = await stack({ ask: ["bash"] });
+    st.llm.enqueue(bashCall("echo fine"), { text: "finally ran" });
+    st.type("please run");
+    await st.output.waitFor("⚠ mom wants to run bash");
+    const requested = (await outboundEvents(st.bus)).map((e) => e.event).find((e) => e.type === "approval_requested") as { approvalId: string; approvers: string[] };
+    expect(requested.approvers).toEqual(["u-tester"]);
+    const ctl = st.bus.subjects.channel("ctl", { adapter: "cli", channelId: "local" });
+    await st.bus.publish(ctl, { type: "approval_decision", ts: new Date().toISOString(), approvalId: requested.approvalId, decision: "allow-once", decidedBy: { id: "u-mallory", username: "mallory" } }, "mallory-1");
+    const deadline = Date.now() + 5000;
+    while (!types(fileReceipts(st)).includes("approval.refused") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(fileReceipts(st).find((r) => r.type === "approval.refused")).toMatchObject({ actor: "@mallory", toolId: "bash" });
+    expect(st.output.text).not.toContain("finally ran");
+    st.type("y");
+    await st.output.waitFor("finally ran");
+  });
+
+  it("a decision for an approval nobody waits for any more is reported as expired", async () => {
+    const st = await stack({});
+    const ctl = st.bus.subjects.channel("ctl", { adapter: "cli", channelId: "local" });
+    await st.bus.publish(ctl, { type: "approval_decision", ts: new Date().toISOString(), approvalId: "gone-123", decision: "allow-once", decidedBy: { id: "u-tester" } }, "late-1");
+    const deadline = Date.now() + 5000;
+    let found;
+    while (!found && Date.now() < deadline) {
+      found = (await outboundEvents(st.bus)).find((e) => e.event.type === "approval_resolved");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(found).toMatchObject({ runId: "approval:gone-123", event: { approvalId: "gone-123", outcome: "expired" } });
+  });
+
+  it("fails loudly when the policy leaves no callable tools", async () => {
+    const st = await stack({ tools: { allow: ["nothing-matches-this"] } });
+    st.type("hello?");
+    await st.output.waitFor("✗ error:");
+    expect(st.output.text).toContain("leaves no callable tools for cli/local");
+    expect(st.llm.requests).toHaveLength(0);
+  });
+});
