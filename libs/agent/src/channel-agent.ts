@@ -1,6 +1,6 @@
 import type { ThinkingLevel } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage, ImageContent, Usage as PiUsage } from "@mariozechner/pi-ai";
-import { type AgentSession, createAgentSession, SessionManager, SettingsManager } from "@mariozechner/pi-coding-agent";
+import { type AgentSession, createAgentSession, SessionManager, SettingsManager, type ToolDefinition } from "@mariozechner/pi-coding-agent";
 import type { LogEntry, OutboundEventBody, StopReason, Usage } from "@mom/contracts";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -36,6 +36,10 @@ export interface ChannelAgentOptions {
   agentDir: string;
   listChannels?: () => string[];
   retries?: number;
+  /** More tools (e.g. invoke_tool for custom host tools), already labelled and gated. */
+  extraTools?: ToolDefinition<any, any, any>[];
+  /** Extra system prompt text, rebuilt before every run (e.g. the custom tools list). */
+  extraPrompt?: () => string;
   /** The tools the model may see this run (policy hides the others); default all. */
   activeTools?: () => string[];
   /** Every tool call goes through it (policy, approvals, receipts, timeout). */
@@ -121,9 +125,10 @@ export class ChannelAgent {
       resourceLoader: loader,
       sessionManager,
       settingsManager,
-      tools: MOM_TOOL_NAMES,
+      tools: [...MOM_TOOL_NAMES, ...(opts.extraTools ?? []).map((t) => t.name)],
       customTools: [
         ...createMomTools(opts.store.dir, opts.store.scratchDir, opts.gate),
+        ...(opts.extraTools ?? []),
         withLabel(gatedIf(createAttachTool({ cwd: opts.store.dir, workspaceDir: opts.workspaceDir, attach: opts.attach }) as Parameters<typeof withLabel>[0], opts.gate)),
       ],
     });
@@ -179,6 +184,7 @@ export class ChannelAgent {
         channels: this.opts.listChannels?.() ?? [],
         now: new Date(),
         timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+        extra: this.opts.extraPrompt?.(),
       });
       // pi rebuilds its base prompt from the loader only when the tool set is (re)applied.
       this.session.setActiveToolsByName(this.opts.activeTools?.() ?? MOM_TOOL_NAMES);

@@ -13,6 +13,8 @@ export interface SystemPromptInput {
   channels: string[];
   now: Date;
   timezone: string;
+  /** Appended as is (custom tools). */
+  extra?: string;
 }
 
 // Platform-agnostic on purpose: adapters turn standard markdown and @username into their own
@@ -97,5 +99,5 @@ You can wake yourself up later by writing JSON files into ${ws}/events/ (unique 
 - One-shot: \`{"type": "one-shot", "channelId": "${p.qualifiedChannelId}", "text": "Remind @mario about the review", "at": "2026-12-15T09:00:00+01:00"}\` (ISO 8601 with offset)
 - Periodic: \`{"type": "periodic", "channelId": "${p.qualifiedChannelId}", "text": "Summarise open issues", "schedule": "0 9 * * 1-5", "timezone": "${p.timezone}"}\` (cron: minute hour day-of-month month day-of-week)
 Immediate and one-shot files are deleted after they fire; delete a periodic file to stop it. When an event fires you get a message starting with \`[EVENT:<file>:<type>:<schedule>]\`. If a periodic check finds nothing worth saying, answer exactly \`[SILENT]\` and nothing is posted.
-`;
+${p.extra ? `\n${p.extra.trim()}\n` : ""}`;
 }

@@ -12,6 +12,7 @@ export function defaultConfig(): MomConfig {
     attachments: { maxBytes: 20 * 1024 * 1024 },
     scheduler: { graceMinutes: 60, maxQueuedPerChannel: 100, maxPerMinutePerChannel: 10, watch: "events", pollIntervalMs: 2000 },
     channels: {},
+    tools: {},
     policy: { tools: {}, adapters: {}, channels: {}, providers: {}, sandbox: {}, ask: [], autoAllow: [], approvalTimeoutSeconds: 300, requesterMayApprove: false },
     log: { level: "info" },
   };
@@ -33,6 +34,7 @@ export function withDefaults(file: MomConfigFile): MomConfig {
     attachments: { ...d.attachments, ...file.attachments },
     scheduler: { ...d.scheduler, ...file.scheduler },
     policy: { ...d.policy, ...file.policy },
+    tools: { ...d.tools, ...file.tools },
     channels: file.channels ?? d.channels,
     log: { ...d.log, ...file.log },
   };

@@ -60,6 +60,7 @@ describe("loadConfig", () => {
         approvalTimeoutSeconds: 60,
         requesterMayApprove: true,
       },
+      tools: { globalDir: "/etc/mom/tools" },
       log: { level: "debug" },
     };
     writeFileSync(file, JSON.stringify(full, null, 2));

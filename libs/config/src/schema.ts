@@ -150,6 +150,12 @@ export const PolicyConfig = Type.Object(
 );
 export type PolicyConfig = Static<typeof PolicyConfig>;
 
+/** Custom host tools: workspace/tools/<name>/index.ts always; plus an operator-managed dir. */
+export const ToolsConfig = Type.Object(
+  { globalDir: Type.Optional(Type.String({ minLength: 1, description: "A directory of custom tools shared by every workspace (loaded before workspace/tools)" })) },
+  closed,
+);
+
 /** Per qualified channel (`<adapter>/<channelId>`): overrides of the global model settings. */
 export const ChannelSettings = Type.Object(
   {
@@ -185,6 +191,7 @@ export const MomConfig = Type.Object(
     scheduler: SchedulerConfig,
     channels,
     policy: PolicyConfig,
+    tools: ToolsConfig,
     log: LogConfig,
   },
   closed,
@@ -200,6 +207,7 @@ export const MomConfigFile = Type.Partial(
     attachments: Type.Partial(AttachmentsConfig, closed),
     scheduler: Type.Partial(SchedulerConfig, closed),
     policy: Type.Partial(PolicyConfig, closed),
+    tools: Type.Partial(ToolsConfig, closed),
     log: Type.Partial(LogConfig, closed),
   }),
   closed,

@@ -1,8 +1,17 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { ChannelAgent, MOM_TOOL_NAMES } from "@mom/agent";
+import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
 import { Bus, type Consumption, type Delivery } from "@mom/bus";
 import { ChannelMessage, type ChannelRef, ControlMessage, qualifiedChannelId, type Receipt } from "@mom/contracts";
-import { formatActivity, relevantActivity } from "@mom/tools";
+import {
+  createHostToolApi,
+  createInvokeTool,
+  CustomToolRegistry,
+  formatActivity,
+  formatCustomToolsForPrompt,
+  INVOKE_TOOL_NAME,
+  isAllowed,
+  relevantActivity,
+} from "@mom/tools";
 import { WorkspaceLayout } from "@mom/store";
 import { join } from "node:path";
 import pLimit from "p-limit";
@@ -27,6 +36,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private readonly runSlot: ReturnType<typeof pLimit>;
   private readonly broker = new ApprovalBroker();
   private readonly gates = new Map<string, ChannelToolGate>();
+  /** Custom host tools (global dir, then workspace/tools), hot-reloaded for every channel. */
+  private readonly customTools: CustomToolRegistry;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -35,10 +46,19 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     this.layout = new WorkspaceLayout(opts.loaded.paths.workspaceDir);
     this.log = opts.logger;
     this.runSlot = pLimit(opts.loaded.config.runner.maxConcurrentRuns);
+    const { paths, config } = opts.loaded;
+    this.customTools = new CustomToolRegistry(
+      [...(config.tools.globalDir ? [config.tools.globalDir] : []), join(paths.workspaceDir, "tools")],
+      createHostToolApi({ dataDir: paths.dataDir, workspaceDir: paths.workspaceDir }),
+      { logger: this.log.child({ component: "custom-tools" }) },
+    );
   }
 
   async onApplicationBootstrap(): Promise<void> {
     await this.layout.ensureWorkspace();
+    await this.customTools.reload();
+    this.reportToolProblems();
+    this.customTools.watch(() => this.reportToolProblems());
     const durable = this.opts.durable ?? "agent-runner";
     this.consumptions.push(
       await this.bus.consume({
@@ -70,6 +90,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.evictTimer);
+    this.customTools.close();
     await Promise.all([...this.workers.values()].map((w) => w.shutdown()));
     await Promise.all(this.consumptions.map((c) => c.stop()));
     for (const w of this.workers.values()) await w.dispose();
@@ -129,7 +150,9 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         log: this.log.child({ channel: key }),
       });
       this.gates.set(key, gate);
-      const activeTools = () => callableTools(MOM_TOOL_NAMES, policy);
+      const allowedCustom = () => this.customTools.tools().filter((t) => isAllowed(t.id, policy).allowed);
+      const activeTools = () => [...callableTools(MOM_TOOL_NAMES, policy), ...(allowedCustom().length ? [INVOKE_TOOL_NAME] : [])];
+      const invokeTool = withLabel(createInvokeTool(this.customTools, gate, { channel: key, cwd: store.dir }) as Parameters<typeof withLabel>[0]);
       w = new ChannelWorker({
         bus: this.bus,
         ref,
@@ -156,6 +179,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
             },
             gate,
             activeTools,
+            extraTools: [invokeTool],
+            extraPrompt: () => formatCustomToolsForPrompt(allowedCustom()),
             receiptsNote: () => receiptsNote(w?.currentRun?.receipts),
             onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
           }),
@@ -163,6 +188,13 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       this.workers.set(key, w);
     }
     return w;
+  }
+
+  private reportToolProblems(): void {
+    const tools = this.customTools.tools().map((t) => t.id);
+    const problems = this.customTools.problems();
+    this.log.info({ tools }, `custom tools: ${tools.length} loaded`);
+    for (const p of problems) this.log.warn({ path: p.path, error: p.error }, "custom tool not loaded");
   }
 
   private async evictIdle(idleMs: number): Promise<void> {

@@ -2,7 +2,9 @@ import { ModelSetupError, resolveModel } from "@mom/agent";
 import { Bus } from "@mom/bus";
 import { ConfigError, createLogger, type LoadedConfig, loadConfig, parseModelRef, redactNatsUrl } from "@mom/config";
 import { spawnSync } from "node:child_process";
+import { CustomToolRegistry, createHostToolApi } from "@mom/tools";
 import { accessSync, constants, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
 import { explicitNatsUrl } from "./nats-target.js";
 
@@ -67,6 +69,7 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
   } catch (err) {
     checks.push({ name: "workspace", ok: false, detail: `${loaded.paths.workspaceDir}: ${(err as Error).message}` });
   }
+  checks.push(await checkCustomTools(loaded));
   checks.push(
     hasCommand("bash", ["-c", "true"])
       ? { name: "sandbox (host)", ok: true, detail: "bash available for the host executor" }
@@ -81,5 +84,22 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
 }
 
 export function formatChecks(checks: Check[]): string {
-  return checks.map((c) => `${c.ok ? "✓" : c.optional ? "-" : "✗"} ${c.name}: ${c.detail}`).join("\n");
+  return checks.map((c) => `${c.ok ? "✓" : c.optional ? "!" : "✗"} ${c.name}: ${c.detail}`).join("\n");
+}
+
+/** Custom host tools load like the runner loads them; a broken one is named, the rest still work. */
+async function checkCustomTools(loaded: LoadedConfig): Promise<Check> {
+  const { paths, config } = loaded;
+  const dirs = [...(config.tools.globalDir ? [config.tools.globalDir] : []), join(paths.workspaceDir, "tools")];
+  const registry = new CustomToolRegistry(dirs, createHostToolApi({ dataDir: paths.dataDir, workspaceDir: paths.workspaceDir }));
+  try {
+    await registry.reload();
+    const ids = registry.tools().map((t) => t.id);
+    const problems = registry.problems();
+    const loadedText = `${ids.length} loaded${ids.length ? ` (${ids.join(", ")})` : ""}`;
+    if (problems.length === 0) return { name: "custom tools", ok: true, detail: loadedText };
+    return { name: "custom tools", ok: false, optional: true, detail: `${loadedText}; not loaded: ${problems.map((p) => `${p.path}: ${p.error}`).join("; ")}` };
+  } finally {
+    registry.close();
+  }
 }

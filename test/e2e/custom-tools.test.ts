@@ -1,0 +1,98 @@
+import { afterEach, describe, expect, it } from "@jest/globals";
+import { runDoctor } from "@mom/cli";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startStack, type Stack } from "../support/stack.js";
+
+let s: Stack | undefined;
+afterEach(async () => {
+  await s?.stop();
+  s = undefined;
+});
+
+function writeTool(st: Stack, dir: string, source: string) {
+  const d = join(st.loaded.paths.workspaceDir, "tools", dir);
+  mkdirSync(d, { recursive: true });
+  writeFileSync(join(d, "index.ts"), source);
+}
+
+const greeter = (greeting: string) => `
+import Type from "typebox";
+export default {
+  id: "demo.greeting.say",
+  description: "Greets someone by name",
+  risk: "read",
+  parameters: Type.Object({ name: Type.String({ description: "who to greet" }), times: Type.Optional(Type.Integer()) }),
+  async execute(args) {
+    return "${greeting}, " + args.name + "!".repeat(args.times ?? 1);
+  },
+};
+`;
+
+const invoke = (tool: string, args: object, label = "Use the tool") => ({ toolCalls: [{ name: "invoke_tool", arguments: { label, tool, args } }] });
+const receiptTypes = (st: Stack) =>
+  readFileSync(join(st.loaded.paths.workspaceDir, "channels/cli/local/receipts.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l))
+    .map((r) => `${r.toolId}:${r.type}`);
+
+describe("custom host tools through invoke_tool", () => {
+  it("loads a workspace tool, lists it in the prompt, runs it, and hot-reloads a change", async () => {
+    s = await startStack({ runner: false });
+    writeTool(s, "greet", greeter("Hello"));
+    writeTool(s, "broken", "export default { id: 'not valid', execute: 1 };");
+    await s.startRunner();
+    s.llm.enqueue(invoke("demo.greeting.say", { name: "ana", times: "2" }), { text: "greeted" });
+    s.type("greet ana");
+    await s.output.waitFor("greeted");
+    const prompt = JSON.stringify(s.llm.requests[0]!.messages[0]);
+    expect(prompt).toContain("demo.greeting.say");
+    expect(prompt).toContain("Greets someone by name");
+    expect(JSON.stringify(s.llm.requests[1]!.messages.at(-1))).toContain("Hello, ana!!");
+    expect(receiptTypes(s)).toEqual(["demo.greeting.say:tool.call.requested", "demo.greeting.say:tool.call.started", "demo.greeting.say:tool.call.succeeded"]);
+
+    // the broken tool is reported by doctor and did not stop the good one
+    const doctor = (await runDoctor(s.dataDir)).find((c) => c.name === "custom tools")!;
+    expect(doctor).toMatchObject({ ok: false, optional: true });
+    expect(doctor.detail).toContain("demo.greeting.say");
+    expect(doctor.detail).toContain("broken");
+
+    writeTool(s, "greet", greeter("Servus"));
+    const deadline = Date.now() + 10_000;
+    let answer = "";
+    while (!answer.includes("Servus") && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 400));
+      s.llm.enqueue(invoke("demo.greeting.say", { name: "ana" }), (req) => ({ text: `saw: ${JSON.stringify(req.messages.at(-1))}` }));
+      s.output.text = "";
+      s.type("again");
+      await s.output.waitFor("saw:");
+      answer = s.output.text;
+    }
+    expect(answer).toContain("Servus, ana!");
+  }, 40_000);
+
+  it("asks before a destructive custom tool runs, and rejects invalid arguments clearly", async () => {
+    s = await startStack({ runner: false });
+    writeTool(
+      s,
+      "wipe",
+      `import Type from "typebox";
+export default () => ({ id: "demo.scratch.wipe", description: "Empties scratch", risk: "destructive", parameters: Type.Object({ confirm: Type.Boolean() }), async execute() { return "wiped"; } });`,
+    );
+    await s.startRunner();
+    s.llm.enqueue(invoke("demo.scratch.wipe", { confirm: "definitely" }), invoke("demo.scratch.wipe", { confirm: true }), { text: "all clean" });
+    s.type("wipe scratch");
+    await s.output.waitFor("⚠ mom wants to run demo.scratch.wipe (destructive)");
+    expect(JSON.stringify(s.llm.requests[1]!.messages.at(-1))).toMatch(/confirm/);
+    s.type("y");
+    await s.output.waitFor("all clean");
+    expect(JSON.stringify(s.llm.requests[2]!.messages.at(-1))).toContain("wiped");
+    expect(receiptTypes(s)).toEqual([
+      "demo.scratch.wipe:tool.call.requested",
+      "demo.scratch.wipe:tool.call.approved",
+      "demo.scratch.wipe:tool.call.started",
+      "demo.scratch.wipe:tool.call.succeeded",
+    ]);
+  }, 30_000);
+});
