@@ -2,14 +2,32 @@ import type { Bus } from "@mom/bus";
 import type { ChannelRef, OutboundEvent, OutboundEventBody } from "@mom/contracts";
 import type { Logger } from "pino";
 
+/** Streamed text arriving within this window travels as one event. */
+export const DELTA_WINDOW_MS = 50;
+
+type Delta = Extract<OutboundEventBody, { type: "message_update" }>;
+
+function isDelta(e: OutboundEventBody): e is Delta {
+  const t = e.type === "message_update" ? e.assistantMessageEvent.type : "";
+  return (t === "text_delta" || t === "thinking_delta") && typeof (e as Delta).assistantMessageEvent.delta === "string";
+}
+
+function sameStream(a: Delta, b: Delta): boolean {
+  return a.assistantMessageEvent.type === b.assistantMessageEvent.type && a.assistantMessageEvent.contentIndex === b.assistantMessageEvent.contentIndex;
+}
+
 /**
  * Publishes one run's events on mom.out in order, numbered from 0. Publishing is chained so the
  * agent's synchronous event callbacks never wait on NATS, yet seq order is publish order.
- * Each event's Nats-Msg-Id is `<runId>:<seq>`.
+ * Each event's Nats-Msg-Id is `<runId>:<seq>`. A model streams text a few characters at a time;
+ * consecutive deltas of the same block within DELTA_WINDOW_MS are joined into one event (nothing
+ * is lost or reordered), which keeps a long answer from costing hundreds of JetStream round trips.
  */
 export class RunPublisher {
   private seq = 0;
   private chain: Promise<void> = Promise.resolve();
+  private held?: Delta;
+  private timer?: NodeJS.Timeout;
 
   constructor(
     private readonly bus: Bus,
@@ -19,6 +37,35 @@ export class RunPublisher {
   ) {}
 
   emit(event: OutboundEventBody): void {
+    if (isDelta(event)) {
+      if (this.held && sameStream(this.held, event)) {
+        this.held.assistantMessageEvent.delta += event.assistantMessageEvent.delta!;
+        return;
+      }
+      this.release();
+      this.held = { ...event, assistantMessageEvent: { ...event.assistantMessageEvent } };
+      this.timer = setTimeout(() => this.release(), DELTA_WINDOW_MS);
+      return;
+    }
+    this.release();
+    this.publish(event);
+  }
+
+  /** Resolves once everything emitted so far is on the bus. */
+  flushed(): Promise<void> {
+    this.release();
+    return this.chain;
+  }
+
+  private release(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const held = this.held;
+    this.held = undefined;
+    if (held) this.publish(held);
+  }
+
+  private publish(event: OutboundEventBody): void {
     const out: OutboundEvent = { runId: this.runId, seq: this.seq++, ts: new Date().toISOString(), event };
     const subject = this.bus.subjects.channel("out", this.ref);
     this.chain = this.chain.then(async () => {
@@ -28,10 +75,5 @@ export class RunPublisher {
         this.log.error({ err, seq: out.seq, type: event.type }, "could not publish outbound event");
       }
     });
-  }
-
-  /** Resolves once everything emitted so far is on the bus. */
-  flushed(): Promise<void> {
-    return this.chain;
   }
 }

@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { Bus } from "@mom/bus";
+import { createLogger } from "@mom/config";
+import { OutboundEvent, parsePayload, validator } from "@mom/contracts";
+import { startTestNats, type TestNats } from "@mom/testing";
+import { RunPublisher } from "./run-publisher.js";
+
+describe("RunPublisher", () => {
+  let nats: TestNats;
+  let bus: Bus;
+  const logger = createLogger("test", { level: "silent" });
+  beforeAll(async () => {
+    nats = await startTestNats();
+    bus = await Bus.connect({ url: nats.url, name: "publisher-test", namespace: nats.namespace, logger });
+    await bus.provision();
+  });
+  afterAll(async () => {
+    await bus.drain();
+    await nats.stop();
+  });
+
+  it("joins streamed deltas of one block, keeps order and numbering, loses nothing", async () => {
+    const ref = { adapter: "cli", channelId: "pub" };
+    const pub = new RunPublisher(bus, ref, "run-1", logger);
+    const words = Array.from({ length: 200 }, (_, i) => `w${i} `);
+    pub.emit({ type: "run_started", trigger: { messageId: "m", senderId: "u", username: "u", text: "t" }, model: "x/y" });
+    for (const w of words.slice(0, 100)) pub.emit({ type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: w } });
+    pub.emit({ type: "tool_execution_start", toolCallId: "t1", toolName: "bash", label: "L", args: {} });
+    for (const w of words.slice(100)) pub.emit({ type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex: 1, delta: w } });
+    await pub.flushed();
+
+    const stream = bus.subjects.stream("OUT");
+    const info = await bus.jsm.streams.info(stream);
+    const events: OutboundEvent[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const r = parsePayload(validator(OutboundEvent), (await bus.jsm.streams.getMessage(stream, { seq })).data);
+      if (r.ok) events.push(r.value);
+    }
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect(events.length).toBeLessThan(10);
+    const types = events.map((e) => e.event.type);
+    expect(types[0]).toBe("run_started");
+    const toolAt = types.indexOf("tool_execution_start");
+    const text = (from: number, to: number) =>
+      events.slice(from, to).map((e) => (e.event.type === "message_update" ? e.event.assistantMessageEvent.delta : "")).join("");
+    expect(text(1, toolAt)).toBe(words.slice(0, 100).join(""));
+    expect(text(toolAt + 1, events.length)).toBe(words.slice(100).join(""));
+  });
+});
