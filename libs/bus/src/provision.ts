@@ -43,6 +43,8 @@ export function streamConfigs(subjects: Subjects, settings: StreamSettings = {})
 
 /** JetStream API error: "stream name already in use with a different configuration". */
 const STREAM_NAME_IN_USE = 10058;
+/** "subjects overlap with an existing stream": also what a racing creator of the same stream gets. */
+const SUBJECTS_OVERLAP = 10065;
 
 function isApiError(err: unknown, code?: number): err is JetStreamApiError {
   return err instanceof JetStreamApiError && (code === undefined || err.code === code);
@@ -71,9 +73,12 @@ async function ensureStream(jsm: JetStreamManager, want: StreamConfig, logger: L
       logger.info({ stream: want.name, subjects: want.subjects }, "stream created");
       return;
     } catch (err) {
-      // Another service created it first (with other settings): fall through to the update.
-      if (!isApiError(err, STREAM_NAME_IN_USE)) throw err;
-      info = await jsm.streams.info(want.name);
+      // Another service created it first (same or other settings): fall through to the update.
+      // A different stream owning these subjects is a real conflict and keeps its error.
+      if (!isApiError(err, STREAM_NAME_IN_USE) && !isApiError(err, SUBJECTS_OVERLAP)) throw err;
+      info = await jsm.streams.info(want.name).catch((e: unknown) => {
+        throw isApiError(e, JetStreamApiCodes.StreamNotFound) ? new Error(`cannot create stream ${want.name}: another stream already takes ${want.subjects.join(", ")}`, { cause: err }) : e;
+      });
     }
   }
   const have = info.config;
