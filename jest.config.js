@@ -11,6 +11,7 @@ const packages = {
   tools: "libs/tools",
   "agent-runner": "services/agent-runner",
   "ingress-cli": "services/ingress-cli",
+  "ingress-slack": "services/ingress-slack",
   "ingress-discord": "services/ingress-discord",
   scheduler: "services/scheduler",
   cli: "services/cli",

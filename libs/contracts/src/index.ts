@@ -8,3 +8,4 @@ export * from "./log-entry.js";
 export * from "./receipt.js";
 export * from "./validate.js";
 export * from "./json-schemas.js";
+export * from "./stop-command.js";

@@ -1,1 +1,3 @@
 export * from "./split-message.js";
+export * from "./slack-mrkdwn.js";
+export * from "./format-usage.js";

@@ -1,2 +1,5 @@
 export * from "./nats-server.js";
 export * from "./fake-llm.js";
+export * from "./call-recorder.js";
+export * from "./fake-discord.js";
+export * from "./fake-slack.js";

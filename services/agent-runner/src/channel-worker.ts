@@ -1,13 +1,12 @@
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import type { ChannelMessage, ChannelRef, LogEntry, Receipt } from "@mom/contracts";
+import { type ChannelMessage, type ChannelRef, isStopCommand, type LogEntry, type Receipt } from "@mom/contracts";
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { RunPublisher } from "./run-publisher.js";
-import { isStopCommand } from "./stop-command.js";
 
 export interface ChannelWorkerDeps {
   bus: Bus;
@@ -96,7 +95,7 @@ export class ChannelWorker {
   }
 
   /** Resolves when the message is fully handled (logged, and its run finished if it starts one). */
-  async accept(message: ChannelMessage, redelivered: boolean): Promise<void> {
+  async accept(message: ChannelMessage): Promise<void> {
     this.lastActivity = Date.now();
     if (this.deps.materialize) message = await this.deps.materialize(message);
     const fresh = await this.deps.store.appendLog(toLogEntry(message));
@@ -105,7 +104,7 @@ export class ChannelWorker {
       return;
     }
     if (!message.isMention) return;
-    if (!fresh && redelivered && (await this.alreadyAnswered(message.id))) return;
+    if (!fresh && (await this.alreadyAnswered(message.id))) return; // a re-publish after the duplicate window, or a redelivery
     if (this.busy && this.deps.busyMode === "reject") return this.reject(message);
     if (this.current && this.deps.busyMode === "steer" && (await this.steer(this.current, message))) return;
     await this.enqueue(message);

@@ -4,4 +4,3 @@ export * from "./runner-options.js";
 export * from "./runner.module.js";
 export * from "./runner.service.js";
 export * from "./start-runner.js";
-export * from "./stop-command.js";

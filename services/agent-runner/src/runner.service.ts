@@ -101,7 +101,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     if (d.data.channelId !== ref.channelId) {
       throw new Error(`payload channelId ${JSON.stringify(d.data.channelId)} does not match subject channel ${JSON.stringify(ref.channelId)}`);
     }
-    await this.worker(ref).accept(d.data, d.redelivered);
+    await this.worker(ref).accept(d.data);
   }
 
   private async onControl(d: Delivery<ControlMessage>): Promise<void> {

@@ -1,6 +1,9 @@
 import { startRunner } from "@mom/agent-runner";
 import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl } from "@mom/config";
 import { startCliIngress } from "@mom/ingress-cli";
+import { slackOptionsFromConfig, startSlackIngress } from "@mom/ingress-slack";
+import { discordOptionsFromConfig, startDiscordIngress } from "@mom/ingress-discord";
+import { formatEventListing, listEvents, startScheduler } from "@mom/scheduler";
 import { mkdirSync, openSync } from "node:fs";
 import type { Logger } from "pino";
 import { userInfo } from "node:os";
@@ -79,6 +82,10 @@ export async function up(dataDir: string): Promise<never> {
   try {
     const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", logger.child({ service: "agent-runner" })), logger: logger.child({ service: "agent-runner" }) });
     closers.push(() => runner.close());
+    // Event files (workspace/events/*.json) fire from the terminal too.
+    const schedulerLog = logger.child({ service: "scheduler" });
+    const scheduler = await startScheduler({ loaded, logger: schedulerLog }, busOptions(loaded, url, "scheduler", schedulerLog));
+    closers.push(() => scheduler.close());
   } catch (err) {
     for (const c of closers.reverse()) await c();
     throw err;
@@ -97,6 +104,19 @@ export async function runner(dataDir: string): Promise<never> {
   return shutdownOn([() => service.close()]);
 }
 
+/** `mom scheduler`: fires workspace/events/*.json onto the bus, as deployed; pino logs to stderr. */
+export async function scheduler(dataDir: string): Promise<never> {
+  const loaded = loadConfig(dataDir);
+  const logger = createLogger("scheduler", { level: loaded.config.log.level });
+  const service = await startScheduler({ loaded, logger }, busOptions(loaded, loaded.config.nats.url, "scheduler", logger));
+  return shutdownOn([() => service.close()]);
+}
+
+/** `mom events`: the event files with their next fire time, and the invalid and missed ones (no NATS needed). */
+export function events(dataDir: string): string {
+  return formatEventListing(listEvents(loadConfig(dataDir)));
+}
+
 /** `mom ingress <adapter>`: one ingress service for one configured adapter. */
 export async function ingress(adapter: string, dataDir: string): Promise<never> {
   const loaded = loadConfig(dataDir);
@@ -110,6 +130,14 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
     case "cli": {
       const cli = await terminalChat(adapter, loaded, loaded.config.nats.url, logger);
       return shutdownOn([() => cli.close()], cli.ended);
+    }
+    case "discord": {
+      const discord = await startDiscordIngress(discordOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      return shutdownOn([() => discord.close()]);
+    }
+    case "slack": {
+      const slack = await startSlackIngress(slackOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      return shutdownOn([() => slack.close()]);
     }
     default:
       throw new Error(`adapter type "${(entry as { type: string }).type}" has no ingress service in this build`);

@@ -6,7 +6,7 @@ import { receiptsTrail } from "./receipts-command.js";
 
 const USAGE = `usage: mom <command> [args]
 
-  up [dataDir]                  runner + terminal chat in one terminal (starts a local NATS unless NATS_URL is set)
+  up [dataDir]                  runner + scheduler + terminal chat in one terminal (starts a local NATS unless NATS_URL is set)
   runner <dataDir>              the agent runner service
   ingress <adapter> <dataDir>   the ingress service of one adapter from config.json
   scheduler <dataDir>           the scheduler service: fires workspace/events/*.json

@@ -1,5 +1,5 @@
 import type { OutboundEvent } from "@mom/contracts";
-import { formatUsage } from "./format-usage.js";
+import { formatUsage } from "@mom/format";
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 

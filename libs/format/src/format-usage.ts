@@ -1,12 +1,14 @@
 import type { Usage } from "@mom/contracts";
 
 const n = (x: number) => x.toLocaleString("en-US");
+const compact = (x: number) => (x >= 1000 ? `${Math.round(x / 1000)}k` : String(x));
 
-function compact(x: number): string {
-  return x >= 1000 ? `${Math.round(x / 1000)}k` : String(x);
+/** A tool call's duration: `12 ms`, `3.4 s`. */
+export function formatDuration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-/** One line: tokens in/out (and cache), cost, context use, duration. */
+/** One line every adapter shows: tokens in/out (and cache), cost, context use, duration. */
 export function formatUsage(u: Usage, durationMs: number): string {
   const parts = [`${n(u.input)} in`, `${n(u.output)} out`];
   if (u.cacheRead || u.cacheWrite) parts.push(`cache ${n(u.cacheRead)} read / ${n(u.cacheWrite)} write`);

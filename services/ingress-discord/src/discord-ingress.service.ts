@@ -1,0 +1,250 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
+import { Bus, type Consumption } from "@mom/bus";
+import { type ChannelMessage, type ChannelRef, type ControlMessage, OutboundEvent, isStopCommand } from "@mom/contracts";
+import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, type User } from "discord.js";
+import type { Logger } from "pino";
+import { DM_REFUSED, dmAllowed } from "./access.js";
+import { type DiscordApi, RestDiscordApi } from "./discord-api.js";
+import { DEFAULT_MAX_ATTACHMENT_BYTES, DISCORD_OPTIONS, type DiscordIngressOptions } from "./discord-options.js";
+import { importAttachment, RecentIds, RecentMap } from "./inbound.js";
+import { namesForMentions } from "./mentions.js";
+import { DiscordRenderer, parseApprovalButton } from "./renderer.js";
+
+/** Gateway intents mom needs: server text channels and their threads, DMs, and the text of messages (privileged). */
+export const DISCORD_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent];
+
+/** Close codes after which discord.js gives up, with what to do about them. */
+const FATAL_CLOSE_HINTS: Record<number, string> = {
+  4004: "Discord rejected the bot token: check adapters.<name>.botToken",
+  4013: "invalid gateway intents",
+  4014: "Discord refused a privileged intent: enable MESSAGE CONTENT INTENT under Bot in the Discord developer portal",
+};
+
+/**
+ * One Discord bot: gateway messages become ChannelMessages on `<ns>.in.<adapter>.<channel>`,
+ * and the adapter's outbound events are rendered back into Discord (renderer.ts).
+ */
+@Injectable()
+export class DiscordIngressService implements OnApplicationBootstrap, OnApplicationShutdown {
+  readonly client: Client;
+  readonly api: DiscordApi;
+  private readonly renderer: DiscordRenderer;
+  private readonly log: Logger;
+  private consumption?: Consumption;
+  private readonly seen = new RecentIds();
+  /** Message id -> the Discord channel (or thread) it was posted in, for notices about it. */
+  private readonly messageChannels = new RecentMap<string>();
+  /** Lower-case username -> user id, learnt from messages, for turning `@name` into `<@id>`. */
+  private readonly userIds = new RecentMap<string>();
+  private readonly inboundTails = new Map<string, Promise<void>>();
+  private closing = false;
+
+  constructor(
+    @Inject(Bus) private readonly bus: Bus,
+    @Inject(DISCORD_OPTIONS) private readonly opts: DiscordIngressOptions,
+  ) {
+    this.log = opts.logger;
+    this.client = new Client({
+      intents: DISCORD_INTENTS,
+      // DMs arrive for channels discord.js has not cached.
+      partials: [Partials.Channel],
+      ...(opts.apiUrl && { rest: { api: opts.apiUrl } }),
+    });
+    this.api = new RestDiscordApi(this.client);
+    this.renderer = new DiscordRenderer({
+      api: this.api,
+      getFile: (key, o) => this.bus.getFile(key, o),
+      idOf: (username) => this.idOf(username),
+      channelOfMessage: (id) => this.messageChannels.get(id),
+      maxBytes: this.maxBytes,
+      editIntervalMs: opts.editIntervalMs ?? 1000,
+      typingIntervalMs: opts.typingIntervalMs ?? 8000,
+      log: this.log,
+    });
+  }
+
+  private get maxBytes(): number {
+    return this.opts.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { client, opts } = this;
+    client.on(Events.MessageCreate, (m) => this.inbound(m));
+    client.on(Events.InteractionCreate, (i) => {
+      if (i.isButton()) this.onButton(i).catch((err: unknown) => this.log.error({ err, customId: i.customId }, "could not handle a button click"));
+    });
+    client.on(Events.Error, (err) => this.log.error({ err }, "discord client error"));
+    client.on(Events.ShardResume, (_id, replayed) => this.log.info({ replayed }, "discord gateway resumed"));
+    client.on(Events.ShardReconnecting, () => this.log.info("discord gateway reconnecting"));
+    client.on(Events.ShardDisconnect, (ev) => this.log.error({ code: ev.code, hint: FATAL_CLOSE_HINTS[ev.code] }, `discord gateway closed for good (${ev.code})`));
+    const timeoutMs = opts.readyTimeoutMs ?? 60_000;
+    let timer: NodeJS.Timeout | undefined;
+    const ready = new Promise<void>((resolve, reject) => {
+      client.once(Events.ClientReady, () => resolve());
+      timer = setTimeout(() => reject(new Error(`discord adapter "${opts.adapter}": the gateway was not ready after ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      await client.login(opts.botToken);
+      await ready;
+    } catch (err) {
+      await client.destroy().catch(() => {});
+      const reason = (err as Error).message;
+      throw new Error(`discord adapter "${opts.adapter}": could not connect to Discord: ${reason}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+    this.log.info({ bot: client.user?.username, botId: client.user?.id, guilds: client.guilds.cache.size }, "discord ingress ready");
+    this.consumption = await this.bus.consume({
+      stream: "OUT",
+      durable: `ingress-${opts.adapter}`,
+      deliver: "new",
+      filterSubject: this.bus.subjects.wildcard("out", opts.adapter),
+      schema: OutboundEvent,
+      stage: `ingress-${opts.adapter}`,
+      // Channels render independently; the renderer keeps each channel's events in order.
+      maxInFlight: 64,
+      handler: (d) => this.renderer.handle(d.channel!, d.data),
+    });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    await this.consumption?.stop();
+    await Promise.all([...this.inboundTails.values()]);
+    this.renderer.close();
+    await this.client.destroy();
+  }
+
+  private idOf(username: string): string | undefined {
+    const name = username.toLowerCase();
+    return this.userIds.get(name) ?? this.client.users.cache.find((u) => u.username.toLowerCase() === name)?.id;
+  }
+
+  private learn(u: User): void {
+    this.userIds.set(u.username.toLowerCase(), u.id);
+  }
+
+  /** Messages of one Discord channel are handled in order (attachments take time to download). */
+  private inbound(m: Message): void {
+    if (this.closing) return;
+    const key = m.channelId;
+    const next: Promise<void> = (this.inboundTails.get(key) ?? Promise.resolve())
+      .then(async () => void (await this.onMessage(m)))
+      .catch((err: unknown) => this.log.error({ err, msgId: m.id }, "could not hand a Discord message to mom"));
+    this.inboundTails.set(key, next);
+    void next.then(() => {
+      if (this.inboundTails.get(key) === next) this.inboundTails.delete(key);
+    });
+  }
+
+  /** One Discord message -> one ChannelMessage (and an abort on mom.ctl for "stop"). */
+  async onMessage(msg: Message): Promise<ChannelMessage | undefined> {
+    const me = this.client.user;
+    if (!me || msg.author.id === me.id) return undefined;
+    if (msg.system || (msg.type !== MessageType.Default && msg.type !== MessageType.Reply)) return undefined;
+    // A resumed gateway may replay what we already had; the bus dedupes too (msg-id), this saves the work.
+    if (!this.seen.add(msg.id)) return undefined;
+    this.learn(msg.author);
+    for (const u of msg.mentions.users.values()) this.learn(u);
+
+    const isDirect = msg.channel.type === ChannelType.DM || !msg.guildId;
+    if (isDirect && !dmAllowed(msg.author.id, this.opts.dm, this.opts.admins)) {
+      this.log.info({ userId: msg.author.id, username: msg.author.username }, "direct message refused (dm policy)");
+      if (!msg.author.bot) await this.api.send(msg.channelId, { content: DM_REFUSED, replyTo: msg.id }).catch((err: unknown) => this.log.warn({ err }, "could not send the DM refusal"));
+      return undefined;
+    }
+
+    // A thread belongs to its parent channel's conversation: answers go back into the thread.
+    let channelId = msg.channelId;
+    let replyTo: string | undefined;
+    if (msg.channel.isThread()) {
+      const parentId = msg.channel.parentId ?? (await this.client.channels.fetch(msg.channelId, { force: true }).then((c) => (c?.isThread() ? c.parentId : null), () => null));
+      if (parentId) {
+        channelId = parentId;
+        replyTo = msg.channelId;
+      }
+    }
+    const ref: ChannelRef = { adapter: this.opts.adapter, channelId };
+
+    const botMentioned = msg.mentions.users.has(me.id) || msg.mentions.roles.some((r) => r.tags?.botId === me.id);
+    // Other bots are logged but never trigger a run (no bot-to-bot loops).
+    const isMention = !msg.author.bot && (isDirect || botMentioned);
+    const text = namesForMentions(msg.content, {
+      user: (id) => msg.mentions.users.get(id)?.username ?? this.client.users.cache.get(id)?.username,
+      role: (id) => msg.mentions.roles.get(id)?.name ?? msg.guild?.roles.cache.get(id)?.name,
+      channel: (id) => {
+        const c = this.client.channels.cache.get(id);
+        return c && "name" in c && c.name ? c.name : undefined;
+      },
+    });
+    const attachments = [];
+    for (const a of msg.attachments.values()) {
+      attachments.push(await importAttachment({ name: a.name, url: a.url, size: a.size, contentType: a.contentType }, ref, { files: this.bus, maxBytes: this.maxBytes }));
+    }
+    if (!text.trim() && attachments.length === 0) return undefined;
+
+    const displayName = msg.member?.displayName ?? msg.author.globalName ?? undefined;
+    const message: ChannelMessage = {
+      id: msg.id,
+      channelId,
+      timestamp: msg.createdAt.toISOString(),
+      sender: { id: msg.author.id, username: msg.author.username, ...(displayName && displayName !== msg.author.username && { displayName }), isBot: msg.author.bot },
+      text,
+      rawText: msg.content,
+      attachments,
+      isMention,
+      isDirect,
+      ...(replyTo && { replyTo }),
+    };
+    this.messageChannels.set(msg.id, msg.channelId);
+    await this.bus.publish(this.bus.subjects.channel("in", ref), message, this.msgId(msg.id), { retryForMs: 30_000 });
+    this.log.debug({ msgId: msg.id, channel: `${ref.adapter}/${ref.channelId}`, isMention }, "message published");
+    if (isMention && isStopCommand(text)) {
+      const abort: ControlMessage = { type: "abort", ts: new Date().toISOString(), requestedBy: { id: msg.author.id, username: msg.author.username } };
+      await this.bus.publish(this.bus.subjects.channel("ctl", ref), abort, `abort:${this.msgId(msg.id)}`, { retryForMs: 30_000 });
+    }
+    return message;
+  }
+
+  /**
+   * Allow once / Deny on an approval prompt -> `approval_decision` on mom.ctl. The click is
+   * answered at once (Discord wants an answer within 3 s); the prompt itself is updated when the
+   * runner says how the approval ended. Clicks by people who are not approvers are refused with a
+   * message only they see, and still sent: the runner refuses and records them.
+   */
+  async onButton(i: ButtonInteraction): Promise<void> {
+    const parsed = parseApprovalButton(i.customId);
+    if (!parsed) return;
+    const pending = this.renderer.approval(parsed.approvalId);
+    const allowed = !pending || pending.approvers.includes(i.user.id);
+    if (allowed) await i.deferUpdate();
+    else {
+      const who = pending.approvers.map((id) => `<@${id}>`).join(", ") || "nobody (adapters.<name>.admins is empty)";
+      await i.reply({ content: `Only ${who} can decide this.`, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+    }
+    let channelId = pending?.channelId;
+    if (!channelId) {
+      const ch = i.channel;
+      channelId = ch?.isThread() && ch.parentId ? ch.parentId : i.channelId;
+    }
+    const decision: ControlMessage = {
+      type: "approval_decision",
+      ts: new Date().toISOString(),
+      approvalId: parsed.approvalId,
+      decision: parsed.decision,
+      decidedBy: { id: i.user.id, username: i.user.username },
+    };
+    const ref: ChannelRef = { adapter: this.opts.adapter, channelId };
+    await this.bus.publish(this.bus.subjects.channel("ctl", ref), decision, `${parsed.approvalId}:${parsed.decision}:${i.user.id}`, { retryForMs: 30_000 });
+    this.log.info({ approvalId: parsed.approvalId, decision: parsed.decision, by: i.user.username, approver: allowed }, "approval decision sent");
+  }
+
+  /**
+   * Nats-Msg-Id of a Discord message. Snowflakes are unique across Discord, but two mom bots in
+   * one server see the same message; the adapter name keeps their publishes apart in the
+   * stream-wide duplicate window.
+   */
+  private msgId(messageId: string): string {
+    return `${this.opts.adapter}:${messageId}`;
+  }
+}

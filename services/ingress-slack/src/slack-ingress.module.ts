@@ -1,0 +1,15 @@
+import { type DynamicModule, Module } from "@nestjs/common";
+import { BusModule, type BusOptions } from "@mom/bus";
+import { SLACK_OPTIONS, type SlackIngressOptions } from "./slack-options.js";
+import { SlackIngressService } from "./slack-ingress.service.js";
+
+@Module({})
+export class SlackIngressModule {
+  static forRoot(opts: SlackIngressOptions, bus: BusOptions): DynamicModule {
+    return {
+      module: SlackIngressModule,
+      imports: [BusModule.forRoot(bus)],
+      providers: [{ provide: SLACK_OPTIONS, useValue: opts }, SlackIngressService],
+    };
+  }
+}

@@ -1,0 +1,102 @@
+import { afterEach, describe, expect, it } from "@jest/globals";
+import type { ChannelMessage } from "@mom/contracts";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { FakeClock } from "./clock.js";
+import { EventScheduler, type SchedulerSettings } from "./event-scheduler.js";
+import { T0, waitFor } from "./test-support/harness.js";
+
+// The engine alone, with a publisher the test controls (NATS refusing, then accepting).
+const settings: SchedulerSettings = { graceMinutes: 60, maxQueuedPerChannel: 100, maxPerMinutePerChannel: 10, watch: "poll", pollIntervalMs: 100 };
+let dir: string;
+let engine: EventScheduler | undefined;
+afterEach(async () => {
+  await engine?.stop();
+  engine = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function setup(publish: (m: ChannelMessage) => Promise<{ duplicate: boolean }>) {
+  dir = mkdtempSync(join(tmpdir(), "mom-engine-"));
+  const logs: Record<string, unknown>[] = [];
+  const clock = new FakeClock(T0);
+  engine = new EventScheduler({
+    eventsDir: dir,
+    settings,
+    context: { adapters: new Set(["cli"]), channelExists: () => true },
+    publish: (_ref, m) => publish(m),
+    log: pino({ level: "debug" }, { write: (s: string) => void logs.push(JSON.parse(s)) }),
+    clock,
+    settleMs: 100,
+    retryMs: 1000,
+  });
+  return { engine, clock, logs, write: (name: string, o: object) => writeFileSync(join(dir, name), JSON.stringify(o)) };
+}
+
+describe("EventScheduler when NATS refuses", () => {
+  it("retries a one-shot with the same msg-id until it is published, marked late once a minute has passed", async () => {
+    const attempts: ChannelMessage[] = [];
+    let up = false;
+    const { engine, clock, write, logs } = setup(async (m) => {
+      attempts.push(m);
+      if (!up) throw new Error("no responders");
+      return { duplicate: false };
+    });
+    await engine.start();
+    write("r.json", { type: "one-shot", channelId: "cli/local", text: "ping", at: "2026-01-05T08:00:30Z" });
+    await engine.rescan();
+    clock.set(T0 + 30_000);
+    await waitFor(() => attempts.length === 1, 2000, "the first attempt");
+    for (let i = 1; i <= 65; i++) {
+      clock.advance(1000);
+      await engine.idle();
+    }
+    up = true;
+    clock.advance(1000);
+    await waitFor(() => !existsSync(join(dir, "r.json")), 2000, "the published file to be deleted");
+    expect(new Set(attempts.map((a) => a.id))).toEqual(new Set(["r.json@2026-01-05T08:00:30.000Z"]));
+    expect(attempts.length).toBeGreaterThan(60);
+    expect(attempts.at(-1)!.text).toBe("[EVENT:r.json:one-shot:2026-01-05T08:00:30Z] [late by 1 minute] ping");
+    expect(logs.filter((l) => l.msg === "could not publish the event; will retry").length).toBe(attempts.length - 1);
+  });
+
+  it("gives up a periodic tick when the next one is due", async () => {
+    const ids: string[] = [];
+    let up = false;
+    const { engine, clock, write } = setup(async (m) => {
+      ids.push(m.id);
+      if (!up) throw new Error("timeout");
+      return { duplicate: false };
+    });
+    await engine.start();
+    write("p.json", { type: "periodic", channelId: "cli/local", text: "tick", schedule: "*/2 * * * * *", timezone: "UTC" });
+    await engine.rescan();
+    clock.set(T0 + 2000);
+    await waitFor(() => ids.length === 1, 2000, "the first attempt");
+    clock.advance(1000); // retry of 08:00:02 at 08:00:03 fails; 08:00:04 is next, so it is given up
+    await engine.idle();
+    up = true;
+    clock.advance(1000);
+    await waitFor(() => ids.includes("p.json@2026-01-05T08:00:04.000Z"), 2000, "the next tick");
+    expect(ids).toEqual(["p.json@2026-01-05T08:00:02.000Z", "p.json@2026-01-05T08:00:02.000Z", "p.json@2026-01-05T08:00:04.000Z"]);
+  });
+});
+
+describe("EventScheduler on a file system that refuses", () => {
+  it("leaves a bad file it cannot move where it is, says so once, and picks it up again when it changes", async () => {
+    const { engine, write, logs } = setup(async () => ({ duplicate: false }));
+    await engine.start();
+    writeFileSync(join(dir, "invalid"), "a file where the directory should be"); // mkdir fails, even for root
+    write("bad.json", { type: "sometimes", channelId: "cli/local", text: "x" });
+    await engine.rescan();
+    await waitFor(() => logs.some((l) => String(l.msg).startsWith("cannot move the event file")), 3000, "the error");
+    await new Promise((r) => setTimeout(r, 500)); // several polls and settle periods
+    expect(logs.filter((l) => String(l.msg).startsWith("cannot move the event file"))).toHaveLength(1);
+    expect(existsSync(join(dir, "bad.json"))).toBe(true);
+    rmSync(join(dir, "invalid"));
+    write("bad.json", { type: "immediate", channelId: "cli/local", text: "fixed" });
+    await waitFor(() => !existsSync(join(dir, "bad.json")), 3000, "the fixed file to fire and go");
+  });
+});

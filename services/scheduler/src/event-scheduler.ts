@@ -1,0 +1,464 @@
+import type { ChannelMessage, ChannelRef } from "@mom/contracts";
+import { qualifiedChannelId } from "@mom/contracts";
+import { type FSWatcher, watch } from "node:fs";
+import type { Logger } from "pino";
+import { type Clock, systemClock } from "./clock.js";
+import { type EventFileContext, type EventFileProblem, parseEventFile, type ScheduledEvent, MAX_EVENT_FILE_BYTES } from "./event-file.js";
+import { firingMessage, type Report, reportMessage } from "./event-message.js";
+import { type FileContent, type FileStamp, EventsDir } from "./events-dir.js";
+import { ChannelRateLimit } from "./rate-limit.js";
+import { formatDuration, LATE_AFTER_MS } from "./schedule.js";
+
+/** config.json `scheduler` (see docs/scheduler.md). */
+export interface SchedulerSettings {
+  /** A one-shot at most this late still fires (marked late); an older one goes to events/missed/. */
+  graceMinutes: number;
+  /** Event files one channel may have at once; more are moved to events/invalid/. */
+  maxQueuedPerChannel: number;
+  /** Messages (firings and reports) one channel gets in any 60 s; more wait (periodic ticks are skipped). */
+  maxPerMinutePerChannel: number;
+  /** "events": file notifications plus a rescan every pollIntervalMs; "poll": the rescan only. */
+  watch: "events" | "poll";
+  pollIntervalMs: number;
+}
+
+export interface PublishOutcome {
+  duplicate: boolean;
+}
+
+export interface EventSchedulerOptions {
+  eventsDir: string;
+  settings: SchedulerSettings;
+  context: EventFileContext;
+  /** Publishes on the channel's inbound subject with Nats-Msg-Id = message id. */
+  publish(ref: ChannelRef, message: ChannelMessage): Promise<PublishOutcome>;
+  log: Logger;
+  clock?: Clock;
+  /** A file that does not parse is judged only after it stayed the same this long (default 1000 ms). */
+  settleMs?: number;
+  /** Pause before publishing again after NATS refused (default 5000 ms). */
+  retryMs?: number;
+}
+
+/** One file in events/ as last read. */
+interface Entry {
+  name: string;
+  stamp: FileStamp;
+  hash: string;
+  /** Real time it was read (for the racy-mtime check). */
+  readAt: number;
+  event?: ScheduledEvent;
+  channel?: string;
+  /** The file does not parse (yet): judged when it has settled. */
+  problem?: EventFileProblem;
+  settleTimer?: NodeJS.Timeout;
+  /** The fire time of the next firing (its msg-id); undefined once fired and waiting for removal. */
+  fireTime?: number;
+  /** When to try to publish it: the fire time, or later after a rate limit or a failed publish. */
+  dueAt?: number;
+  deferredLogged?: boolean;
+  /** Periodic ticks skipped for the rate limit since the last log line about it, and when that was. */
+  skipped?: number;
+  skipLoggedAt?: number;
+}
+
+export interface ScheduledSummary {
+  file: string;
+  type: ScheduledEvent["type"];
+  channel: string;
+  next?: string;
+}
+
+// A file read within this long of its modification may have changed again within the same mtime
+// tick (1 s or 2 s granularity on some file systems), so it is read again on the next scan.
+const RACY_MS = 2500;
+
+/**
+ * Watches `workspace/events/` and publishes each event when it is due. All state changes run one at
+ * a time on an internal queue; timers only enqueue work. See docs/scheduler.md for the guarantees.
+ */
+export class EventScheduler {
+  private readonly dir: EventsDir;
+  private readonly clock: Clock;
+  private readonly limit: ChannelRateLimit;
+  private readonly entries = new Map<string, Entry>();
+  private readonly reports = new Map<string, { ref: ChannelRef; reports: Report[]; notBefore: number }>();
+  private readonly settleMs: number;
+  private readonly retryMs: number;
+  private readonly log: Logger;
+  private chain: Promise<void> = Promise.resolve();
+  private scanQueued = false;
+  private stopped = false;
+  private pollTimer?: NodeJS.Timeout;
+  private watcher?: FSWatcher;
+  private cancelWake?: () => void;
+  private wakeAt?: number;
+
+  constructor(private readonly o: EventSchedulerOptions) {
+    this.dir = new EventsDir(o.eventsDir);
+    this.clock = o.clock ?? systemClock;
+    this.limit = new ChannelRateLimit(o.settings.maxPerMinutePerChannel);
+    this.settleMs = o.settleMs ?? 1000;
+    this.retryMs = o.retryMs ?? 5000;
+    this.log = o.log;
+  }
+
+  get eventsDir(): string {
+    return this.dir.dir;
+  }
+
+  async start(): Promise<void> {
+    await this.dir.ensure();
+    await this.enqueue(() => this.scan());
+    const { watch: mode, pollIntervalMs } = this.o.settings;
+    if (mode === "events") this.startWatcher();
+    this.pollTimer = setInterval(() => this.requestScan(), pollIntervalMs);
+    this.pollTimer.unref();
+    this.log.info({ eventsDir: this.dir.dir, watch: this.watcher ? "events" : "poll", pollIntervalMs, events: this.scheduled().length }, "scheduler ready");
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.pollTimer);
+    this.watcher?.close();
+    this.cancelWake?.();
+    for (const e of this.entries.values()) clearTimeout(e.settleTimer);
+    await this.idle();
+  }
+
+  /** Resolves when no work is queued (tests: after writing a file and calling `rescan()`). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const c = this.chain;
+      await c;
+      if (c === this.chain) return;
+    }
+  }
+
+  /** Reads the directory now instead of at the next notification or poll. */
+  rescan(): Promise<void> {
+    return this.enqueue(() => this.scan());
+  }
+
+  /** What is scheduled, soonest first. */
+  scheduled(): ScheduledSummary[] {
+    return [...this.entries.values()]
+      .filter((e) => e.event)
+      .sort((a, b) => (a.fireTime ?? Infinity) - (b.fireTime ?? Infinity) || a.name.localeCompare(b.name))
+      .map((e) => ({
+        file: e.name,
+        type: e.event!.type,
+        channel: e.channel!,
+        ...(e.fireTime !== undefined && { next: new Date(e.fireTime).toISOString() }),
+      }));
+  }
+
+  // ------------------------------------------------------------------ the work queue
+
+  private enqueue(fn: () => Promise<void> | void): Promise<void> {
+    const p = this.chain
+      .then(() => (this.stopped ? undefined : fn()))
+      .catch((err: unknown) => this.log.error({ err }, "scheduler task failed"))
+      .finally(() => this.arm());
+    this.chain = p;
+    return p;
+  }
+
+  private requestScan(): void {
+    if (this.scanQueued || this.stopped) return;
+    this.scanQueued = true;
+    void this.enqueue(async () => {
+      this.scanQueued = false;
+      await this.scan();
+    });
+  }
+
+  private startWatcher(): void {
+    try {
+      this.watcher = watch(this.dir.dir, { persistent: false }, () => this.requestScan());
+      this.watcher.on("error", (err) => {
+        this.log.warn({ err, eventsDir: this.dir.dir }, "file notifications failed; polling only");
+        this.watcher?.close();
+        this.watcher = undefined;
+      });
+    } catch (err) {
+      this.log.warn({ err, eventsDir: this.dir.dir }, "file notifications unavailable; polling only");
+      this.watcher = undefined;
+    }
+  }
+
+  /** One timer, for the earliest thing due (a firing, a deferred firing, a report). */
+  private arm(): void {
+    if (this.stopped) return;
+    let next: number | undefined;
+    for (const e of this.entries.values()) if (e.event && e.dueAt !== undefined && (next === undefined || e.dueAt < next)) next = e.dueAt;
+    for (const r of this.reports.values()) if (next === undefined || r.notBefore < next) next = r.notBefore;
+    if (next === this.wakeAt) return;
+    this.cancelWake?.();
+    this.cancelWake = undefined;
+    this.wakeAt = next;
+    if (next === undefined) return;
+    this.cancelWake = this.clock.at(next, () => {
+      this.wakeAt = undefined;
+      this.cancelWake = undefined;
+      void this.enqueue(() => this.runDue());
+    });
+  }
+
+  // ------------------------------------------------------------------ watching
+
+  private async scan(): Promise<void> {
+    let listing: Map<string, FileStamp>;
+    try {
+      listing = await this.dir.list();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+        await this.dir.ensure();
+        listing = new Map();
+      } else {
+        // A shared volume that hiccups (ESTALE, EIO) must not cancel every event: keep the state.
+        this.log.warn({ err, eventsDir: this.dir.dir }, "cannot read the events directory; keeping what is scheduled");
+        return;
+      }
+    }
+    for (const name of [...this.entries.keys()]) if (!listing.has(name)) this.forget(name, "deleted");
+    // Oldest first, so that every replica fills a channel's queue in the same order.
+    const files = [...listing].sort(([a, x], [b, y]) => x.mtimeMs - y.mtimeMs || a.localeCompare(b));
+    const realNow = Date.now();
+    for (const [name, stamp] of files) {
+      const e = this.entries.get(name);
+      const unchanged = e && e.stamp.mtimeMs === stamp.mtimeMs && e.stamp.size === stamp.size && e.stamp.ino === stamp.ino;
+      // Same stamp: skip, unless it was read so soon after its modification that a second write in
+      // the same mtime tick could hide behind it (then read again, at most every 500 ms).
+      if (unchanged && (e.readAt - stamp.mtimeMs > RACY_MS || realNow - e.readAt < 500)) continue;
+      await this.consider(name, await this.dir.read(name));
+    }
+  }
+
+  private async consider(name: string, content: FileContent | undefined): Promise<void> {
+    if (!content) return this.forget(name, "deleted");
+    const old = this.entries.get(name);
+    if (old && old.hash === content.hash) {
+      old.stamp = content.stamp;
+      old.readAt = Date.now();
+      return;
+    }
+    if (old) clearTimeout(old.settleTimer);
+    const entry: Entry = { name, stamp: content.stamp, hash: content.hash, readAt: Date.now() };
+    const parsed =
+      content.text === undefined
+        ? { ok: false as const, reason: `too large: ${content.stamp.size} bytes (an event file has at most ${MAX_EVENT_FILE_BYTES} bytes)` }
+        : parseEventFile(name, content.text, this.o.context);
+    if (!parsed.ok) {
+      // Maybe a write in progress: judge it only once it has stayed the same for settleMs.
+      entry.problem = { reason: parsed.reason, ...(parsed.ref && { ref: parsed.ref }) };
+      entry.settleTimer = setTimeout(() => void this.enqueue(() => this.settle(name, content.hash)), this.settleMs);
+      entry.settleTimer.unref();
+      this.entries.set(name, entry);
+      if (old?.event) this.log.info({ file: name, channel: old.channel }, "event file changed and does not parse; its schedule is suspended");
+      return;
+    }
+    await this.accept(entry, parsed.event, old?.event !== undefined);
+  }
+
+  private async settle(name: string, hash: string): Promise<void> {
+    const e = this.entries.get(name);
+    if (!e || e.hash !== hash || !e.problem) return;
+    const content = await this.dir.read(name);
+    if (!content || content.hash !== hash) return this.consider(name, content);
+    await this.reject(e, e.problem);
+  }
+
+  private forget(name: string, why: string): void {
+    const e = this.entries.get(name);
+    if (!e) return;
+    clearTimeout(e.settleTimer);
+    this.entries.delete(name);
+    if (e.event && e.fireTime !== undefined) this.log.info({ file: name, channel: e.channel }, `event cancelled (file ${why})`);
+  }
+
+  // ------------------------------------------------------------------ deciding
+
+  private async accept(entry: Entry, event: ScheduledEvent, rescheduled: boolean): Promise<void> {
+    const now = this.clock.now();
+    const channel = qualifiedChannelId(event.ref);
+    const { graceMinutes, maxQueuedPerChannel } = this.o.settings;
+    if (event.type === "one-shot" && event.atMs < now - graceMinutes * 60_000) {
+      return this.missed(entry, event, now);
+    }
+    const queued = [...this.entries.values()].filter((x) => x.name !== entry.name && x.event && x.channel === channel).length;
+    if (queued >= maxQueuedPerChannel) {
+      return this.reject(entry, {
+        reason: `too many scheduled events for ${channel}: it already has ${queued} (limit ${maxQueuedPerChannel}, scheduler.maxQueuedPerChannel)`,
+        ref: event.ref,
+      });
+    }
+    let fireTime: number;
+    if (event.type === "immediate") fireTime = Math.floor(entry.stamp.mtimeMs);
+    else if (event.type === "one-shot") fireTime = event.atMs;
+    else {
+      const tick = event.cron.nextAfter(new Date(now));
+      if (!tick) return this.reject(entry, { reason: `bad cron "${event.schedule}": it never fires again`, ref: event.ref });
+      fireTime = tick.getTime();
+    }
+    Object.assign(entry, { event, channel, fireTime, dueAt: event.type === "immediate" ? now : fireTime });
+    this.entries.set(entry.name, entry);
+    this.log.info({ file: entry.name, channel, type: event.type, next: new Date(fireTime).toISOString() }, rescheduled ? "event rescheduled" : "event scheduled");
+  }
+
+  private async reject(entry: Entry, problem: EventFileProblem): Promise<void> {
+    this.entries.delete(entry.name);
+    const now = this.clock.now();
+    const note = `${problem.reason}\n\nThe scheduler moved this file here from events/${entry.name} at ${new Date(now).toISOString()}; it will not fire.\nWrite a corrected file into events/ to schedule it.\n`;
+    const channel = problem.ref ? qualifiedChannelId(problem.ref) : undefined;
+    const moved = await this.moveAside(entry, "invalid", note, problem.reason);
+    if (!moved) {
+      this.log.debug({ file: entry.name, channel }, "invalid event file was moved or changed by someone else");
+      return;
+    }
+    const movedTo = `events/invalid/${moved}`;
+    this.log.warn({ file: entry.name, channel, reason: problem.reason, movedTo }, `invalid event file: ${problem.reason}`);
+    if (problem.ref) this.queueReport(problem.ref, { kind: "invalid", file: entry.name, movedTo, reason: problem.reason }, now);
+  }
+
+  private async missed(entry: Entry, event: Extract<ScheduledEvent, { type: "one-shot" }>, now: number): Promise<void> {
+    this.entries.delete(entry.name);
+    const { graceMinutes } = this.o.settings;
+    const reason = `it was due at ${event.at}, ${formatDuration(now - event.atMs)} before the scheduler saw it, which is more than the grace period of ${graceMinutes} minutes (scheduler.graceMinutes)`;
+    const note = `missed: ${reason}\n\nThe scheduler moved this file here from events/${entry.name} at ${new Date(now).toISOString()}; it did not fire.\n`;
+    const moved = await this.moveAside(entry, "missed", note, reason);
+    if (!moved) return;
+    const movedTo = `events/missed/${moved}`;
+    const channel = qualifiedChannelId(event.ref);
+    this.log.warn({ file: entry.name, channel, at: event.at, movedTo }, `missed one-shot event: ${reason}`);
+    this.queueReport(event.ref, { kind: "missed", file: entry.name, movedTo, reason, at: event.at, text: event.text }, now);
+  }
+
+  /**
+   * Moves the file aside; undefined when another replica (or its author) got there first. When the
+   * file system refuses, the file stays where it is, remembered as bad until it changes, and the
+   * error is logged once.
+   */
+  private async moveAside(entry: Entry, kind: "invalid" | "missed", note: string, reason: string): Promise<string | undefined> {
+    try {
+      return await this.dir.moveAside(entry.name, kind, note, entry.hash);
+    } catch (err) {
+      this.log.error({ err, file: entry.name, reason }, `cannot move the event file to events/${kind}/; it stays and is ignored until it changes`);
+      this.entries.set(entry.name, { name: entry.name, stamp: entry.stamp, hash: entry.hash, readAt: entry.readAt, problem: { reason } });
+      return undefined;
+    }
+  }
+
+  private queueReport(ref: ChannelRef, report: Report, now: number): void {
+    const channel = qualifiedChannelId(ref);
+    const pending = this.reports.get(channel) ?? { ref, reports: [], notBefore: now };
+    pending.reports.push(report);
+    this.reports.set(channel, pending);
+  }
+
+  // ------------------------------------------------------------------ firing
+
+  private async runDue(): Promise<void> {
+    const now = this.clock.now();
+    for (const [channel, pending] of [...this.reports]) {
+      if (pending.notBefore > now) continue;
+      const slot = this.limit.nextSlot(channel, now);
+      if (slot > now) {
+        pending.notBefore = slot;
+        continue;
+      }
+      const message = reportMessage(pending.ref, pending.reports, now);
+      try {
+        await this.o.publish(pending.ref, message);
+        this.limit.record(channel, now);
+        this.reports.delete(channel);
+        this.log.info({ channel, msgId: message.id, files: pending.reports.map((r) => r.file) }, "reported in the channel");
+      } catch (err) {
+        pending.notBefore = now + this.retryMs;
+        this.log.error({ err, channel }, "could not report in the channel; will retry");
+      }
+    }
+    const due = [...this.entries.values()]
+      .filter((e) => e.event && e.dueAt !== undefined && e.dueAt <= now)
+      .sort((a, b) => a.dueAt! - b.dueAt! || a.name.localeCompare(b.name));
+    for (const e of due) {
+      if (this.entries.get(e.name) !== e) continue;
+      const event = e.event!;
+      if (event.type === "periodic" && now - e.fireTime! > LATE_AFTER_MS) {
+        // The process was stalled or suspended past a tick: no replay, carry on from now.
+        this.log.warn({ file: e.name, channel: e.channel, tick: new Date(e.fireTime!).toISOString() }, `tick skipped: ${formatDuration(now - e.fireTime!)} overdue (periodic events do not replay missed ticks)`);
+        this.nextTick(e, event, now);
+        continue;
+      }
+      const slot = this.limit.nextSlot(e.channel!, now);
+      if (slot > now) {
+        const { maxPerMinutePerChannel } = this.o.settings;
+        if (event.type === "periodic") {
+          // At most one line a minute per file, however often it ticks.
+          e.skipped = (e.skipped ?? 0) + 1;
+          if (e.skipLoggedAt === undefined || now - e.skipLoggedAt >= 60_000) {
+            this.log.warn(
+              { file: e.name, channel: e.channel, tick: new Date(e.fireTime!).toISOString(), skipped: e.skipped },
+              `tick skipped: ${e.channel} reached ${maxPerMinutePerChannel} messages per minute (scheduler.maxPerMinutePerChannel)`,
+            );
+            e.skipLoggedAt = now;
+            e.skipped = 0;
+          }
+          this.nextTick(e, event, now);
+        } else {
+          e.dueAt = slot;
+          if (!e.deferredLogged) this.log.warn({ file: e.name, channel: e.channel, until: new Date(slot).toISOString() }, `event deferred: ${e.channel} reached ${maxPerMinutePerChannel} messages per minute (scheduler.maxPerMinutePerChannel)`);
+          e.deferredLogged = true;
+        }
+        continue;
+      }
+      await this.fire(e, event);
+    }
+  }
+
+  private async fire(e: Entry, event: ScheduledEvent): Promise<void> {
+    const now = this.clock.now();
+    const lateMs = event.type === "one-shot" ? now - event.atMs : 0;
+    const lateMinutes = lateMs >= LATE_AFTER_MS ? Math.floor(lateMs / 60_000) : undefined;
+    const message = firingMessage({ event, fireTimeMs: e.fireTime!, firedAtMs: now, ...(lateMinutes && { lateMinutes }) });
+    let outcome: PublishOutcome;
+    try {
+      outcome = await this.o.publish(event.ref, message);
+    } catch (err) {
+      this.log.error({ err, file: e.name, channel: e.channel, msgId: message.id }, "could not publish the event; will retry");
+      e.dueAt = now + this.retryMs;
+      if (event.type === "periodic") {
+        const following = event.cron.nextAfter(new Date(e.fireTime!));
+        if (following && following.getTime() <= e.dueAt) this.nextTick(e, event, now);
+      }
+      return;
+    }
+    this.limit.record(e.channel!, now);
+    this.log.info(
+      { file: e.name, channel: e.channel, msgId: message.id, type: event.type, duplicate: outcome.duplicate, ...(lateMinutes && { lateMinutes }) },
+      outcome.duplicate ? "event fired (already published by another replica)" : "event fired",
+    );
+    if (event.type === "periodic") return this.nextTick(e, event, Math.max(now, e.fireTime!));
+    // Fired: remove the file, unless it was written again meanwhile (then it is a new event).
+    e.fireTime = e.dueAt = undefined;
+    try {
+      await this.dir.removeIfUnchanged(e.name, e.hash);
+      this.entries.delete(e.name);
+    } catch (err) {
+      // Keep the entry (same content = not fired again) and say why the file stays.
+      this.log.error({ err, file: e.name }, "event fired but its file could not be deleted");
+    }
+  }
+
+  /** Periodic events never replay missed ticks: the next firing is the first tick after now. */
+  private nextTick(e: Entry, event: Extract<ScheduledEvent, { type: "periodic" }>, after: number): void {
+    const tick = event.cron.nextAfter(new Date(after));
+    e.deferredLogged = false;
+    if (!tick) {
+      e.fireTime = e.dueAt = undefined;
+      this.log.warn({ file: e.name, channel: e.channel }, "periodic event has no further ticks");
+      return;
+    }
+    e.fireTime = e.dueAt = tick.getTime();
+  }
+}

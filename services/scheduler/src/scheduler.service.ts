@@ -1,0 +1,55 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
+import { Bus } from "@mom/bus";
+import type { ChannelMessage, ChannelRef } from "@mom/contracts";
+import { WorkspaceLayout } from "@mom/store";
+import { statSync } from "node:fs";
+import { EventScheduler } from "./event-scheduler.js";
+import { SCHEDULER_OPTIONS, type SchedulerOptions } from "./scheduler-options.js";
+
+/** The scheduler service: an EventScheduler over workspace/events/ that publishes through the bus. */
+@Injectable()
+export class SchedulerService implements OnApplicationBootstrap, OnApplicationShutdown {
+  readonly scheduler: EventScheduler;
+
+  constructor(
+    @Inject(Bus) private readonly bus: Bus,
+    @Inject(SCHEDULER_OPTIONS) opts: SchedulerOptions,
+  ) {
+    const { config, paths } = opts.loaded;
+    const layout = new WorkspaceLayout(paths.workspaceDir);
+    this.scheduler = new EventScheduler({
+      eventsDir: layout.eventsDir,
+      settings: config.scheduler,
+      context: {
+        adapters: new Set(Object.keys(config.adapters)),
+        channelExists: (ref) => isDirectory(layout.channelDir(ref)),
+      },
+      publish: (ref, message) => this.publish(ref, message),
+      log: opts.logger,
+      ...(opts.clock && { clock: opts.clock }),
+      ...(opts.settleMs !== undefined && { settleMs: opts.settleMs }),
+      ...(opts.retryMs !== undefined && { retryMs: opts.retryMs }),
+    });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.scheduler.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.scheduler.stop();
+  }
+
+  private async publish(ref: ChannelRef, message: ChannelMessage): Promise<{ duplicate: boolean }> {
+    const r = await this.bus.publish(this.bus.subjects.channel("in", ref), message, message.id, { timeoutMs: 5000 });
+    return { duplicate: r.duplicate };
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,114 @@
+import { startRunner, type RunningService } from "@mom/agent-runner";
+import { Bus } from "@mom/bus";
+import { busOptions } from "@mom/cli";
+import { createLogger, loadConfig, type LoadedConfig, type SlackAdapterConfig } from "@mom/config";
+import { type RunningSlackIngress, type SlackIngressOptions, startSlackIngress } from "@mom/ingress-slack";
+import { type FakeLlm, type FakeSlack, type FakeSlackOptions, startFakeLlm, startFakeSlack, startTestNats, type TestNats } from "@mom/testing";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const SLACK_ADAPTER = "slack-test";
+
+export interface SlackStack {
+  dataDir: string;
+  loaded: LoadedConfig;
+  nats: TestNats;
+  llm: FakeLlm;
+  slack: FakeSlack;
+  /** A bus connection for the test itself (reading streams). */
+  bus: Bus;
+  runner?: RunningService;
+  ingress?: RunningSlackIngress;
+  startIngress(extra?: Partial<SlackIngressOptions>): Promise<RunningSlackIngress>;
+  stopIngress(): Promise<void>;
+  /** `<@mom> text` from `user` in `channel` (default alice in #general). */
+  mention(text: string, opts?: { channel?: string; user?: string; thread_ts?: string }): { ts: string };
+  stop(): Promise<void>;
+}
+
+export interface SlackStackOptions {
+  /** Adapter entry fields merged over `{type: "slack", botToken, appToken, apiUrl}`. */
+  adapter?: Partial<SlackAdapterConfig>;
+  /** Merged over the test config.json (top-level keys). */
+  config?: object;
+  fakeSlack?: FakeSlackOptions;
+  /** Options for the ingress (fast retries and coalescing by default). */
+  ingress?: Partial<SlackIngressOptions>;
+  runner?: boolean;
+}
+
+/** Real NATS, a fake LLM, a fake Slack, the runner and the Slack ingress, all on loopback. */
+export async function startSlackStack(opts: SlackStackOptions = {}): Promise<SlackStack> {
+  const nats = await startTestNats();
+  const llm = await startFakeLlm();
+  const slack = await startFakeSlack(opts.fakeSlack);
+  const dataDir = mkdtempSync(join(tmpdir(), "mom-slack-e2e-"));
+  writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
+  writeFileSync(
+    join(dataDir, "config.json"),
+    JSON.stringify({
+      model: "fake/fake-model",
+      nats: { url: nats.url, namespace: nats.namespace },
+      log: { level: "warn" },
+      adapters: {
+        [SLACK_ADAPTER]: { type: "slack", botToken: "env:MOM_TEST_SLACK_BOT", appToken: slack.appToken, apiUrl: slack.apiUrl, ...opts.adapter },
+      },
+      ...opts.config,
+    }),
+  );
+  const loaded = loadConfig(dataDir, { MOM_TEST_SLACK_BOT: slack.botToken });
+  const logger = createLogger("e2e", { level: "warn" });
+  const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
+  await bus.provision();
+  const entry = loaded.config.adapters[SLACK_ADAPTER] as SlackAdapterConfig;
+  const stack: SlackStack = {
+    dataDir,
+    loaded,
+    nats,
+    llm,
+    slack,
+    bus,
+    async startIngress(extra = {}) {
+      stack.ingress = await startSlackIngress(
+        {
+          adapter: SLACK_ADAPTER,
+          botToken: entry.botToken,
+          appToken: entry.appToken,
+          ...(entry.apiUrl && { apiUrl: entry.apiUrl }),
+          ...(entry.admins && { admins: entry.admins }),
+          ...(entry.dm && { dm: entry.dm }),
+          logger,
+          maxAttachmentBytes: loaded.config.attachments.maxBytes,
+          workspaceDir: loaded.paths.workspaceDir,
+          updateIntervalMs: 200,
+          retryConfig: { retries: 5, minTimeout: 20, maxTimeout: 100 },
+          ...opts.ingress,
+          ...extra,
+        },
+        busOptions(loaded, nats.url, `ingress-${SLACK_ADAPTER}`, logger),
+      );
+      return stack.ingress;
+    },
+    async stopIngress() {
+      await stack.ingress?.close();
+      stack.ingress = undefined;
+    },
+    mention(text, o = {}) {
+      const { ts } = slack.userMessage({ channel: o.channel ?? "C0GENERAL", user: o.user ?? "U0ALICE", text: `<@${slack.botUserId}> ${text}`, ...(o.thread_ts && { thread_ts: o.thread_ts }) });
+      return { ts };
+    },
+    async stop() {
+      await stack.ingress?.close();
+      await stack.runner?.close();
+      await bus.drain();
+      await slack.close();
+      await llm.close();
+      await nats.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  if (opts.runner !== false) stack.runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
+  await stack.startIngress();
+  return stack;
+}
