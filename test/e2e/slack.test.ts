@@ -81,7 +81,7 @@ describe("Slack ingress end to end", () => {
     await waitForBotText("C0GENERAL", /:bar_chart:/, answer.ts);
     const details = botMessages("C0GENERAL", answer.ts).map(lastText).join("\n");
     expect(details).toMatch(/:white_check_mark: \*Count the files\* · `bash` · \d/);
-    expect(details).toContain("sleep 0.6; echo counted-42");
+    expect(details).toContain("sleep 1.5; echo counted-42");
     expect(details).toMatch(/```\ncounted-42\n```/);
     expect(details).toMatch(/:bar_chart: [\d,]+ in · [\d,]+ out · \$0\.0000 · .*s$/m);
 

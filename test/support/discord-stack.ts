@@ -5,9 +5,8 @@ import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
 import { ChannelMessage, ControlMessage, parsePayload, validator } from "@mom/contracts";
 import { discordOptionsFromConfig, type DiscordIngressOptions, type RunningDiscordIngress, startDiscordIngress } from "@mom/ingress-discord";
 import { type FakeDiscord, type FakeDiscordChannel, type FakeDiscordOptions, type FakeDiscordUser, type FakeLlm, startFakeDiscord, startFakeLlm, startTestNats, type TestNats } from "@mom/testing";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
+import { writeTestDataDir } from "./data-dir.js";
 
 export const ADAPTER = "discord";
 
@@ -60,18 +59,10 @@ export async function startDiscordStack(opts: DiscordStackOptions = {}): Promise
   };
   const general = discord.addTextChannel("general", { id: IDS.general });
   discord.addTextChannel("random", { id: IDS.random });
-  const dataDir = mkdtempSync(join(tmpdir(), "mom-e2e-discord-"));
-  writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
-  writeFileSync(
-    join(dataDir, "config.json"),
-    JSON.stringify({
-      model: "fake/fake-model",
-      nats: { url: nats.url, namespace: nats.namespace },
-      log: { level: "warn" },
-      adapters: { [ADAPTER]: { type: "discord", botToken: "env:MOM_TEST_DISCORD_TOKEN", apiUrl: discord.apiUrl, ...opts.adapter } },
-      ...opts.config,
-    }),
-  );
+  const dataDir = writeTestDataDir("mom-e2e-discord-", nats, llm, {
+    adapters: { [ADAPTER]: { type: "discord", botToken: "env:MOM_TEST_DISCORD_TOKEN", apiUrl: discord.apiUrl, ...opts.adapter } },
+    ...opts.config,
+  });
   const loaded = loadConfig(dataDir, { MOM_TEST_DISCORD_TOKEN: discord.token });
   const logger = createLogger("e2e-discord", { level: "warn" });
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));

@@ -4,9 +4,8 @@ import { busOptions } from "@mom/cli";
 import { createLogger, loadConfig, type LoadedConfig, type SlackAdapterConfig } from "@mom/config";
 import { type RunningSlackIngress, type SlackIngressOptions, startSlackIngress } from "@mom/ingress-slack";
 import { type FakeLlm, type FakeSlack, type FakeSlackOptions, startFakeLlm, startFakeSlack, startTestNats, type TestNats } from "@mom/testing";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
+import { writeTestDataDir } from "./data-dir.js";
 
 export const SLACK_ADAPTER = "slack-test";
 
@@ -43,20 +42,12 @@ export async function startSlackStack(opts: SlackStackOptions = {}): Promise<Sla
   const nats = await startTestNats();
   const llm = await startFakeLlm();
   const slack = await startFakeSlack(opts.fakeSlack);
-  const dataDir = mkdtempSync(join(tmpdir(), "mom-slack-e2e-"));
-  writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
-  writeFileSync(
-    join(dataDir, "config.json"),
-    JSON.stringify({
-      model: "fake/fake-model",
-      nats: { url: nats.url, namespace: nats.namespace },
-      log: { level: "warn" },
-      adapters: {
-        [SLACK_ADAPTER]: { type: "slack", botToken: "env:MOM_TEST_SLACK_BOT", appToken: slack.appToken, apiUrl: slack.apiUrl, ...opts.adapter },
-      },
-      ...opts.config,
-    }),
-  );
+  const dataDir = writeTestDataDir("mom-slack-e2e-", nats, llm, {
+    adapters: {
+      [SLACK_ADAPTER]: { type: "slack", botToken: "env:MOM_TEST_SLACK_BOT", appToken: slack.appToken, apiUrl: slack.apiUrl, ...opts.adapter },
+    },
+    ...opts.config,
+  });
   const loaded = loadConfig(dataDir, { MOM_TEST_SLACK_BOT: slack.botToken });
   const logger = createLogger("e2e", { level: "warn" });
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));

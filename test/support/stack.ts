@@ -4,11 +4,11 @@ import { busOptions } from "@mom/cli";
 import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
 import { startCliIngress, type RunningCliIngress } from "@mom/ingress-cli";
 import { startFakeLlm, startTestNats, type FakeLlm, type TestNats } from "@mom/testing";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { OutputCapture } from "./output-capture.js";
+import { writeTestDataDir } from "./data-dir.js";
 
 export interface Stack {
   dataDir: string;
@@ -39,13 +39,8 @@ export interface StackOptions {
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const nats = await startTestNats();
   const llm = await startFakeLlm();
-  const dataDir = mkdtempSync(join(tmpdir(), "mom-e2e-"));
   const models = llm.modelsJson() as Parameters<NonNullable<StackOptions["models"]>>[0];
-  writeFileSync(join(dataDir, "models.json"), JSON.stringify(opts.models ? opts.models(models) : models));
-  writeFileSync(
-    join(dataDir, "config.json"),
-    JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace }, log: { level: "warn" }, ...opts.config }),
-  );
+  const dataDir = writeTestDataDir("mom-e2e-", nats, llm, opts.config, opts.models ? opts.models(models) : models);
   const loaded = loadConfig(dataDir, {});
   const logger = createLogger("e2e", { level: "warn" });
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
