@@ -22,7 +22,7 @@ const dist = (p) => import(join(root, p));
 const { freePort, findNatsServer, startFakeLlm } = await dist("libs/testing/dist/index.js");
 const { loadConfig, createLogger } = await dist("libs/config/dist/index.js");
 const { Bus } = await dist("libs/bus/dist/index.js");
-const { startRunner, ChannelWorker } = await dist("services/agent-runner/dist/index.js");
+const { startRunner, ChannelWorker, replyLogEntry } = await dist("services/agent-runner/dist/index.js");
 const { busOptions } = await dist("services/cli/dist/index.js");
 const { ChannelAgent, resolveModel } = await dist("libs/agent/dist/index.js");
 const { WorkspaceLayout, ChannelStore } = await dist("libs/store/dist/index.js");
@@ -552,17 +552,7 @@ async function runInProcessPhase(ctx) {
       rec.events++;
     });
     if (outcome.finalText) {
-      await store.appendLog({
-        id: `${id}:reply`,
-        date: new Date().toISOString(),
-        user: "mom",
-        userName: "mom",
-        text: outcome.finalText,
-        attachments: [],
-        isBot: true,
-        runId: `${id}:run`,
-        metadata: { triggerId: id },
-      });
+      await store.appendLog(replyLogEntry(`${id}:run`, { id }, outcome.finalText));
     }
     rec.t2 = performance.now();
     rec.stopReason = outcome.stopReason;

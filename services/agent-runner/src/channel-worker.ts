@@ -71,6 +71,22 @@ export function toLogEntry(m: ChannelMessage): LogEntry {
   };
 }
 
+/** mom's answer as a log line; `metadata.triggerId` is how a redelivery knows it was answered. */
+export function replyLogEntry(runId: string, trigger: Pick<ChannelMessage, "id" | "replyTo">, text: string): LogEntry {
+  return {
+    id: `${runId}:reply`,
+    date: new Date().toISOString(),
+    user: "mom",
+    userName: "mom",
+    text,
+    attachments: [],
+    isBot: true,
+    ...(trigger.replyTo !== undefined && { replyTo: trigger.replyTo }),
+    runId,
+    metadata: { triggerId: trigger.id },
+  };
+}
+
 /**
  * Everything that happens in one channel on this runner: the log is appended in arrival order,
  * runs happen one at a time in order, `stop` cuts through at once.
@@ -235,18 +251,7 @@ export class ChannelWorker {
     // "[SILENT]": a scheduled check with nothing to say; the adapter posts nothing.
     const silent = outcome.finalText.startsWith(SILENT);
     if (outcome.finalText) {
-      await this.deps.store.appendLog({
-        id: `${runId}:reply`,
-        date: new Date().toISOString(),
-        user: "mom",
-        userName: "mom",
-        text: outcome.finalText,
-        attachments: [],
-        isBot: true,
-        ...(message.replyTo !== undefined && { replyTo: message.replyTo }),
-        runId,
-        metadata: { triggerId: message.id },
-      });
+      await this.deps.store.appendLog(replyLogEntry(runId, message, outcome.finalText));
     }
     const toolActivity = relevantActivity(item.receipts, item.labels);
     pub.emit({

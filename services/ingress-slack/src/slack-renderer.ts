@@ -73,6 +73,23 @@ interface RunView {
   ended: boolean;
 }
 
+function newRunView(runId: string, channel: string, replyTo: string | undefined, extra: Partial<RunView> = {}): RunView {
+  return {
+    runId,
+    channel,
+    ...(replyTo && { replyTo }),
+    status: WORKING,
+    details: [],
+    reflected: 0,
+    detailMessages: [],
+    toolArgs: new Map(),
+    flushQueued: false,
+    lastFlushAt: 0,
+    ended: false,
+    ...extra,
+  };
+}
+
 const QUEUED_REACTION = "hourglass_flowing_sand";
 
 /**
@@ -206,20 +223,7 @@ export class SlackRenderer {
   }
 
   private started(channel: string, runId: string, ev: Ev<"run_started">): Promise<void> {
-    const run: RunView = {
-      runId,
-      channel,
-      ...(ev.replyTo && { replyTo: ev.replyTo }),
-      ...(isSlackTs(ev.trigger.messageId) && { triggerTs: ev.trigger.messageId }),
-      status: WORKING,
-      details: [],
-      reflected: 0,
-      detailMessages: [],
-      toolArgs: new Map(),
-      flushQueued: false,
-      lastFlushAt: 0,
-      ended: false,
-    };
+    const run = newRunView(runId, channel, ev.replyTo, isSlackTs(ev.trigger.messageId) ? { triggerTs: ev.trigger.messageId } : {});
     this.runs.set(runId, run);
     this.active.set(channel, runId);
     return this.enqueue(channel, async () => {
@@ -379,20 +383,7 @@ export class SlackRenderer {
     if (mainTs) await api.update(channel, mainTs, first);
     else mainTs = await api.post(channel, first, replyTo);
     for (const chunk of rest) await api.post(channel, chunk, replyTo);
-    const view: RunView = run ?? {
-      runId: "",
-      channel,
-      ...(replyTo && { replyTo }),
-      mainTs,
-      status: WORKING,
-      details: [],
-      reflected: 0,
-      detailMessages: [],
-      toolArgs: new Map(),
-      flushQueued: false,
-      lastFlushAt: 0,
-      ended: true,
-    };
+    const view = run ?? newRunView("", channel, replyTo, { mainTs, ended: true });
     view.mainTs = mainTs;
     view.details.push(usageLine(ev.usage, ev.durationMs));
     await this.flushDetails(view);
