@@ -6,7 +6,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type AttachOptions, createAttachTool } from "./attach-tool.js";
 import { createMomTools, MOM_TOOL_NAMES, withLabel } from "./labelled-tools.js";
-import { formatChatLine, syncLogToSession } from "./log-sync.js";
+import { formatChatLine, syncLogToSession, wasPrompted } from "./log-sync.js";
 import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
 import { gated, withNote } from "./gated-tools.js";
@@ -153,7 +153,7 @@ export class ChannelAgent {
    * `emit` in order. Never throws for model or tool failures: they end the run with
    * stopReason "error" and a message the adapter can show.
    */
-  async run(trigger: RunTrigger, emit: (body: OutboundEventBody) => void): Promise<RunOutcome> {
+  async run(trigger: RunTrigger, emit: (body: OutboundEventBody) => void, resume?: { note: string }): Promise<RunOutcome> {
     if (this.running) throw new Error("a run is already active in this channel");
     this.running = true;
     const mapper = new OutboundMapper();
@@ -170,7 +170,9 @@ export class ChannelAgent {
     let thrown: Error | undefined;
     try {
       const { entries } = await this.opts.store.readLog();
-      syncLogToSession(this.sessionManager, entries, trigger.id);
+      // A resumed message whose first attempt reached the session is not said twice: only the note is.
+      const alreadyPrompted = resume !== undefined && wasPrompted(this.sessionManager, trigger.id);
+      if (!alreadyPrompted) syncLogToSession(this.sessionManager, entries, trigger.id);
       this.session.agent.state.messages = this.sessionManager.buildSessionContext().messages;
       const { skills, problems } = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir);
       if (problems.length) this.opts.onSkillProblems?.(problems);
@@ -188,7 +190,8 @@ export class ChannelAgent {
       });
       // pi rebuilds its base prompt from the loader only when the tool set is (re)applied.
       this.session.setActiveToolsByName(this.opts.activeTools?.() ?? MOM_TOOL_NAMES);
-      await this.session.prompt(formatChatLine(trigger), { images: await this.imagesOf(trigger) });
+      if (alreadyPrompted) await this.session.prompt(resume.note);
+      else await this.session.prompt(resume ? `${formatChatLine(trigger)}\n\n${resume.note}` : formatChatLine(trigger), { images: await this.imagesOf(trigger) });
       await compactionDone;
     } catch (err) {
       thrown = err as Error;

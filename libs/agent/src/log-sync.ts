@@ -60,3 +60,19 @@ export function syncLogToSession(sm: SessionManager, log: LogEntry[], triggerId:
   sm.appendCustomEntry(LOG_SYNC_ENTRY, { lastId: triggerIndex === -1 ? log.at(-1)?.id : triggerId });
   return added;
 }
+
+/**
+ * Whether a run for this message already put it into the session: the sync marker written just
+ * before its prompt names it, and a user turn follows. (A crash before pi saved anything leaves
+ * neither, and the message is prompted as usual.)
+ */
+export function wasPrompted(sm: SessionManager, triggerId: string): boolean {
+  const entries = sm.getEntries() as Entry[];
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i]!;
+    if (e.type === "custom" && e.customType === LOG_SYNC_ENTRY) {
+      return e.data?.lastId === triggerId && entries.slice(i + 1).some((x) => x.type === "message" && x.message?.role === "user");
+    }
+  }
+  return false;
+}

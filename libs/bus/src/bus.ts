@@ -1,9 +1,12 @@
 import { createSubjects, type Subjects } from "@mom/contracts";
-import { JetStreamApiError, type JetStreamClient, type JetStreamManager, type JetStreamPublishOptions, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type JetStreamPublishOptions, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, nuid } from "@nats-io/nats-core";
 import { type Logger, pino } from "pino";
 import type { TSchema } from "typebox";
 import { type ObjectStore, Objm } from "@nats-io/obj";
+import { type KV, Kvm } from "@nats-io/kv";
+import { validator, type StreamKey } from "@mom/contracts";
+import { follow, type FollowOptions, type Following } from "./follow.js";
 import { connectNats } from "./connect.js";
 import type { ConsumeOptions, Consumption } from "./consume-types.js";
 import { PullConsumption } from "./consumption.js";
@@ -147,12 +150,72 @@ export class Bus implements FileSource {
         this.logger.debug({ subject, msgId, seq: ack.seq, duplicate: ack.duplicate }, "published");
         return { seq: ack.seq, duplicate: ack.duplicate };
       } catch (err) {
-        const final = this.nc.isClosed() || err instanceof JetStreamApiError || Date.now() + 250 > deadline;
+        // Every error is retried until the deadline: a restarting server answers with API errors too.
+        const pause = Math.min(250 * attempt, 2000);
+        const final = this.nc.isClosed() || Date.now() + pause > deadline;
         if (final) throw new Error(`publish to ${subject} (msgId ${msgId}) failed: ${describePublishError(err)}`, { cause: err });
-        this.logger.warn({ subject, msgId, attempt, err }, "publish failed; retrying");
-        await sleep(250);
+        if (attempt === 1 || attempt % 10 === 0) this.logger.warn({ subject, msgId, attempt, err }, "publish failed; retrying with the same msg-id");
+        await sleep(pause);
       }
     }
+  }
+
+  /**
+   * Opens a key-value bucket, creating it when missing. `ttlMs` expires every key that long after
+   * its last write (NATS 2.9 has no per-key TTL: a bucket is either all leases or all records).
+   */
+  async keyValue(bucket: string, opts: { ttlMs?: number; history?: number } = {}): Promise<KV> {
+    const s = this.opts.streams ?? {};
+    try {
+      return await new Kvm(this.js).create(bucket, {
+        history: opts.history ?? 1,
+        ...(opts.ttlMs !== undefined && { ttl: opts.ttlMs }),
+        ...(s.replicas !== undefined && { replicas: s.replicas }),
+      });
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new Error(`cannot open key-value bucket ${bucket}: ${reason}`, { cause: err });
+    }
+  }
+
+  /** Reads a subject of a stream in order from a sequence, without a durable (see follow.ts). */
+  follow<S extends TSchema>(opts: Omit<FollowOptions<S>, "stream"> & { stream: StreamKey }): Following {
+    return follow(
+      { js: this.js, jsm: this.jsm, subjects: this.subjects, logger: this.logger, validator: validator(opts.schema), isClosed: () => this.nc.isClosed() },
+      { ...opts, stream: this.subjects.stream(opts.stream) },
+    );
+  }
+
+  /** The last message stored on a subject, or undefined when there is none. */
+  async lastMessage(stream: StreamKey, subject: string): Promise<{ seq: number; data: unknown } | undefined> {
+    try {
+      const m = await this.jsm.streams.getMessage(this.subjects.stream(stream), { last_by_subj: subject });
+      return m ? { seq: m.seq, data: m.json() } : undefined;
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.NoMessageFound) return undefined;
+      throw err;
+    }
+  }
+
+  /** Sequence and creation time of a stream: where "now" is, and which incarnation of it. */
+  async streamState(stream: StreamKey): Promise<{ lastSeq: number; created: string }> {
+    const info = await this.jsm.streams.info(this.subjects.stream(stream));
+    return { lastSeq: info.state.last_seq, created: info.created };
+  }
+
+  /** The stream sequence below which a durable has acknowledged everything (0 when it does not exist). */
+  async ackFloor(stream: StreamKey, durable: string): Promise<number> {
+    try {
+      return (await this.jsm.consumers.info(this.subjects.stream(stream), durable)).ack_floor.stream_seq;
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound) return 0;
+      throw err;
+    }
+  }
+
+  /** The server's version, e.g. "2.9.10". */
+  get serverVersion(): string {
+    return this.nc.info?.version ?? "unknown";
   }
 
   /** Publishes a DeadLetter on `<ns>.dlq.<stage>` and logs the reason. */

@@ -15,3 +15,5 @@ export {
 } from "./files.js";
 export { retryDelayMs } from "./process-message.js";
 export { BusModule, BusShutdown, type BusModuleAsyncOptions } from "./nest.js";
+export type { FollowOptions, Following } from "./follow.js";
+export type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";

@@ -98,6 +98,10 @@ export const RunnerConfig = Type.Object(
     idleEvictMinutes: positiveInt("Idle time after which a channel's agent session is unloaded"),
     maxConcurrentRuns: positiveInt("Runs one runner replica executes at once"),
     runTimeoutMinutes: positiveInt("A run still going after this long is aborted"),
+    leaseSeconds: positiveInt("A runner not heard from for this long is dead and its channels move to the others (docs/scaling.md)"),
+    shutdownGraceSeconds: Type.Integer({ minimum: 0, description: "On SIGTERM, how long running runs may finish before they are handed over mid-run" }),
+    maxCrashes: positiveInt("Attempts at one message that may end with the runner dying before the message is dead-lettered"),
+    publishRetrySeconds: positiveInt("How long an outbound event is retried through a NATS outage before the run counts as failed"),
   },
   closed,
 );

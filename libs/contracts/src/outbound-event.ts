@@ -50,7 +50,13 @@ export const RunRejected = Type.Object(
   { additionalProperties: false },
 );
 export const RunStarted = Type.Object(
-  { type: Type.Literal("run_started"), trigger: Trigger, replyTo: Type.Optional(Type.String()), model: Type.String() },
+  {
+    type: Type.Literal("run_started"),
+    trigger: Trigger,
+    replyTo: Type.Optional(Type.String()),
+    model: Type.String(),
+    resumedFrom: Type.Optional(Type.String({ description: "runId of an attempt at the same message that was interrupted (its runner died or handed it over); this run was told what that attempt did" })),
+  },
   { additionalProperties: false },
 );
 export const StopReason = Type.Union([

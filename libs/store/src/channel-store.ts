@@ -88,6 +88,14 @@ export class ChannelStore {
     return this.serialise(async () => select(parseLogLines(await readOrEmpty(this.logFile)), opts));
   }
 
+  /** The log entry with this id, or undefined; answers "not logged" from the id index without reading. */
+  findLogEntry(id: string): Promise<LogEntry | undefined> {
+    return this.serialise(async () => {
+      if (!(await this.loggedIds()).has(id)) return undefined;
+      return parseLogLines(await readOrEmpty(this.logFile)).entries.find((e) => e.id === id);
+    });
+  }
+
   /** Appends one receipt to receipts.jsonl (append-only, same torn-line safety as the log). */
   appendReceipt(receipt: Receipt): Promise<void> {
     const check = receiptValidator.check(receipt);

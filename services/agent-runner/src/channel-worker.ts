@@ -1,12 +1,12 @@
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, isStopCommand, type LogEntry, type Receipt } from "@mom/contracts";
+import { type ChannelMessage, type ChannelRef, type InterruptedRun, isStopCommand, type LogEntry, type Receipt } from "@mom/contracts";
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { RunPublisher } from "./run-publisher.js";
+import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
 
 export interface ChannelWorkerDeps {
   bus: Bus;
@@ -25,11 +25,38 @@ export interface ChannelWorkerDeps {
   onToolError?: (toolCallId: string, toolName: string) => Promise<void>;
   /** What a mention does while a run is active (adapter setting). */
   busyMode: BusyMode;
+  /** How far this channel's messages are done, shared with the runner that takes it over. */
+  ledger: WorkerLedger;
+  /** Attempts of one message that may end with the runner dying before it is set aside. */
+  maxCrashes: number;
+  /** How long one outbound event is retried through a NATS outage. */
+  publishRetryMs: number;
+  /** A message could not be finished here (e.g. its events never reached the bus): start the channel over. */
+  onFailure?: () => void;
+  /** A message that cannot be handled at all goes here with the reason (the DLQ). */
+  deadLetter: (message: ChannelMessage, seq: number, reason: string) => Promise<void>;
+}
+
+/** What the worker needs of cluster/channel-ledger.ts. */
+export interface WorkerLedger {
+  readonly interrupted?: InterruptedRun;
+  begin(seq: number): boolean;
+  runStarting(run: Omit<InterruptedRun, "phase">): Promise<void>;
+  handedOver(): Promise<void>;
+  done(seq: number): Promise<void>;
+}
+
+/** How a run continues an attempt that was cut off. */
+interface Resume {
+  fromRunId: string;
+  crashes: number;
 }
 
 interface QueuedRun {
   runId: string;
+  seq: number;
   message: ChannelMessage;
+  resume?: Resume;
   publisher: RunPublisher;
   cancelledBy?: string;
   /** Messages injected into this run (busy mode "steer"). */
@@ -47,12 +74,22 @@ const SILENT = "[SILENT]";
 
 const HANDED_OVER = "the runner is shutting down; another runner will answer this message";
 
-export class RunnerShuttingDown extends Error {
-  override name = "RunnerShuttingDown";
-  constructor() {
-    super("runner shutting down: message handed back for redelivery");
+/** The worker stopped before this message was done; whoever owns the channel next reads it again. */
+export class NotHandledHere extends Error {
+  override name = "NotHandledHere";
+  constructor(why: string) {
+    super(why);
   }
 }
+
+const INTERRUPTED = "interrupted: the runner answering it stopped unexpectedly; another runner resumes it";
+const INTAKE_RETRIES_MS = [250, 1000, 4000];
+
+/** What taking a message in leads to; wrapped so that awaiting the intake never waits for the run. */
+interface Later {
+  done: Promise<void>;
+}
+const NOW: Later = { done: Promise.resolve() };
 
 
 export function toLogEntry(m: ChannelMessage): LogEntry {
@@ -88,15 +125,20 @@ export function replyLogEntry(runId: string, trigger: Pick<ChannelMessage, "id" 
 }
 
 /**
- * Everything that happens in one channel on this runner: the log is appended in arrival order,
- * runs happen one at a time in order, `stop` cuts through at once.
+ * Everything that happens in one channel on the runner that owns it: messages come in stream
+ * order (deliver), are logged in that order, runs happen one at a time, `stop` cuts through at
+ * once. Each message is reported done to the ledger when it is fully handled, which is what lets
+ * another runner take the channel over exactly where this one stopped.
  */
 export class ChannelWorker {
   private agent?: Promise<ChannelAgent>;
   private tail: Promise<void> = Promise.resolve();
+  private intake: Promise<void> = Promise.resolve();
   private readonly queued: QueuedRun[] = [];
   private current?: QueuedRun;
-  private closing = false;
+  /** Set when the worker must start nothing new: "release" (handover, shutdown) or "fenced" (lost the channel). */
+  private halted?: "release" | "fenced";
+  private readonly inFlight = new Set<Promise<void>>();
   lastActivity = Date.now();
 
   constructor(private readonly deps: ChannelWorkerDeps) {}
@@ -107,27 +149,104 @@ export class ChannelWorker {
   }
 
   get busy(): boolean {
-    return this.current !== undefined || this.queued.length > 0;
+    return this.current !== undefined || this.queued.length > 0 || this.inFlight.size > 0;
   }
 
-  /** Resolves when the message is fully handled (logged, and its run finished if it starts one). */
-  async accept(message: ChannelMessage): Promise<void> {
+  /**
+   * Takes the channel's next message (stream sequence `seq`). Re-reads of a sequence already
+   * taken are ignored. Never throws: failures are retried, then dead-lettered.
+   */
+  deliver(seq: number, message: ChannelMessage): void {
+    if (this.halted || !this.deps.ledger.begin(seq)) return;
     this.lastActivity = Date.now();
+    const job = this.handle(seq, message).then(
+      () => this.deps.ledger.done(seq),
+      (err: unknown) => {
+        if (err instanceof NotHandledHere) return;
+        this.deps.log.error({ err, seq }, "message not handled: restarting the channel from its saved progress");
+        this.deps.onFailure?.();
+      },
+    );
+    const tracked = job.catch(() => {}).finally(() => this.inFlight.delete(tracked));
+    this.inFlight.add(tracked);
+  }
+
+  /** Intake (materialise, log, decide) in arrival order, retried; then the run, if one starts. */
+  private handle(seq: number, message: ChannelMessage): Promise<void> {
+    let started!: (outcome: Later) => void;
+    const later = new Promise<Later>((r) => (started = r));
+    this.intake = this.intake.then(async () => {
+      for (let attempt = 0; ; attempt++) {
+        if (this.halted) return started({ done: Promise.reject(new NotHandledHere(`worker ${this.halted}`)) });
+        try {
+          return started(await this.accept(seq, message));
+        } catch (err) {
+          const pause = INTAKE_RETRIES_MS[attempt];
+          if (pause === undefined) {
+            const reason = `could not take the message in after ${attempt + 1} attempts: ${(err as Error).message}`;
+            this.deps.log.error({ err, seq, msgId: message.id }, reason);
+            return started({ done: this.deps.deadLetter(message, seq, reason) });
+          }
+          this.deps.log.warn({ err, seq, msgId: message.id, retryInMs: pause }, "taking a message in failed; retrying");
+          await new Promise((r) => setTimeout(r, pause));
+        }
+      }
+    });
+    return later.then((l) => l.done);
+  }
+
+  /** Logs the message and decides what it does; `done` settles when it is fully handled. */
+  private async accept(seq: number, message: ChannelMessage): Promise<Later> {
     if (this.deps.materialize) message = await this.deps.materialize(message);
-    const fresh = await this.deps.store.appendLog(toLogEntry(message));
-    if (message.isMention && isStopCommand(message.text)) {
-      await this.stop(`@${message.sender.username}`);
-      return;
+    await this.deps.store.appendLog(toLogEntry(message));
+    const interrupted = this.deps.ledger.interrupted?.seq === seq ? this.deps.ledger.interrupted : undefined;
+    if (!message.isMention) return NOW;
+    if (isStopCommand(message.text)) return { done: this.stop(`@${message.sender.username}`) };
+    if (interrupted) return this.resume(seq, message, interrupted);
+    if ((this.current || this.queued.length > 0) && this.deps.busyMode === "reject") return { done: this.reject(message) };
+    if (this.current && this.deps.busyMode === "steer") {
+      const steered = await this.steer(seq, this.current, message);
+      if (steered) return steered;
     }
-    if (!message.isMention) return;
-    if (!fresh && (await this.alreadyAnswered(message.id))) return; // a re-publish after the duplicate window, or a redelivery
-    if (this.busy && this.deps.busyMode === "reject") return this.reject(message);
-    if (this.current && this.deps.busyMode === "steer" && (await this.steer(this.current, message))) return;
-    await this.enqueue(message);
+    return { done: this.enqueue(seq, message) };
+  }
+
+  /**
+   * The previous owner left this message's run unfinished. If its answer is already in the log
+   * only the end is announced again; otherwise the run's end is announced as interrupted and the
+   * message runs again, told what the cut-off attempt did. A message whose runs keep killing
+   * their runner is set aside after maxCrashes.
+   */
+  private async resume(seq: number, message: ChannelMessage, was: InterruptedRun): Promise<Later> {
+    const log = this.deps.log.child({ runId: was.runId, msgId: message.id });
+    const endOf = (event: Parameters<RunPublisher["emit"]>[0]) => {
+      const pub = new RunPublisher(this.deps.bus, this.deps.ref, was.runId, log, this.deps.publishRetryMs, INTERRUPTED_END_SEQ);
+      pub.emit(event);
+      return pub.flushed();
+    };
+    const reply = await this.deps.store.findLogEntry(`${was.runId}:reply`);
+    if (reply) {
+      log.warn("the interrupted run had answered; announcing its end again");
+      await endOf(this.ended({ stopReason: "stop", finalText: reply.text, usage: ZERO_USAGE }, message, Date.now()));
+      return NOW;
+    }
+    const crashes = was.crashes + (was.phase === "running" ? 1 : 0);
+    if (was.phase === "running" && crashes >= this.deps.maxCrashes) {
+      const reason = `set aside: ${crashes} attempts at this message ended with the runner dying`;
+      log.error({ crashes }, reason);
+      await endOf(this.ended({ stopReason: "error", errorMessage: `${reason}. An operator can find it in the dead letters.`, finalText: "", usage: ZERO_USAGE }, message, Date.now()));
+      await this.deps.deadLetter(message, seq, reason);
+      return NOW;
+    }
+    if (was.phase === "running") {
+      log.warn({ crashes }, "resuming a run whose runner died");
+      await endOf(this.ended({ stopReason: "aborted", errorMessage: INTERRUPTED, finalText: "", usage: ZERO_USAGE }, message, Date.now()));
+    }
+    return { done: this.enqueue(seq, message, { fromRunId: was.runId, crashes }) };
   }
 
   private reject(message: ChannelMessage): Promise<void> {
-    const pub = new RunPublisher(this.deps.bus, this.deps.ref, randomUUID(), this.deps.log);
+    const pub = new RunPublisher(this.deps.bus, this.deps.ref, randomUUID(), this.deps.log, this.deps.publishRetryMs);
     pub.emit({
       type: "run_rejected",
       trigger: this.trigger(message),
@@ -139,16 +258,14 @@ export class ChannelWorker {
   }
 
   /**
-   * Hands the message to the running run. Its bus delivery stays unacked until that run ends; if
-   * the run ended before pi picked the message up, it gets a run of its own.
+   * Hands the message to the running run; it is done when that run ends. If the run ended before
+   * pi picked it up, it gets a run of its own. Undefined when it could not be steered.
    */
-  private async steer(run: QueuedRun, message: ChannelMessage): Promise<boolean> {
+  private async steer(seq: number, run: QueuedRun, message: ChannelMessage): Promise<Later | undefined> {
     const agent = await this.agent;
-    if (!agent || !(await agent.steer(this.runTrigger(message)))) return false;
+    if (!agent || !(await agent.steer(this.runTrigger(message)))) return undefined;
     run.steered.push(message);
-    const undelivered = await run.ended;
-    if (undelivered.includes(formatChatLine(this.runTrigger(message)))) await this.enqueue(message);
-    return true;
+    return { done: run.ended.then((undelivered) => (undelivered.includes(formatChatLine(this.runTrigger(message))) ? this.enqueue(seq, message) : undefined)) };
   }
 
   /** Aborts the running run and cancels queued ones. */
@@ -161,12 +278,36 @@ export class ChannelWorker {
   }
 
   /**
-   * Runner shutdown: runs in progress are aborted and their messages handed back to the bus
-   * (accept() rejects, so the message is nak'd and another runner answers it).
+   * Stops at the next run boundary: the running run finishes (or, past `graceMs`, is aborted and
+   * marked handed over), queued messages are left undone for the next owner. Resolves when
+   * nothing of this channel runs here any more.
    */
-  async shutdown(): Promise<void> {
-    this.closing = true;
-    await this.stop("runner shutdown");
+  async release(graceMs: number): Promise<void> {
+    this.halted ??= "release";
+    const timer = setTimeout(() => {
+      if (this.current) this.cutOff = "handed-over";
+      void this.stopCurrent();
+    }, graceMs);
+    await this.settled();
+    clearTimeout(timer);
+  }
+
+  /** The channel is no longer ours (taken over, or this runner lost the bus): abort, write nothing more. */
+  async fence(): Promise<void> {
+    this.halted = "fenced";
+    await this.stopCurrent();
+    await this.settled();
+  }
+
+  private cutOff?: "handed-over";
+
+  private async stopCurrent(): Promise<void> {
+    if (this.current) await (await this.agent)?.abort();
+  }
+
+  /** Waits until no message of this worker is in hand. */
+  private async settled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
   }
 
   async dispose(): Promise<void> {
@@ -175,11 +316,12 @@ export class ChannelWorker {
     this.agent = undefined;
   }
 
-  private enqueue(message: ChannelMessage): Promise<void> {
+  private enqueue(seq: number, message: ChannelMessage, resume?: Resume): Promise<void> {
     const runId = randomUUID();
     let end!: (undelivered: string[]) => void;
     const ended = new Promise<string[]>((r) => (end = r));
-    const item: QueuedRun = { runId, message, publisher: new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log.child({ runId })), steered: [], ended, end, receipts: [], labels: new Map() };
+    const publisher = new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log.child({ runId }), this.deps.publishRetryMs);
+    const item: QueuedRun = { runId, seq, message, resume, publisher, steered: [], ended, end, receipts: [], labels: new Map() };
     this.queued.push(item);
     if (this.current || this.queued.length > 1) {
       item.publisher.emit({ type: "run_queued", trigger: this.trigger(message), position: this.queued.length });
@@ -208,31 +350,35 @@ export class ChannelWorker {
     const { publisher: pub, message, runId } = item;
     const log = this.deps.log.child({ runId, msgId: message.id });
     const started = Date.now();
-    if (this.closing) {
-      pub.emit(this.ended({ stopReason: "aborted", errorMessage: HANDED_OVER, finalText: "", usage: ZERO_USAGE }, message, started));
-      await pub.flushed();
-      throw new RunnerShuttingDown();
-    }
+    if (this.halted) throw new NotHandledHere(`worker ${this.halted}: left for the next owner`);
     if (item.cancelledBy) {
       pub.emit(this.ended({ stopReason: "aborted", errorMessage: `cancelled by ${item.cancelledBy} before it started`, finalText: "", usage: ZERO_USAGE }, message, started));
       await pub.flushed();
       return [];
     }
+    await this.deps.ledger.runStarting({ seq: item.seq, messageId: message.id, runId, crashes: item.resume?.crashes ?? 0 });
     this.current = item;
     let outcome: RunOutcome;
     try {
       const agent = await this.getAgent();
-      pub.emit({ type: "run_started", trigger: this.trigger(message), ...(message.replyTo !== undefined && { replyTo: message.replyTo }), model: agent.modelName });
-      log.info("run started");
+      pub.emit({
+        type: "run_started",
+        trigger: this.trigger(message),
+        ...(message.replyTo !== undefined && { replyTo: message.replyTo }),
+        model: agent.modelName,
+        ...(item.resume && { resumedFrom: item.resume.fromRunId }),
+      });
+      log.info(item.resume ? { resumedFrom: item.resume.fromRunId } : {}, "run started");
       const timer = setTimeout(() => void agent.abort(), this.deps.runTimeoutMs);
       try {
         const problem = this.deps.policyProblem?.();
         if (problem) throw new Error(problem);
+        const resume = item.resume ? { note: await this.resumeNote(item.resume.fromRunId) } : undefined;
         outcome = await agent.run(this.runTrigger(message), (body) => {
           if (body.type === "tool_execution_start") item.labels.set(body.toolCallId, body.label);
           if (body.type === "tool_execution_end" && body.isError) void this.deps.onToolError?.(body.toolCallId, body.toolName);
           pub.emit(body);
-        });
+        }, resume);
       } finally {
         clearTimeout(timer);
       }
@@ -243,10 +389,13 @@ export class ChannelWorker {
       this.current = undefined;
       this.lastActivity = Date.now();
     }
-    if (this.closing) {
+    if (this.halted === "fenced") throw new NotHandledHere("channel taken over mid-run");
+    if (this.cutOff) {
+      this.cutOff = undefined;
       pub.emit(this.ended({ ...outcome, stopReason: "aborted", errorMessage: HANDED_OVER, finalText: "" }, message, started));
       await pub.flushed();
-      throw new RunnerShuttingDown();
+      await this.deps.ledger.handedOver();
+      throw new NotHandledHere("run handed over");
     }
     // "[SILENT]": a scheduled check with nothing to say; the adapter posts nothing.
     const silent = outcome.finalText.startsWith(SILENT);
@@ -261,7 +410,26 @@ export class ChannelWorker {
     });
     log.info({ stopReason: outcome.stopReason, durationMs: Date.now() - started, tokens: outcome.usage.totalTokens, silent }, "run ended");
     await pub.flushed();
+    if (pub.lostEvents > 0) {
+      // The channel never saw (part of) this run: leave the message undone so the end is announced again.
+      throw new Error(`${pub.lostEvents} event(s) of run ${runId} could not be published`);
+    }
     return outcome.undelivered ?? [];
+  }
+
+  /** What the cut-off attempt did, from its receipts: the only actions it may be said to have done. */
+  private async resumeNote(fromRunId: string): Promise<string> {
+    const { entries } = await this.deps.store.readReceipts();
+    const activity = relevantActivity(entries.filter((r) => r.runId === fromRunId));
+    const did = activity.length
+      ? activity.map((a) => `- ${a.toolId} (call ${a.toolCallId}): ${a.status}${a.detail ? ` — ${a.detail}` : ""}`).join("\n")
+      : "- no tool call was made";
+    return (
+      "[mom: your previous attempt at answering this message was interrupted before it finished (its runner stopped). " +
+      "Its tool calls, from the receipts:\n" +
+      did +
+      "\nDo not repeat an action that succeeded; check its effect if you need to. Then continue and answer the message.]"
+    );
   }
 
   private ended(o: RunOutcome, m: ChannelMessage, started: number) {
@@ -286,10 +454,5 @@ export class ChannelWorker {
       this.agent.catch(() => (this.agent = undefined)); // retry creation on the next message
     }
     return this.agent;
-  }
-
-  private async alreadyAnswered(messageId: string): Promise<boolean> {
-    const { entries } = await this.deps.store.readLog();
-    return entries.some((e) => e.isBot && e.metadata?.triggerId === messageId);
   }
 }

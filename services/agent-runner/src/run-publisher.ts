@@ -17,6 +17,17 @@ function sameStream(a: Delta, b: Delta): boolean {
 }
 
 /**
+ * The seq of the `run_ended` that a new owner publishes for a run its dead runner never ended:
+ * after anything that run could have numbered, so adapters that drop stale seqs still take it.
+ */
+export const INTERRUPTED_END_SEQ = 1_000_000_000;
+
+/** The msg-id rule for run events: a run's end has one fixed id, so re-announcing it can never duplicate it. */
+export function runEventMsgId(runId: string, seq: number, type: OutboundEventBody["type"]): string {
+  return type === "run_ended" ? `${runId}:end` : `${runId}:${seq}`;
+}
+
+/**
  * Publishes one run's events on mom.out in order, numbered from 0. Publishing is chained so the
  * agent's synchronous event callbacks never wait on NATS, yet seq order is publish order.
  * Each event's Nats-Msg-Id is `<runId>:<seq>`. A model streams text a few characters at a time;
@@ -24,8 +35,8 @@ function sameStream(a: Delta, b: Delta): boolean {
  * is lost or reordered), which keeps a long answer from costing hundreds of JetStream round trips.
  */
 export class RunPublisher {
-  private seq = 0;
   private chain: Promise<void> = Promise.resolve();
+  private lost = 0;
   private held?: Delta;
   private timer?: NodeJS.Timeout;
 
@@ -34,7 +45,15 @@ export class RunPublisher {
     private readonly ref: ChannelRef,
     readonly runId: string,
     private readonly log: Logger,
+    /** How long one event is retried (same msg-id) through a NATS outage before it counts as lost. */
+    private readonly retryForMs = 0,
+    private seq = 0,
   ) {}
+
+  /** Events that could not be published within retryForMs. */
+  get lostEvents(): number {
+    return this.lost;
+  }
 
   emit(event: OutboundEventBody): void {
     if (isDelta(event)) {
@@ -70,9 +89,10 @@ export class RunPublisher {
     const subject = this.bus.subjects.channel("out", this.ref);
     this.chain = this.chain.then(async () => {
       try {
-        await this.bus.publish(subject, out, `${out.runId}:${out.seq}`);
+        await this.bus.publish(subject, out, runEventMsgId(out.runId, out.seq, event.type), { retryForMs: this.retryForMs });
       } catch (err) {
-        this.log.error({ err, seq: out.seq, type: event.type }, "could not publish outbound event");
+        this.lost++;
+        this.log.error({ err, seq: out.seq, type: event.type }, "could not publish outbound event: the channel will not see it");
       }
     });
   }

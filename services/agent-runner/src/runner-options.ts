@@ -10,4 +10,6 @@ export interface RunnerOptions {
   logger: Logger;
   /** Durable consumer name; replicas of one deployment share it. */
   durable?: string;
+  /** This replica's id in the cluster (default: host, pid and a random suffix). */
+  runnerId?: string;
 }

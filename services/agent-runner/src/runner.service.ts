@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
-import { Bus, type Consumption, type Delivery } from "@mom/bus";
-import { ChannelMessage, type ChannelRef, ControlMessage, qualifiedChannelId, type Receipt } from "@mom/contracts";
+import { Bus, type Consumption, type Delivery, type Following } from "@mom/bus";
+import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
 import {
   createHostToolApi,
   createInvokeTool,
@@ -21,30 +21,58 @@ import { attachmentSender } from "./attachment-sender.js";
 import { ApprovalBroker } from "./approval-broker.js";
 import { approversFor, callableTools, channelPolicy, noCallableToolsMessage } from "./channel-policy.js";
 import { ChannelWorker } from "./channel-worker.js";
+import { ChannelDirectory, type Versioned } from "./cluster/channel-directory.js";
+import { ChannelLedger } from "./cluster/channel-ledger.js";
+import { Membership } from "./cluster/membership.js";
+import { Ownership } from "./cluster/ownership.js";
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
 import { RunPublisher } from "./run-publisher.js";
 import { ChannelToolGate } from "./tool-gate.js";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 
-/** Consumes mom.in and mom.ctl and routes each message to its channel's worker. */
+/** One channel this runner owns: its reader, its worker and the ledger they report to. */
+interface OwnedChannel {
+  ref: ChannelRef;
+  ledger: ChannelLedger;
+  worker: ChannelWorker & { gate: ChannelToolGate };
+  feed: Following;
+}
+
+/**
+ * The agent runner. Channels are spread over the runner replicas (docs/scaling.md): a shared
+ * durable consumer on mom.in only makes sure every message's channel has a live owner; the owner
+ * reads its channel's subject in order from where the channel's work is done, one worker per
+ * channel. Control messages reach every replica; the owner acts on them.
+ */
 @Injectable()
 export class RunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly workers = new Map<string, ChannelWorker>();
+  private readonly owned = new Map<string, OwnedChannel>();
   private readonly layout: WorkspaceLayout;
   private readonly log: Logger;
-  private consumptions: Consumption[] = [];
-  private evictTimer?: NodeJS.Timeout;
+  private discovery?: Consumption;
+  private control?: Following;
+  private timers: NodeJS.Timeout[] = [];
   private readonly runSlot: ReturnType<typeof pLimit>;
   private readonly broker = new ApprovalBroker();
-  private readonly gates = new Map<string, ChannelToolGate>();
   /** Custom host tools (global dir, then workspace/tools), hot-reloaded for every channel. */
   private readonly customTools: CustomToolRegistry;
+  readonly runnerId: string;
+  private membership!: Membership;
+  private directory!: ChannelDirectory;
+  private ownership!: Ownership;
+  private streamCreated = "";
+  /** Channels set down while this runner could not reach NATS; re-checked when it can. */
+  private deafened = new Set<string>();
+  private closing = false;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
     @Inject(RUNNER_OPTIONS) private readonly opts: RunnerOptions,
   ) {
     this.layout = new WorkspaceLayout(opts.loaded.paths.workspaceDir);
-    this.log = opts.logger;
+    this.runnerId = opts.runnerId ?? defaultRunnerId();
+    this.log = opts.logger.child({ runner: this.runnerId });
     this.runSlot = pLimit(opts.loaded.config.runner.maxConcurrentRuns);
     const { paths, config } = opts.loaded;
     this.customTools = new CustomToolRegistry(
@@ -54,71 +82,214 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     );
   }
 
+  private get cfg() {
+    return this.opts.loaded.config.runner;
+  }
+
+  private get durable(): string {
+    return this.opts.durable ?? "agent-runner";
+  }
+
   async onApplicationBootstrap(): Promise<void> {
     await this.layout.ensureWorkspace();
     await this.customTools.reload();
     this.reportToolProblems();
     this.customTools.watch(() => this.reportToolProblems());
-    const durable = this.opts.durable ?? "agent-runner";
-    this.consumptions.push(
-      await this.bus.consume({
-        stream: "IN",
-        durable,
-        filterSubject: this.bus.subjects.wildcard("in"),
-        schema: ChannelMessage,
-        stage: "agent-runner",
-        // Handlers resolve when their run ends; many channels run at once, order per channel is kept by the worker.
-        maxInFlight: 512,
-        handler: (d) => this.onMessage(d),
-      }),
-      await this.bus.consume({
-        stream: "CTL",
-        durable: `${durable}-ctl`,
-        deliver: "new",
-        filterSubject: this.bus.subjects.wildcard("ctl"),
-        schema: ControlMessage,
-        stage: "agent-runner",
-        maxInFlight: 64,
-        handler: (d) => this.onControl(d),
-      }),
-    );
-    const idleMs = this.opts.loaded.config.runner.idleEvictMinutes * 60_000;
-    this.evictTimer = setInterval(() => void this.evictIdle(idleMs), Math.min(idleMs, 60_000));
-    this.evictTimer.unref();
-    this.log.info({ model: this.opts.loaded.config.model, workspace: this.layout.workspaceDir }, "agent runner ready");
+    const leaseMs = this.cfg.leaseSeconds * 1000;
+    const ns = this.bus.subjects.namespace;
+    const [runnersKv, channelsKv, stream] = await Promise.all([
+      this.bus.keyValue(runnersBucket(ns), { ttlMs: leaseMs }),
+      this.bus.keyValue(channelsBucket(ns)),
+      this.bus.streamState("IN"),
+    ]);
+    this.streamCreated = stream.created;
+    this.membership = new Membership({ kv: runnersKv, id: this.runnerId, leaseMs, load: () => this.owned.size, log: this.log.child({ component: "membership" }) });
+    this.directory = new ChannelDirectory(channelsKv, this.log.child({ component: "channels" }));
+    this.ownership = new Ownership({
+      membership: this.membership,
+      directory: this.directory,
+      log: this.log.child({ component: "ownership" }),
+      streamCreated: () => this.streamCreated,
+      hooks: {
+        acquire: (key, v) => this.acquire(key, v),
+        lose: (key) => void this.lose(key),
+        handOff: (key, to) => void this.handOff(key, to, this.cfg.runTimeoutMinutes * 60_000),
+        owned: () => [...this.owned.entries()].sort(([, a], [, b]) => Number(a.worker.busy) - Number(b.worker.busy) || a.worker.lastActivity - b.worker.lastActivity).map(([k]) => k),
+        isOwned: (key) => this.owned.has(key) || this.deafened.has(key),
+      },
+    });
+    await this.membership.start();
+    await this.directory.start((key, v) => this.ownership.onRecord(key, v));
+    void this.watchConnection();
+    const tickMs = Math.max(100, Math.min(1000, Math.floor(leaseMs / 5)));
+    this.every(tickMs, () => this.housekeeping());
+    const idleMs = this.cfg.idleEvictMinutes * 60_000;
+    this.every(Math.min(idleMs, 60_000), () => this.evictIdle(idleMs));
+    this.control = this.bus.follow({
+      stream: "CTL",
+      filterSubject: this.bus.subjects.wildcard("ctl"),
+      from: "new",
+      schema: ControlMessage,
+      handler: (d) => this.onControl(d).catch((err) => this.log.error({ err, subject: d.subject }, "control message failed")),
+    });
+    this.discovery = await this.bus.consume({
+      stream: "IN",
+      durable: this.durable,
+      filterSubject: this.bus.subjects.wildcard("in"),
+      schema: ChannelMessage,
+      stage: "agent-runner",
+      maxInFlight: 64,
+      handler: (d) => this.onDiscover(d),
+    });
+    this.log.info({ model: this.opts.loaded.config.model, workspace: this.layout.workspaceDir, nats: this.bus.serverVersion, leaseMs }, "agent runner ready");
   }
 
   async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.evictTimer);
+    this.closing = true;
+    for (const t of this.timers) clearInterval(t);
     this.customTools.close();
-    await Promise.all([...this.workers.values()].map((w) => w.shutdown()));
-    await Promise.all(this.consumptions.map((c) => c.stop()));
-    for (const w of this.workers.values()) await w.dispose();
+    await this.membership?.leave();
+    await this.discovery?.stop();
+    const graceMs = this.cfg.shutdownGraceSeconds * 1000;
+    await Promise.all([...this.owned.keys()].map((key) => this.handOff(key, this.ownership.target(key, this.runnerId) ?? null, graceMs)));
+    this.control?.stop();
+    this.directory?.stop();
+    await this.membership?.stop();
   }
 
-  private async onMessage(d: Delivery<ChannelMessage>): Promise<void> {
+  /** A message on mom.in: make sure its channel has a live owner; the owner reads it from there. */
+  private async onDiscover(d: Delivery<ChannelMessage>): Promise<void> {
     const ref = this.refOf(d);
     if (d.data.channelId !== ref.channelId) {
       throw new Error(`payload channelId ${JSON.stringify(d.data.channelId)} does not match subject channel ${JSON.stringify(ref.channelId)}`);
     }
-    await this.worker(ref).accept(d.data);
+    // A channel never seen starts after what the durable has acknowledged: nothing of it past
+    // that point can have been handled, nothing before it is new.
+    await this.ownership.ensureOwner(channelKey(ref), async () => Math.min(await this.bus.ackFloor("IN", this.durable), d.streamSeq - 1));
+  }
+
+  /** The record names this runner: read the channel from where its work is done. */
+  private acquire(key: string, v: Versioned): void {
+    if (this.closing || this.owned.has(key)) return;
+    let ref: ChannelRef;
+    try {
+      ref = parseChannelKey(key);
+    } catch (err) {
+      this.log.error({ err, key }, "ignoring a channel record with an invalid key");
+      return;
+    }
+    const channel = qualifiedChannelId(ref);
+    const ledger = new ChannelLedger(this.directory, key, v, this.log.child({ channel }), () => void this.lose(key));
+    const worker = this.createWorker(ref, ledger, () => void this.restart(key));
+    const feed = this.bus.follow({
+      stream: "IN",
+      filterSubject: this.bus.subjects.channel("in", ref),
+      from: ledger.resumeSeq,
+      schema: ChannelMessage,
+      handler: (d) => {
+        if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data);
+      },
+    });
+    this.owned.set(key, { ref, ledger, worker, feed });
+    this.log.info({ channel, fromSeq: ledger.resumeSeq, interrupted: v.record.run?.runId }, "channel acquired");
+  }
+
+  /** Somebody else owns the channel now: stop reading, abort, write nothing more. */
+  private async lose(key: string): Promise<void> {
+    const c = this.owned.get(key);
+    if (!c) return;
+    this.owned.delete(key);
+    c.feed.stop();
+    this.log.warn({ channel: qualifiedChannelId(c.ref) }, "channel lost to another runner");
+    await c.worker.fence();
+    await c.worker.dispose();
+  }
+
+  /** Gives the channel to `to` (null: nobody) once its current run is over (or graceMs passed). */
+  private async handOff(key: string, to: string | null, graceMs: number): Promise<void> {
+    const c = this.owned.get(key);
+    if (!c) return this.ownership.handedOff(key);
+    c.feed.stop();
+    try {
+      await c.worker.release(graceMs);
+      this.owned.delete(key);
+      const left = to === null && (await this.hasWorkLeft(c));
+      await c.ledger.release(to, left);
+      this.log.info({ channel: qualifiedChannelId(c.ref), to, doneSeq: c.ledger.record.doneSeq }, "channel handed over");
+    } catch (err) {
+      this.log.warn({ err, channel: qualifiedChannelId(c.ref) }, "handing a channel over failed; the lease will move it");
+    } finally {
+      this.owned.delete(key);
+      this.ownership.handedOff(key);
+      await c.worker.dispose();
+    }
+  }
+
+  /** A message could not be finished here: start the channel over from its saved progress. */
+  private async restart(key: string): Promise<void> {
+    const c = this.owned.get(key);
+    if (!c || this.closing) return;
+    this.owned.delete(key);
+    c.feed.stop();
+    await c.worker.fence();
+    await c.worker.dispose();
+    const v = await this.directory.read(key).catch(() => undefined);
+    if (v?.record.owner === this.runnerId) this.acquire(key, v);
+  }
+
+  private async hasWorkLeft(c: OwnedChannel): Promise<boolean> {
+    const last = await this.bus.lastMessage("IN", this.bus.subjects.channel("in", c.ref)).catch(() => undefined);
+    return last === undefined ? true : last.seq > c.ledger.record.doneSeq;
+  }
+
+  private async housekeeping(): Promise<void> {
+    if (!this.membership.healthy) {
+      // Past half a lease without a heartbeat the others may soon give our channels away: stop
+      // writing now, and take back what is still ours when the bus is back.
+      if (this.owned.size > 0) this.log.error({ channels: this.owned.size }, "lost the bus: setting every channel down until it is back");
+      for (const [key, c] of this.owned) {
+        this.owned.delete(key);
+        this.deafened.add(key);
+        c.feed.stop();
+        void c.worker.fence().then(() => c.worker.dispose());
+      }
+      return;
+    }
+    for (const key of this.deafened) {
+      const v = await this.directory.read(key).catch(() => undefined);
+      if (v === undefined && !this.membership.healthy) return;
+      this.deafened.delete(key);
+      if (v?.record.owner === this.runnerId) this.acquire(key, v);
+    }
+    await this.ownership.tick();
+  }
+
+  /** While disconnected this runner heard nobody: that silence is not evidence of death. */
+  private async watchConnection(): Promise<void> {
+    for await (const s of this.bus.nc.status()) {
+      if (s.type === "reconnect") {
+        this.membership.forgive();
+        this.bus.streamState("IN").then((st) => (this.streamCreated = st.created), () => {});
+      }
+    }
   }
 
   private async onControl(d: Delivery<ControlMessage>): Promise<void> {
-    const worker = this.workers.get(qualifiedChannelId(this.refOf(d)));
-    const data = d.data;
-    if (data.type === "abort") return worker?.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : "abort", data.runId);
     const ref = this.refOf(d);
+    const c = this.owned.get(channelKey(ref));
+    if (!c) return; // another replica owns it
+    const data = d.data;
+    if (data.type === "abort") return c.worker.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : "abort", data.runId);
     const key = qualifiedChannelId(ref);
     const result = this.broker.decide(key, data);
     const by = data.decidedBy.username ? `@${data.decidedBy.username}` : data.decidedBy.id;
     if (result.status === "refused") {
       this.log.warn({ channel: key, approvalId: data.approvalId, by }, "approval decision refused: not an approver");
-      await this.gates.get(key)?.refused(result.pending, by);
+      await c.worker.gate.refused(result.pending, by);
     } else if (result.status === "unknown") {
       // The run that asked is gone (finished, timed out, or its runner restarted): say so, never hang.
       this.log.warn({ channel: key, approvalId: data.approvalId, by }, "decision for an unknown or expired approval");
-      const pub = new RunPublisher(this.bus, ref, `approval:${data.approvalId}`, this.log);
+      const pub = new RunPublisher(this.bus, ref, `approval:${data.approvalId}`, this.log, this.cfg.publishRetrySeconds * 1000);
       pub.emit({ type: "approval_resolved", approvalId: data.approvalId, outcome: "expired" });
       await pub.flushed();
     }
@@ -129,38 +300,46 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     return d.channel;
   }
 
-  private worker(ref: ChannelRef): ChannelWorker {
+  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): ChannelWorker & { gate: ChannelToolGate } {
     const key = qualifiedChannelId(ref);
-    let w = this.workers.get(key);
-    if (!w) {
-      const store = this.layout.channel(ref);
-      const { loaded, models } = this.opts;
-      const { resolved, thinkingLevel } = models.forChannel(key);
-      const policy = channelPolicy(loaded.config, ref, resolved.model.provider);
-      const gate = new ChannelToolGate({
+    const store = this.layout.channel(ref);
+    const { loaded, models } = this.opts;
+    const { resolved, thinkingLevel } = models.forChannel(key);
+    const policy = channelPolicy(loaded.config, ref, resolved.model.provider);
+    const log = this.log.child({ channel: key });
+    let w!: ChannelWorker & { gate: ChannelToolGate };
+    const gate = new ChannelToolGate({
+      bus: this.bus,
+      ref,
+      channel: key,
+      store,
+      broker: this.broker,
+      policy: () => policy,
+      approvers: (requesterId) => approversFor(loaded.config, ref, requesterId),
+      approvalTimeoutMs: loaded.config.policy.approvalTimeoutSeconds * 1000,
+      currentRun: () => w?.currentRun,
+      log,
+    });
+    const allowedCustom = () => this.customTools.tools().filter((t) => isAllowed(t.id, policy).allowed);
+    const activeTools = () => [...callableTools(MOM_TOOL_NAMES, policy), ...(allowedCustom().length ? [INVOKE_TOOL_NAME] : [])];
+    const invokeTool = withLabel(createInvokeTool(this.customTools, gate, { channel: key, cwd: store.dir }) as Parameters<typeof withLabel>[0]);
+    w = Object.assign(
+      new ChannelWorker({
         bus: this.bus,
         ref,
-        channel: key,
         store,
-        broker: this.broker,
-        policy: () => policy,
-        approvers: (requesterId) => approversFor(loaded.config, ref, requesterId),
-        approvalTimeoutMs: loaded.config.policy.approvalTimeoutSeconds * 1000,
-        currentRun: () => w?.currentRun,
-        log: this.log.child({ channel: key }),
-      });
-      this.gates.set(key, gate);
-      const allowedCustom = () => this.customTools.tools().filter((t) => isAllowed(t.id, policy).allowed);
-      const activeTools = () => [...callableTools(MOM_TOOL_NAMES, policy), ...(allowedCustom().length ? [INVOKE_TOOL_NAME] : [])];
-      const invokeTool = withLabel(createInvokeTool(this.customTools, gate, { channel: key, cwd: store.dir }) as Parameters<typeof withLabel>[0]);
-      w = new ChannelWorker({
-        bus: this.bus,
-        ref,
-        store,
-        log: this.log.child({ channel: key }),
+        log,
+        ledger,
+        maxCrashes: this.cfg.maxCrashes,
+        publishRetryMs: this.cfg.publishRetrySeconds * 1000,
+        onFailure,
+        deadLetter: async (message, seq, reason) => {
+          const subject = this.bus.subjects.channel("in", ref);
+          await this.bus.deadLetter("agent-runner", { subject, data: JSON.stringify(message), reason: `${reason} (stream seq ${seq})`, msgId: message.id });
+        },
         runTimeoutMs: loaded.config.runner.runTimeoutMinutes * 60_000,
         runSlot: (fn) => this.runSlot(fn),
-        materialize: channelMaterializer({ files: this.bus, store, workspaceDir: this.layout.workspaceDir, maxBytes: loaded.config.attachments.maxBytes, log: this.log.child({ channel: key }) }),
+        materialize: channelMaterializer({ files: this.bus, store, workspaceDir: this.layout.workspaceDir, maxBytes: loaded.config.attachments.maxBytes, log }),
         busyMode: loaded.config.adapters[ref.adapter]?.busy ?? "queue",
         policyProblem: () => (activeTools().length === 0 ? noCallableToolsMessage(key) : undefined),
         onToolError: (toolCallId, toolName) => (activeTools().includes(toolName) ? Promise.resolve() : gate.hidden(toolCallId, toolName)),
@@ -175,7 +354,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
             listChannels: () => this.layout.listChannels().map(qualifiedChannelId),
             attach: {
               maxBytes: loaded.config.attachments.maxBytes,
-              send: attachmentSender({ bus: this.bus, ref, currentRun: () => w?.currentRun, log: this.log.child({ channel: key }) }),
+              send: attachmentSender({ bus: this.bus, ref, currentRun: () => w?.currentRun, log }),
             },
             gate,
             activeTools,
@@ -184,9 +363,9 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
             receiptsNote: () => receiptsNote(w?.currentRun?.receipts),
             onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
           }),
-      });
-      this.workers.set(key, w);
-    }
+      }),
+      { gate },
+    );
     return w;
   }
 
@@ -197,17 +376,35 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     for (const p of problems) this.log.warn({ path: p.path, error: p.error }, "custom tool not loaded");
   }
 
+  /** Idle channels are given up (their record keeps the progress), so owned = active. */
   private async evictIdle(idleMs: number): Promise<void> {
     const now = Date.now();
-    for (const [key, w] of this.workers) {
-      if (!w.busy && now - w.lastActivity > idleMs) {
-        this.workers.delete(key);
-        this.gates.delete(key);
-        await w.dispose();
-        this.log.debug({ channel: key }, "evicted idle channel session");
+    for (const [key, c] of this.owned) {
+      if (!c.worker.busy && now - c.worker.lastActivity > idleMs) {
+        await this.handOff(key, null, 0);
+        this.log.debug({ channel: key }, "released idle channel");
       }
     }
   }
+
+  private every(ms: number, fn: () => Promise<void>): void {
+    let running = false;
+    const t = setInterval(() => {
+      if (running) return;
+      running = true;
+      fn()
+        .catch((err) => this.log.warn({ err }, "runner housekeeping failed"))
+        .finally(() => (running = false));
+    }, ms);
+    t.unref();
+    this.timers.push(t);
+  }
+}
+
+/** Pod name (HOSTNAME in Kubernetes) + pid + a random suffix: unique per process, readable in logs. */
+function defaultRunnerId(): string {
+  const host = (process.env.HOSTNAME || hostname()).replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 40);
+  return `${host}-${process.pid}-${randomBytes(3).toString("hex")}`;
 }
 
 function receiptsNote(receipts: Receipt[] | undefined): string | undefined {

@@ -1,0 +1,101 @@
+import { parsePayload, type Subjects, type Validator } from "@mom/contracts";
+import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import type { Static, TSchema } from "typebox";
+import type { Delivery } from "./consume-types.js";
+import { msgIdOf } from "./process-message.js";
+
+export interface FollowOptions<S extends TSchema> {
+  stream: string;
+  /** One subject (wildcards allowed). */
+  filterSubject: string;
+  /** First stream sequence to read, or "new" for messages published from now on. */
+  from: number | "new";
+  schema: S;
+  /**
+   * Called once per message, in stream order, one at a time. An invalid payload is skipped and
+   * reported through onInvalid: a follower reads what a durable consumer already dead-lettered.
+   */
+  handler: (d: Delivery<Static<S>>) => void | Promise<void>;
+  onInvalid?: (seq: number, reason: string) => void;
+}
+
+export interface Following {
+  /** Stops reading; the handler is not called again. Idempotent. */
+  stop(): void;
+  /** Resolves when the reading loop has ended (after stop(), or when the connection closed). */
+  readonly done: Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/**
+ * Reads a subject in stream order from a given sequence with an ordered consumer: no durable
+ * state on the server, no acks, no redelivery delay. nats.js re-creates the consumer after a
+ * server restart or a gap, resuming after the last sequence it handed out, so nothing is skipped
+ * or repeated; this loop re-opens it when it fails outright.
+ */
+export function follow<S extends TSchema>(
+  deps: { js: JetStreamClient; jsm: JetStreamManager; subjects: Subjects; logger: Logger; validator: Validator<S>; isClosed: () => boolean },
+  opts: FollowOptions<S>,
+): Following {
+  let stopped = false;
+  let messages: ConsumerMessages | undefined;
+  let next = opts.from;
+  const log = deps.logger.child({ stream: opts.stream, follow: opts.filterSubject });
+
+  const handle = async (msg: JsMsg) => {
+    next = msg.seq + 1;
+    const parsed = parsePayload(deps.validator, msg.data);
+    if (!parsed.ok) return opts.onInvalid?.(msg.seq, parsed.reason);
+    const ref = deps.subjects.parse(msg.subject);
+    await opts.handler({
+      subject: msg.subject,
+      data: parsed.value,
+      msgId: msgIdOf(msg),
+      streamSeq: msg.seq,
+      deliveryCount: 1,
+      redelivered: false,
+      channel: ref ? { adapter: ref.adapter, channelId: ref.channelId } : undefined,
+    });
+  };
+
+  const done = (async () => {
+    let failures = 0;
+    while (!stopped && !deps.isClosed()) {
+      try {
+        // "new" is pinned to a sequence once, so a re-open after a failure skips nothing.
+        if (next === "new") next = (await deps.jsm.streams.info(opts.stream)).state.last_seq + 1;
+        const consumer = await deps.js.consumers.get(opts.stream, {
+          filter_subjects: opts.filterSubject,
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: Math.max(1, next),
+        });
+        if (stopped) break;
+        messages = await consumer.consume();
+        if (stopped) messages.stop();
+        for await (const msg of messages) {
+          if (stopped) break;
+          failures = 0;
+          await handle(msg);
+        }
+      } catch (err) {
+        if (stopped || deps.isClosed()) break;
+        failures++;
+        const retryInMs = Math.min(200 * 2 ** (failures - 1), 5000);
+        log.warn({ err, retryInMs }, "following a subject failed; retrying");
+        await sleep(retryInMs);
+      } finally {
+        messages = undefined;
+      }
+    }
+  })();
+
+  return {
+    stop() {
+      stopped = true;
+      messages?.stop();
+    },
+    done,
+  };
+}

@@ -1,0 +1,128 @@
+import type { KV } from "@mom/bus";
+import { ChannelRecord, validator } from "@mom/contracts";
+import type { Logger } from "pino";
+
+const checkRecord = validator(ChannelRecord);
+
+export interface Versioned {
+  record: ChannelRecord;
+  /** KV revision: every write names the revision it read, so two writers can never both win. */
+  revision: number;
+}
+
+/** Thrown when a compare-and-set lost: somebody else changed the channel's record first. */
+export class RecordConflict extends Error {
+  override name = "RecordConflict";
+}
+
+/**
+ * Every channel's ownership record (KV bucket MOM_CHANNELS), mirrored in memory by a watch, and
+ * written only by compare-and-set. The mirror may lag; decisions that matter re-read or CAS.
+ */
+export class ChannelDirectory {
+  private readonly records = new Map<string, Versioned>();
+  private readonly counts = new Map<string, number>();
+  private watching?: { stop(): void };
+  private listener: (key: string, v: Versioned | undefined) => void = () => {};
+
+  constructor(
+    private readonly kv: KV,
+    private readonly log: Logger,
+  ) {}
+
+  /** Loads every record, then keeps the mirror current and tells `onChange` about each change. */
+  async start(onChange: (key: string, v: Versioned | undefined) => void): Promise<void> {
+    let markReady!: () => void;
+    const ready = new Promise<void>((r) => (markReady = r));
+    const iter = await this.kv.watch();
+    this.watching = iter;
+    void (async () => {
+      for await (const e of iter) {
+        if (e.operation !== "PUT") this.apply(e.key, undefined);
+        else {
+          const parsed = checkRecord.check(safeJson(e.string()));
+          if (parsed.ok) this.apply(e.key, { record: parsed.value, revision: e.revision });
+          else this.log.error({ key: e.key, reason: parsed.reason }, "ignoring an invalid channel record");
+        }
+        if (e.delta === 0) markReady();
+      }
+    })().catch((err) => this.log.warn({ err }, "channel record watch ended"));
+    if ((await this.kv.status()).values === 0) markReady();
+    await ready;
+    this.listener = onChange;
+  }
+
+  stop(): void {
+    this.watching?.stop();
+  }
+
+  get(key: string): Versioned | undefined {
+    return this.records.get(key);
+  }
+
+  entries(): IterableIterator<[string, Versioned]> {
+    return this.records.entries();
+  }
+
+  /** The record as stored now (not the mirror). */
+  async read(key: string): Promise<Versioned | undefined> {
+    const e = await this.kv.get(key);
+    if (!e || e.operation !== "PUT") return undefined;
+    const parsed = checkRecord.check(safeJson(e.string()));
+    if (!parsed.ok) throw new Error(`channel record ${key} is invalid: ${parsed.reason}`);
+    return { record: parsed.value, revision: e.revision };
+  }
+
+  /**
+   * Writes the record if it is still at `revision` (0: if it does not exist yet). Throws
+   * RecordConflict when somebody else wrote first; other errors (NATS down) propagate.
+   */
+  async write(key: string, record: ChannelRecord, revision: number): Promise<Versioned> {
+    let next: number;
+    try {
+      next = revision === 0 ? await this.kv.create(key, JSON.stringify(record)) : await this.kv.update(key, JSON.stringify(record), revision);
+    } catch (err) {
+      if (isConflict(err)) throw new RecordConflict(`channel ${key} changed under revision ${revision}`);
+      throw err;
+    }
+    const v = { record, revision: next };
+    this.apply(key, v);
+    return v;
+  }
+
+  /** How many channels each runner owns, by the mirror. */
+  ownedBy(runner: string): number {
+    return this.counts.get(runner) ?? 0;
+  }
+
+  private apply(key: string, v: Versioned | undefined): void {
+    const have = this.records.get(key);
+    if (v && have && have.revision >= v.revision) return; // an echo of our own write, or stale
+    this.count(have?.record.owner, -1);
+    this.count(v?.record.owner, +1);
+    if (v) this.records.set(key, v);
+    else this.records.delete(key);
+    this.listener(key, v);
+  }
+
+  private count(owner: string | null | undefined, by: number): void {
+    if (!owner) return;
+    const n = (this.counts.get(owner) ?? 0) + by;
+    if (n > 0) this.counts.set(owner, n);
+    else this.counts.delete(owner);
+  }
+}
+
+function isConflict(err: unknown): boolean {
+  const e = err as { code?: number; message?: string };
+  // 10071: wrong last sequence (update); create of an existing key reports the same or "key exists".
+  return e?.code === 10071 || /wrong last sequence|key exists/i.test(e?.message ?? "");
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,132 @@
+import type { ChannelRecord, InterruptedRun } from "@mom/contracts";
+import type { Logger } from "pino";
+import { type ChannelDirectory, RecordConflict, type Versioned } from "./channel-directory.js";
+
+/** This runner no longer owns the channel: stop, write nothing more. */
+export class ChannelLost extends Error {
+  override name = "ChannelLost";
+  constructor(key: string) {
+    super(`channel ${key} now belongs to another runner`);
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+const SAVE_DEBOUNCE_MS = 250;
+const SAVE_RETRY_FOR_MS = 120_000;
+
+/**
+ * How far an owned channel's messages are done, persisted in its record by compare-and-set. The
+ * owner handles messages in order; `doneSeq` is the last sequence before the oldest one still in
+ * hand, so a new owner re-reads exactly what was not finished. The record also names the run in
+ * progress, which is how a new owner knows a run was interrupted and what to resume.
+ */
+export class ChannelLedger {
+  private v: Versioned;
+  private readonly pending = new Set<number>();
+  private lastSeq: number;
+  private writes: Promise<unknown> = Promise.resolve();
+  private timer?: NodeJS.Timeout;
+  private lost = false;
+  /** The run the previous owner left unfinished (read once, when this runner took the channel). */
+  readonly interrupted?: InterruptedRun;
+
+  constructor(
+    private readonly dir: ChannelDirectory,
+    readonly key: string,
+    v: Versioned,
+    private readonly log: Logger,
+    private readonly onLost: () => void,
+  ) {
+    this.v = v;
+    this.lastSeq = v.record.doneSeq;
+    this.interrupted = v.record.run;
+  }
+
+  get record(): ChannelRecord {
+    return this.v.record;
+  }
+
+  get isLost(): boolean {
+    return this.lost;
+  }
+
+  /** The first sequence a reader of this channel must start at. */
+  get resumeSeq(): number {
+    return this.v.record.doneSeq + 1;
+  }
+
+  /** A message came in; false when it was already seen (a re-read), which the caller drops. */
+  begin(seq: number): boolean {
+    if (seq <= this.lastSeq) return false;
+    this.lastSeq = seq;
+    this.pending.add(seq);
+    return true;
+  }
+
+  /** A run starts for the message at `seq`: record it before anything of it reaches the channel. */
+  runStarting(run: Omit<InterruptedRun, "phase">): Promise<void> {
+    return this.save((r) => ({ ...r, run: { ...run, phase: "running" } }));
+  }
+
+  /** The run was stopped on purpose (shutdown): the next owner resumes it without counting a crash. */
+  handedOver(): Promise<void> {
+    return this.save((r) => (r.run ? { ...r, run: { ...r.run, phase: "handed-over" } } : r));
+  }
+
+  /** The message at `seq` is fully handled. Run ends are saved at once, the rest within 250 ms. */
+  done(seq: number): Promise<void> {
+    this.pending.delete(seq);
+    const endsRun = this.v.record.run?.seq === seq;
+    if (endsRun) return this.save((r) => this.advanced(r));
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      void this.save((r) => this.advanced(r)).catch(() => {});
+    }, SAVE_DEBOUNCE_MS);
+    return Promise.resolve();
+  }
+
+  /** Gives the channel to `owner` (null: nobody, `pending` saying whether work is left). */
+  release(owner: string | null, pending: boolean): Promise<void> {
+    clearTimeout(this.timer);
+    return this.save((r) => {
+      const { pending: _, ...rest } = this.advanced(r);
+      return { ...rest, owner, ...(owner === null && pending && { pending: true }) };
+    });
+  }
+
+  private advanced(r: ChannelRecord): ChannelRecord {
+    const oldest = Math.min(...this.pending);
+    const doneSeq = Math.max(r.doneSeq, this.pending.size ? oldest - 1 : this.lastSeq);
+    const { run, ...rest } = r;
+    const keepRun = run !== undefined && run.seq > doneSeq;
+    return { ...rest, doneSeq, ...(keepRun && { run }) };
+  }
+
+  /** Serialised compare-and-set writes; NATS outages are retried, a lost race fences the channel. */
+  private save(change: (r: ChannelRecord) => ChannelRecord): Promise<void> {
+    const write = this.writes.then(async () => {
+      if (this.lost) throw new ChannelLost(this.key);
+      const next = change(this.v.record);
+      if (JSON.stringify(next) === JSON.stringify(this.v.record)) return;
+      const deadline = Date.now() + SAVE_RETRY_FOR_MS;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          this.v = await this.dir.write(this.key, next, this.v.revision);
+          return;
+        } catch (err) {
+          if (err instanceof RecordConflict) {
+            this.lost = true;
+            this.log.warn({ channel: this.key }, "channel was taken over by another runner; stopping here");
+            this.onLost();
+            throw new ChannelLost(this.key);
+          }
+          if (Date.now() > deadline) throw err;
+          if (attempt === 1) this.log.warn({ err, channel: this.key }, "could not save channel progress; retrying");
+          await sleep(Math.min(250 * attempt, 2000));
+        }
+      }
+    });
+    this.writes = write.catch(() => undefined);
+    return write;
+  }
+}

@@ -1,0 +1,130 @@
+import type { KV } from "@mom/bus";
+import { RunnerHeartbeat, validator } from "@mom/contracts";
+import type { Logger } from "pino";
+
+const checkHeartbeat = validator(RunnerHeartbeat);
+
+export interface MembershipOptions {
+  kv: KV;
+  id: string;
+  /** A runner not heard from for this long is dead; its channels go to the others. */
+  leaseMs: number;
+  /** How many channels this runner owns now (sent with every heartbeat). */
+  load: () => number;
+  log: Logger;
+}
+
+interface Seen {
+  hb: RunnerHeartbeat;
+  /** When this process last heard it, on its own clock: no clock skew between machines matters. */
+  at: number;
+}
+
+/**
+ * Which runners are alive. Each runner puts a heartbeat into a TTL'd KV bucket every leaseMs/5 and
+ * watches everybody's. Liveness is judged by when *this* process last heard a runner, and time
+ * this process could not hear anything (its own disconnect) never counts against the others.
+ */
+export class Membership {
+  private readonly seen = new Map<string, Seen>();
+  private readonly startedAt = new Date().toISOString();
+  private lastBeatOk = Date.now();
+  private timer?: NodeJS.Timeout;
+  private watching?: { stop(): void };
+  private leaving = false;
+  private ready!: Promise<void>;
+
+  constructor(private readonly o: MembershipOptions) {}
+
+  get id(): string {
+    return this.o.id;
+  }
+
+  /** Puts the first heartbeat and reads everybody's; resolves when the initial view is complete. */
+  async start(): Promise<void> {
+    await this.beat();
+    let markReady!: () => void;
+    this.ready = new Promise((r) => (markReady = r));
+    const iter = await this.o.kv.watch();
+    this.watching = iter;
+    void (async () => {
+      for await (const e of iter) {
+        if (e.operation !== "PUT") this.seen.delete(e.key);
+        else {
+          const parsed = checkHeartbeat.check(safeJson(e.string()));
+          if (parsed.ok) this.seen.set(e.key, { hb: parsed.value, at: Date.now() });
+          else this.o.log.warn({ key: e.key, reason: parsed.reason }, "ignoring an invalid runner heartbeat");
+        }
+        if (e.delta === 0) markReady();
+      }
+    })().catch((err) => this.o.log.warn({ err }, "runner heartbeat watch ended"));
+    // An empty bucket has no last entry to mark the end of the initial values.
+    const status = await this.o.kv.status();
+    if (status.values === 0) markReady();
+    await this.ready;
+    this.timer = setInterval(() => void this.beat(), Math.max(100, Math.floor(this.o.leaseMs / 5)));
+    this.timer.unref();
+  }
+
+  /** This process was deaf (disconnected): nobody's silence during that time means they died. */
+  forgive(): void {
+    const now = Date.now();
+    for (const s of this.seen.values()) s.at = Math.max(s.at, now);
+  }
+
+  /** True while this runner's own heartbeats land: past half a lease without one it must stop writing. */
+  get healthy(): boolean {
+    return Date.now() - this.lastBeatOk < this.o.leaseMs / 2;
+  }
+
+  isAlive(id: string): boolean {
+    if (id === this.o.id) return true;
+    const s = this.seen.get(id);
+    return s !== undefined && Date.now() - s.at < this.o.leaseMs;
+  }
+
+  /** Live runners that may be given channels (not shutting down), with their reported load. */
+  assignable(): RunnerHeartbeat[] {
+    const out: RunnerHeartbeat[] = [];
+    for (const [id] of this.seen) {
+      const s = this.seen.get(id)!;
+      if (id !== this.o.id && this.isAlive(id) && !s.hb.leaving) out.push(s.hb);
+    }
+    if (!this.leaving) out.push(this.heartbeat());
+    return out;
+  }
+
+  /** Marks this runner as leaving (no new channels) and publishes that at once. */
+  async leave(): Promise<void> {
+    this.leaving = true;
+    await this.beat();
+  }
+
+  /** Stops heartbeating and removes this runner's key, so the others need not wait a lease. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.watching?.stop();
+    await this.o.kv.delete(this.o.id).catch(() => {});
+  }
+
+  private heartbeat(): RunnerHeartbeat {
+    return { id: this.o.id, channels: this.o.load(), startedAt: this.startedAt, ...(this.leaving && { leaving: true }) };
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      await this.o.kv.put(this.o.id, JSON.stringify(this.heartbeat()));
+      this.lastBeatOk = Date.now();
+    } catch (err) {
+      this.o.log.warn({ err }, "could not put the runner heartbeat");
+    }
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
