@@ -29,6 +29,8 @@ export interface PublishOptions {
   retryForMs?: number;
   /** Per-attempt timeout waiting for the JetStream ack (default 5 s). */
   timeoutMs?: number;
+  /** Stops retrying (the publish rejects) once aborted: the publisher no longer has the right to speak. */
+  signal?: AbortSignal;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -145,6 +147,7 @@ export class Bus implements FileSource {
     if (opts.timeoutMs) pubOpts.timeout = opts.timeoutMs;
     const deadline = Date.now() + (opts.retryForMs ?? 0);
     for (let attempt = 1; ; attempt++) {
+      if (opts.signal?.aborted) throw new Error(`publish to ${subject} (msgId ${msgId}) cancelled`);
       try {
         const ack = await this.js.publish(subject, json, pubOpts);
         this.logger.debug({ subject, msgId, seq: ack.seq, duplicate: ack.duplicate }, "published");
@@ -152,7 +155,7 @@ export class Bus implements FileSource {
       } catch (err) {
         // Every error is retried until the deadline: a restarting server answers with API errors too.
         const pause = Math.min(250 * attempt, 2000);
-        const final = this.nc.isClosed() || Date.now() + pause > deadline;
+        const final = this.nc.isClosed() || opts.signal?.aborted || Date.now() + pause > deadline;
         if (final) throw new Error(`publish to ${subject} (msgId ${msgId}) failed: ${describePublishError(err)}`, { cause: err });
         if (attempt === 1 || attempt % 10 === 0) this.logger.warn({ subject, msgId, attempt, err }, "publish failed; retrying with the same msg-id");
         await sleep(pause);

@@ -45,7 +45,7 @@ describe("loadConfig", () => {
       nats: { url: "nats://nats:4222", namespace: "mom-test", streams: { maxAgeHours: 24, duplicateWindowSeconds: 60, replicas: 3 } },
       adapters: { cli: { type: "cli", admins: ["alice"], dm: ["alice", "bob"], busy: "steer" }, "cli-2": { type: "cli", dm: "none" } },
       sandbox: { type: "host" },
-      runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10 },
+      runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10, leaseSeconds: 10, shutdownGraceSeconds: 5, maxCrashes: 2, publishRetrySeconds: 30 },
       attachments: { maxBytes: 1024 },
       scheduler: { graceMinutes: 0, maxQueuedPerChannel: 5, maxPerMinutePerChannel: 2, watch: "poll", pollIntervalMs: 500 },
       channels: { "cli/local": { model: "fake/other", thinkingLevel: "low" }, "slack-acme/C0A34FL8PMH": {} },
@@ -71,7 +71,7 @@ describe("loadConfig", () => {
     writeFileSync(file, JSON.stringify({ nats: { streams: { maxAgeHours: 1 } }, runner: { maxConcurrentRuns: 4 }, adapters: { term: { type: "cli" } } }));
     const { config } = loadConfig(dataDir, {});
     expect(config.nats).toEqual({ url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 1, duplicateWindowSeconds: 120, replicas: 1 } });
-    expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30 });
+    expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30, leaseSeconds: 15, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90 });
     expect(config.adapters).toEqual({ term: { type: "cli" } });
   });
 

@@ -295,6 +295,8 @@ export class ChannelWorker {
   /** The channel is no longer ours (taken over, or this runner lost the bus): abort, write nothing more. */
   async fence(): Promise<void> {
     this.halted = "fenced";
+    this.current?.publisher.cancel();
+    for (const q of this.queued) q.publisher.cancel();
     await this.stopCurrent();
     await this.settled();
   }

@@ -37,6 +37,7 @@ export function runEventMsgId(runId: string, seq: number, type: OutboundEventBod
 export class RunPublisher {
   private chain: Promise<void> = Promise.resolve();
   private lost = 0;
+  private readonly cancelled = new AbortController();
   private held?: Delta;
   private timer?: NodeJS.Timeout;
 
@@ -49,6 +50,13 @@ export class RunPublisher {
     private readonly retryForMs = 0,
     private seq = 0,
   ) {}
+
+  /** Drops every event not on the bus yet: the channel has a new owner, who speaks for this run now. */
+  cancel(): void {
+    this.cancelled.abort();
+    clearTimeout(this.timer);
+    this.held = undefined;
+  }
 
   /** Events that could not be published within retryForMs. */
   get lostEvents(): number {
@@ -88,9 +96,11 @@ export class RunPublisher {
     const out: OutboundEvent = { runId: this.runId, seq: this.seq++, ts: new Date().toISOString(), event };
     const subject = this.bus.subjects.channel("out", this.ref);
     this.chain = this.chain.then(async () => {
+      if (this.cancelled.signal.aborted) return;
       try {
-        await this.bus.publish(subject, out, runEventMsgId(out.runId, out.seq, event.type), { retryForMs: this.retryForMs });
+        await this.bus.publish(subject, out, runEventMsgId(out.runId, out.seq, event.type), { retryForMs: this.retryForMs, signal: this.cancelled.signal });
       } catch (err) {
+        if (this.cancelled.signal.aborted) return;
         this.lost++;
         this.log.error({ err, seq: out.seq, type: event.type }, "could not publish outbound event: the channel will not see it");
       }

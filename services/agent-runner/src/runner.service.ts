@@ -262,6 +262,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       if (v?.record.owner === this.runnerId) this.acquire(key, v);
     }
     await this.ownership.tick();
+    // Records that name this runner but were never acted on (a change missed by a watch).
+    for (const [key, v] of this.directory.entries()) if (v.record.owner === this.runnerId && !this.owned.has(key)) this.acquire(key, v);
   }
 
   /** While disconnected this runner heard nobody: that silence is not evidence of death. */
@@ -270,6 +272,9 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       if (s.type === "reconnect") {
         this.membership.forgive();
         this.bus.streamState("IN").then((st) => (this.streamCreated = st.created), () => {});
+        // A server restart can leave a watch silent: watch again, missed changes are replayed.
+        this.membership.watch().then(() => this.membership.forgive(), (err) => this.log.warn({ err }, "could not watch heartbeats again"));
+        this.directory.watch().catch((err) => this.log.warn({ err }, "could not watch channel records again"));
       }
     }
   }
@@ -277,15 +282,16 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private async onControl(d: Delivery<ControlMessage>): Promise<void> {
     const ref = this.refOf(d);
     const c = this.owned.get(channelKey(ref));
-    if (!c) return; // another replica owns it
     const data = d.data;
-    if (data.type === "abort") return c.worker.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : "abort", data.runId);
+    // The owner acts; for a channel nobody owns, one replica (the first by id) answers a decision.
+    if (!c && !(data.type === "approval_decision" && this.speaksForUnowned(channelKey(ref)))) return;
+    if (data.type === "abort") return c!.worker.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : "abort", data.runId);
     const key = qualifiedChannelId(ref);
-    const result = this.broker.decide(key, data);
+    const result = c ? this.broker.decide(key, data) : ({ status: "unknown" } as const);
     const by = data.decidedBy.username ? `@${data.decidedBy.username}` : data.decidedBy.id;
     if (result.status === "refused") {
       this.log.warn({ channel: key, approvalId: data.approvalId, by }, "approval decision refused: not an approver");
-      await c.worker.gate.refused(result.pending, by);
+      await c!.worker.gate.refused(result.pending, by);
     } else if (result.status === "unknown") {
       // The run that asked is gone (finished, timed out, or its runner restarted): say so, never hang.
       this.log.warn({ channel: key, approvalId: data.approvalId, by }, "decision for an unknown or expired approval");
@@ -293,6 +299,13 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       pub.emit({ type: "approval_resolved", approvalId: data.approvalId, outcome: "expired" });
       await pub.flushed();
     }
+  }
+
+  private speaksForUnowned(key: string): boolean {
+    const owner = this.directory.get(key)?.record.owner;
+    if (owner && this.membership.isAlive(owner)) return false;
+    const ids = this.membership.assignable().map((r) => r.id).sort();
+    return ids[0] === this.runnerId;
   }
 
   private refOf(d: Delivery<unknown>): ChannelRef {

@@ -11,6 +11,8 @@ export interface StartRunnerOptions {
   bus: BusOptions;
   logger: Logger;
   durable?: string;
+  /** This replica's id (default: MOM_RUNNER_ID, else host, pid and a random suffix). */
+  runnerId?: string;
 }
 
 export interface RunningService {
@@ -22,7 +24,7 @@ export async function startRunner(o: StartRunnerOptions): Promise<RunningService
   // Fails fast with an operator-readable ModelSetupError before anything connects.
   const models = new ModelCatalog(o.loaded);
   const app = await NestFactory.createApplicationContext(
-    RunnerModule.forRoot({ loaded: o.loaded, models, logger: o.logger, durable: o.durable }, o.bus),
+    RunnerModule.forRoot({ loaded: o.loaded, models, logger: o.logger, durable: o.durable, runnerId: o.runnerId ?? (process.env.MOM_RUNNER_ID || undefined) }, o.bus),
     { logger: false, abortOnError: false },
   );
   await app.init();

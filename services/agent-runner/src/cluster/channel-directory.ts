@@ -32,6 +32,13 @@ export class ChannelDirectory {
 
   /** Loads every record, then keeps the mirror current and tells `onChange` about each change. */
   async start(onChange: (key: string, v: Versioned | undefined) => void): Promise<void> {
+    await this.watch();
+    this.listener = onChange;
+  }
+
+  /** Watches anew (after a reconnect the old watch may be stale); changes missed meanwhile are replayed. */
+  async watch(): Promise<void> {
+    this.watching?.stop();
     let markReady!: () => void;
     const ready = new Promise<void>((r) => (markReady = r));
     const iter = await this.kv.watch();
@@ -49,7 +56,6 @@ export class ChannelDirectory {
     })().catch((err) => this.log.warn({ err }, "channel record watch ended"));
     if ((await this.kv.status()).values === 0) markReady();
     await ready;
-    this.listener = onChange;
   }
 
   stop(): void {

@@ -32,7 +32,6 @@ export class Membership {
   private timer?: NodeJS.Timeout;
   private watching?: { stop(): void };
   private leaving = false;
-  private ready!: Promise<void>;
 
   constructor(private readonly o: MembershipOptions) {}
 
@@ -43,8 +42,16 @@ export class Membership {
   /** Puts the first heartbeat and reads everybody's; resolves when the initial view is complete. */
   async start(): Promise<void> {
     await this.beat();
+    await this.watch();
+    this.timer = setInterval(() => void this.beat(), Math.max(100, Math.floor(this.o.leaseMs / 5)));
+    this.timer.unref();
+  }
+
+  /** Watches the heartbeats anew (after a reconnect the old watch may be stale). */
+  async watch(): Promise<void> {
+    this.watching?.stop();
     let markReady!: () => void;
-    this.ready = new Promise((r) => (markReady = r));
+    const ready = new Promise<void>((r) => (markReady = r));
     const iter = await this.o.kv.watch();
     this.watching = iter;
     void (async () => {
@@ -59,11 +66,8 @@ export class Membership {
       }
     })().catch((err) => this.o.log.warn({ err }, "runner heartbeat watch ended"));
     // An empty bucket has no last entry to mark the end of the initial values.
-    const status = await this.o.kv.status();
-    if (status.values === 0) markReady();
-    await this.ready;
-    this.timer = setInterval(() => void this.beat(), Math.max(100, Math.floor(this.o.leaseMs / 5)));
-    this.timer.unref();
+    if ((await this.o.kv.status()).values === 0) markReady();
+    await ready;
   }
 
   /** This process was deaf (disconnected): nobody's silence during that time means they died. */
