@@ -99,8 +99,8 @@ echo "ok   mom doctor as runner"
 "${as_runner[@]}" node "$mom" runner "$tmp/data" 2>"$tmp/runner.log" &
 runner_pid=$!
 pids+=($runner_pid)
-wait_for "$tmp/runner.log" '"durable":"agent-runner-ctl".*"msg":"consuming"' 20 || { tail "$tmp/runner.log"; fail "runner did not start consuming"; }
-echo "ok   mom runner as runner: streams provisioned, both durables consuming"
+wait_for "$tmp/runner.log" '"msg":"agent runner ready"' 20 || { tail "$tmp/runner.log"; fail "runner did not start"; }
+echo "ok   mom runner as runner: streams and ownership buckets provisioned, consuming"
 
 mkfifo "$tmp/cli.in"
 "${as_ingress_cli[@]}" node "$mom" ingress cli "$tmp/data" <"$tmp/cli.in" >"$tmp/cli.out" 2>"$tmp/cli.log" &

@@ -104,7 +104,7 @@ describe("ConfigError messages name file, path and expectation", () => {
   it("unknown key, with a hint for near misses", () => {
     expect(errorFor(JSON.stringify({ runner: { maxConcurentRuns: 3 } })).message).toBe(
       `${file}: /runner/maxConcurentRuns: unknown key "maxConcurentRuns" (did you mean "maxConcurrentRuns"?); ` +
-        'allowed keys: "idleEvictMinutes", "maxConcurrentRuns", "runTimeoutMinutes"',
+        'allowed keys: "idleEvictMinutes", "maxConcurrentRuns", "runTimeoutMinutes", "leaseSeconds", "shutdownGraceSeconds", "maxCrashes", "publishRetrySeconds"',
     );
     expect(errorFor(JSON.stringify({ foo: 1 })).message).toMatch(new RegExp(`^${escape(file)}: /foo: unknown key "foo"; allowed keys: "model", `));
     expect(errorFor(JSON.stringify({ adapters: { cli: { type: "cli", admin: ["a"] } } })).message).toContain(
