@@ -235,7 +235,7 @@ function instrumentRunner() {
   };
   const undo = [
     () => (Bus.prototype.publish = origPublish),
-    wrap(ChannelWorker.prototype, "accept", (message) => mark(message?.id, "accept")),
+    wrap(ChannelWorker.prototype, "deliver", (_seq, message) => mark(message?.id, "accept")),
     wrap(ChannelWorker.prototype, "execute", (item) => mark(item?.message?.id, "execute"), (item) => mark(item?.message?.id, "executeDone")),
     wrap(ChannelStore.prototype, "appendLog", (e) => mark(e?.id, "appendLogCalled"), (e) => mark(e?.id, "logged")),
   ];

@@ -1,15 +1,16 @@
 // Several `mom runner` processes on one NATS and one workspace, a fake model, and an observer of
 // mom.out: what the scale-out tests (and their faults) are made of.
 import { Bus } from "@mom/bus";
-import { ChannelMessage, OutboundEvent } from "@mom/contracts";
+import { type ChannelMessage, channelKey, channelsBucket, OutboundEvent, runnersBucket } from "@mom/contracts";
 import { type FakeLlm, type FakeRequest, spawnNatsServer, startFakeLlm, type TestNats } from "@mom/testing";
 import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pino } from "pino";
 import { fileURLToPath } from "node:url";
 import { OutputCapture } from "./output-capture.js";
+import { expect } from "@jest/globals";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -93,17 +94,47 @@ export class RunnerCluster {
     return p;
   }
 
-  async publish(channel: string, n: number): Promise<void> {
+  /** The runner id the channel's record names (undefined: no record yet). */
+  async ownerOf(channel: string): Promise<string | null | undefined> {
+    const kv = await this.bus.existingKeyValue(channelsBucket(this.bus.subjects.namespace));
+    const e = await kv?.get(channelKey({ adapter: "cli", channelId: channel }));
+    return e?.operation === "PUT" ? (JSON.parse(e.string()) as { owner: string | null }).owner : undefined;
+  }
+
+  /** Channels per live runner, from their heartbeats. */
+  async loads(): Promise<Map<string, number>> {
+    const kv = await this.bus.existingKeyValue(runnersBucket(this.bus.subjects.namespace));
+    const out = new Map<string, number>();
+    if (!kv) return out;
+    for await (const key of await kv.keys()) {
+      const e = await kv.get(key);
+      if (e?.operation === "PUT") out.set(key, (JSON.parse(e.string()) as { channels: number }).channels);
+    }
+    return out;
+  }
+
+  runner(name: string): RunnerProc {
+    const r = this.runners.find((x) => x.name === name);
+    if (!r) throw new Error(`no runner ${name}`);
+    return r;
+  }
+
+  async publish(channel: string, n: number, text = question(channel, n)): Promise<void> {
     const message: ChannelMessage = {
       id: `${channel}-${n}`,
       channelId: channel,
       timestamp: new Date().toISOString(),
       sender: { id: "U1", username: "alice", isBot: false },
-      text: question(channel, n),
+      text,
       attachments: [],
       isMention: true,
     };
     await this.bus.publish(this.bus.subjects.channel("in", { adapter: "cli", channelId: channel }), message, message.id, { retryForMs: 60_000, timeoutMs: 1000 });
+  }
+
+  /** Every outbound event of one channel, in stream order. */
+  eventsOf(channel: string): OutboundEvent[] {
+    return this.events.filter((x) => x.channel === channel).map((x) => x.e);
   }
 
   /** run_ended events with an answer, per channel, in stream order. */
@@ -150,5 +181,47 @@ export class RunnerCluster {
         this.events.push({ streamSeq: d.streamSeq, channel: d.channel!.channelId, e: d.data });
       },
     });
+  }
+}
+
+/**
+ * The exactly-once checks: every mention 1..perChannel of each channel answered once and in order
+ * on the bus; no two runs of a channel overlapping; one copy of each message and answer in
+ * log.jsonl; one session in context.jsonl with each mention exactly once as a user turn.
+ */
+export function expectExactlyOnceInOrder(c: RunnerCluster, channels: string[], perChannel: number): void {
+  const answers = c.answers();
+  for (const ch of channels) {
+    const got = (answers.get(ch) ?? []).map((x) => x.text);
+    expect({ ch, got }).toEqual({ ch, got: Array.from({ length: perChannel }, (_, k) => answer(ch, k + 1)) });
+  }
+
+  // One run at a time per channel: after a run_started, the next lifecycle event of that channel
+  // is the end of the same run.
+  const open = new Map<string, string>();
+  for (const { channel: ch, e } of c.events) {
+    if (e.event.type === "run_started") {
+      expect({ ch, overlapping: open.get(ch) }).toEqual({ ch, overlapping: undefined });
+      open.set(ch, e.runId);
+    } else if (e.event.type === "run_ended" && open.get(ch) === e.runId) open.delete(ch);
+  }
+
+  for (const ch of channels) {
+    const dir = join(c.dataDir, "workspace/channels/cli", ch);
+    const log = readFileSync(join(dir, "log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const ids = log.map((e) => e.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const replies = log.filter((e) => e.isBot).map((e) => e.text);
+    expect({ ch, replies }).toEqual({ ch, replies: Array.from({ length: perChannel }, (_, k) => answer(ch, k + 1)) });
+    expect(existsSync(join(dir, "context.jsonl"))).toBe(true);
+    const ctx = readFileSync(join(dir, "context.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(ctx.filter((e) => e.type === "session")).toHaveLength(1);
+    const userText = ctx
+      .filter((e) => e.type === "message" && e.message.role === "user")
+      .map((e) => (e.message.content as { text?: string }[]).map((x) => x.text ?? "").join(""));
+    for (let n = 1; n <= perChannel; n++) {
+      const once = new RegExp(`${question(ch, n)}(?!\\d)`);
+      expect({ q: question(ch, n), copies: userText.filter((t) => once.test(t)).length }).toEqual({ q: question(ch, n), copies: 1 });
+    }
   }
 }

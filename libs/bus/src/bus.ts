@@ -181,6 +181,17 @@ export class Bus implements FileSource {
     }
   }
 
+  /** Opens an existing key-value bucket; undefined when it does not exist (yet). */
+  async existingKeyValue(bucket: string): Promise<KV | undefined> {
+    try {
+      const kv = await new Kvm(this.js).open(bucket, { bindOnly: true });
+      await kv.status();
+      return kv;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Reads a subject of a stream in order from a sequence, without a durable (see follow.ts). */
   follow<S extends TSchema>(opts: Omit<FollowOptions<S>, "stream"> & { stream: StreamKey }): Following {
     return follow(

@@ -13,8 +13,8 @@ export interface TestNats {
   /** JetStream store dir when this harness spawned the server. */
   storeDir?: string;
   stop(): Promise<void>;
-  /** Kill and start the spawned server again on the same port and store (restart tests). */
-  restart?(): Promise<void>;
+  /** Kill and start the spawned server again on the same port and store (restart tests); `downMs`: stay down that long first (an outage). */
+  restart?(downMs?: number): Promise<void>;
 }
 
 export async function freePort(): Promise<number> {
@@ -80,8 +80,9 @@ export async function spawnNatsServer(bin = findNatsServer()): Promise<TestNats>
     url: `nats://127.0.0.1:${port}`,
     namespace: uniqueNamespace(),
     storeDir,
-    async restart() {
+    async restart(downMs = 0) {
       await kill();
+      if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
       await start();
     },
     async stop() {

@@ -40,6 +40,8 @@ export interface ChannelWorkerDeps {
 /** What the worker needs of cluster/channel-ledger.ts. */
 export interface WorkerLedger {
   readonly interrupted?: InterruptedRun;
+  /** The interruption was this runner's own (it lost the bus and set the channel down): not a crash. */
+  readonly excused: boolean;
   begin(seq: number): boolean;
   runStarting(run: Omit<InterruptedRun, "phase">): Promise<void>;
   handedOver(): Promise<void>;
@@ -230,7 +232,7 @@ export class ChannelWorker {
       await endOf(this.ended({ stopReason: "stop", finalText: reply.text, usage: ZERO_USAGE }, message, Date.now()));
       return NOW;
     }
-    const crashes = was.crashes + (was.phase === "running" ? 1 : 0);
+    const crashes = was.crashes + (was.phase === "running" && !this.deps.ledger.excused ? 1 : 0);
     if (was.phase === "running" && crashes >= this.deps.maxCrashes) {
       const reason = `set aside: ${crashes} attempts at this message ended with the runner dying`;
       log.error({ crashes }, reason);
@@ -358,7 +360,13 @@ export class ChannelWorker {
       await pub.flushed();
       return [];
     }
-    await this.deps.ledger.runStarting({ seq: item.seq, messageId: message.id, runId, crashes: item.resume?.crashes ?? 0 });
+    try {
+      await this.deps.ledger.runStarting({ seq: item.seq, messageId: message.id, runId, crashes: item.resume?.crashes ?? 0 });
+    } catch (err) {
+      // Lost the channel, or could not record the run: the next owner (or a restart) runs it.
+      if (!this.halted) this.deps.onFailure?.();
+      throw new NotHandledHere(`run not started: ${(err as Error).message}`);
+    }
     this.current = item;
     let outcome: RunOutcome;
     try {
@@ -392,8 +400,9 @@ export class ChannelWorker {
       this.lastActivity = Date.now();
     }
     if (this.halted === "fenced") throw new NotHandledHere("channel taken over mid-run");
-    if (this.cutOff) {
-      this.cutOff = undefined;
+    const cutOff = this.cutOff && outcome.stopReason === "aborted";
+    this.cutOff = undefined;
+    if (cutOff) {
       pub.emit(this.ended({ ...outcome, stopReason: "aborted", errorMessage: HANDED_OVER, finalText: "" }, message, started));
       await pub.flushed();
       await this.deps.ledger.handedOver();

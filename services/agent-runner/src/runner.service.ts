@@ -64,6 +64,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private streamCreated = "";
   /** Channels set down while this runner could not reach NATS; re-checked when it can. */
   private deafened = new Set<string>();
+  /** Channels being handed over or restarted: neither owned nor to be acquired meanwhile. */
+  private readonly settling = new Set<string>();
   private closing = false;
 
   constructor(
@@ -115,7 +117,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         lose: (key) => void this.lose(key),
         handOff: (key, to) => void this.handOff(key, to, this.cfg.runTimeoutMinutes * 60_000),
         owned: () => [...this.owned.entries()].sort(([, a], [, b]) => Number(a.worker.busy) - Number(b.worker.busy) || a.worker.lastActivity - b.worker.lastActivity).map(([k]) => k),
-        isOwned: (key) => this.owned.has(key) || this.deafened.has(key),
+        isOwned: (key) => this.owned.has(key) || this.deafened.has(key) || this.settling.has(key),
       },
     });
     await this.membership.start();
@@ -151,7 +153,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     await this.membership?.leave();
     await this.discovery?.stop();
     const graceMs = this.cfg.shutdownGraceSeconds * 1000;
-    await Promise.all([...this.owned.keys()].map((key) => this.handOff(key, this.ownership.target(key, this.runnerId) ?? null, graceMs)));
+    await Promise.all([...this.owned.keys()].map((key) => this.handOff(key, this.ownership.planHandOff(key), graceMs)));
     this.control?.stop();
     this.directory?.stop();
     await this.membership?.stop();
@@ -169,8 +171,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   /** The record names this runner: read the channel from where its work is done. */
-  private acquire(key: string, v: Versioned): void {
-    if (this.closing || this.owned.has(key)) return;
+  private acquire(key: string, v: Versioned, excused = false): void {
+    if (this.closing || this.owned.has(key) || this.settling.has(key)) return;
     let ref: ChannelRef;
     try {
       ref = parseChannelKey(key);
@@ -179,7 +181,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       return;
     }
     const channel = qualifiedChannelId(ref);
-    const ledger = new ChannelLedger(this.directory, key, v, this.log.child({ channel }), () => void this.lose(key));
+    const ledger = new ChannelLedger(this.directory, key, v, this.log.child({ channel }), () => void this.lose(key), excused);
     const worker = this.createWorker(ref, ledger, () => void this.restart(key));
     const feed = this.bus.follow({
       stream: "IN",
@@ -210,6 +212,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const c = this.owned.get(key);
     if (!c) return this.ownership.handedOff(key);
     c.feed.stop();
+    this.settling.add(key);
     try {
       await c.worker.release(graceMs);
       this.owned.delete(key);
@@ -220,6 +223,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       this.log.warn({ err, channel: qualifiedChannelId(c.ref) }, "handing a channel over failed; the lease will move it");
     } finally {
       this.owned.delete(key);
+      this.settling.delete(key);
       this.ownership.handedOff(key);
       await c.worker.dispose();
     }
@@ -230,11 +234,13 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const c = this.owned.get(key);
     if (!c || this.closing) return;
     this.owned.delete(key);
+    this.settling.add(key);
     c.feed.stop();
     await c.worker.fence();
     await c.worker.dispose();
     const v = await this.directory.read(key).catch(() => undefined);
-    if (v?.record.owner === this.runnerId) this.acquire(key, v);
+    this.settling.delete(key);
+    if (v?.record.owner === this.runnerId) this.acquire(key, v, true);
   }
 
   private async hasWorkLeft(c: OwnedChannel): Promise<boolean> {
@@ -259,11 +265,13 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       const v = await this.directory.read(key).catch(() => undefined);
       if (v === undefined && !this.membership.healthy) return;
       this.deafened.delete(key);
-      if (v?.record.owner === this.runnerId) this.acquire(key, v);
+      if (v?.record.owner === this.runnerId) this.acquire(key, v, true);
     }
     await this.ownership.tick();
     // Records that name this runner but were never acted on (a change missed by a watch).
-    for (const [key, v] of this.directory.entries()) if (v.record.owner === this.runnerId && !this.owned.has(key)) this.acquire(key, v);
+    for (const [key, v] of this.directory.entries()) {
+      if (v.record.owner === this.runnerId && !this.owned.has(key) && !this.settling.has(key) && !this.deafened.has(key)) this.acquire(key, v);
+    }
   }
 
   /** While disconnected this runner heard nobody: that silence is not evidence of death. */

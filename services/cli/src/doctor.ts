@@ -1,5 +1,6 @@
 import { ModelSetupError, resolveModel } from "@mom/agent";
 import { Bus } from "@mom/bus";
+import { runnersBucket } from "@mom/contracts";
 import { ConfigError, createLogger, type LoadedConfig, loadConfig, parseModelRef, redactNatsUrl } from "@mom/config";
 import { spawnSync } from "node:child_process";
 import { CustomToolRegistry, createHostToolApi } from "@mom/tools";
@@ -33,7 +34,7 @@ async function checkNats(loaded: LoadedConfig): Promise<Check> {
   try {
     bus = await Bus.connect({ url, name: "mom-doctor", namespace: loaded.config.nats.namespace, logger: createLogger("mom-doctor", { level: "silent" }) });
     const info = await bus.jsm.getAccountInfo();
-    return { name: "NATS", ok: true, detail: `${shown} reachable, JetStream on (${info.streams} streams)` };
+    return { name: "NATS", ok: true, detail: `${shown} reachable (nats-server ${bus.serverVersion}), JetStream on (${info.streams} streams); ${await describeRunners(bus)}` };
   } catch (err) {
     const msg = (err as Error).message;
     const js = /jetstream|503/i.test(msg);
@@ -41,6 +42,28 @@ async function checkNats(loaded: LoadedConfig): Promise<Check> {
   } finally {
     await bus?.drain().catch(() => {});
   }
+}
+
+/**
+ * Runner replicas as their heartbeats show them. Scale-out needs nothing newer than 2.9 (KV
+ * compare-and-set; docs/scaling.md), so it is always available.
+ */
+async function describeRunners(bus: Bus): Promise<string> {
+  const kv = await bus.existingKeyValue(runnersBucket(bus.subjects.namespace));
+  const live: string[] = [];
+  if (kv) {
+    for await (const key of await kv.keys()) {
+      const e = await kv.get(key);
+      if (e?.operation !== "PUT") continue;
+      try {
+        const hb = JSON.parse(e.string()) as { id: string; channels: number; leaving?: boolean };
+        live.push(`${hb.id} (${hb.channels} channels${hb.leaving ? ", leaving" : ""})`);
+      } catch {
+        live.push(`${key} (unreadable heartbeat)`);
+      }
+    }
+  }
+  return `scale-out available (any number of \`mom runner\` replicas); runners alive: ${live.length ? live.join(", ") : "none"}`;
 }
 
 /** Everything that must be right before mom can answer, each with what to do when it is not. */

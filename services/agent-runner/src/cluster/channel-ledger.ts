@@ -36,6 +36,8 @@ export class ChannelLedger {
     v: Versioned,
     private readonly log: Logger,
     private readonly onLost: () => void,
+    /** Taken back after this runner's own outage or failure: an unfinished run is not a crash. */
+    readonly excused = false,
   ) {
     this.v = v;
     this.lastSeq = v.record.doneSeq;

@@ -74,7 +74,8 @@ export class Ownership {
    */
   async ensureOwner(key: string, firstDoneSeq: () => Promise<number>): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const have = this.o.directory.get(key) ?? (await this.o.directory.read(key));
+      // The mirror first (cheap, nearly always right); after a lost race, what is stored.
+      const have = (attempt === 0 ? this.o.directory.get(key) : undefined) ?? (await this.o.directory.read(key));
       const fresh = have && have.record.streamCreated === this.o.streamCreated() ? have : undefined;
       if (fresh?.record.owner && this.o.membership.isAlive(fresh.record.owner)) return;
       const to = this.target(key);
@@ -111,6 +112,13 @@ export class Ownership {
       }
     }
     this.rebalance();
+  }
+
+  /** Picks who gets a channel this runner gives away (shutdown), counting the ones already promised. */
+  planHandOff(key: string): string | null {
+    const to = this.target(key, this.me);
+    if (to) this.handing.set(key, to);
+    return to ?? null;
   }
 
   /** A handoff finished (or was abandoned): the channel may be balanced again. */
