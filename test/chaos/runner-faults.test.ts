@@ -84,7 +84,9 @@ describe("runner replicas", () => {
     c = await RunnerCluster.start({ leaseSeconds: 3, maxCrashes: 2 });
     const cl = c;
     cl.llm.setFallback(async (req) => {
-      if (userTexts(req).some((t) => t.includes("boom"))) {
+      // The message being answered is the newest chat line (a resumed run's last turn is mom's note).
+      const current = userTexts(req).filter((t) => t.includes("[@")).at(-1) ?? "";
+      if (current.includes("boom")) {
         // What an out-of-memory tool call does to its runner.
         const owner = await cl.ownerOf("p0");
         if (owner) cl.runner(owner).child.kill("SIGKILL");
