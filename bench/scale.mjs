@@ -203,7 +203,7 @@ async function takeover() {
   }
 }
 
-async function join() {
+async function joining() {
   const c = await cluster();
   try {
     await c.addRunner();
@@ -240,6 +240,6 @@ for (const r of results.throughput) r.vsOne = Number((r.runsPerSecond / base).to
 log(`  speed-up: ${results.throughput.map((r) => `${r.runners}: ×${r.vsOne}`).join(", ")}`);
 results.takeover = await takeover();
 log(`  kill -9 of a replica (lease ${LEASE} s): its ${results.takeover.channelsOfKilledReplica} channels running again after ${results.takeover.firstMs}–${results.takeover.lastMs} ms (${results.takeover.resumed} resumed)`);
-results.join = await join();
+results.join = await joining();
 log(`  a joining replica: 75% of its share after ${results.join.msToThreeQuartersOfShare} ms, all replicas within ±25% after ${results.join.msToAllWithin25Percent} ms (${JSON.stringify(results.join.loads)})`);
 if (o.json) console.log(JSON.stringify(results, null, 2));

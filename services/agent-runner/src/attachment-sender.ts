@@ -1,14 +1,14 @@
 import type { AttachFile } from "@mom/agent";
 import { type Bus, fileObjectName } from "@mom/bus";
-import type { ChannelMessage, ChannelRef } from "@mom/contracts";
+import type { ChannelRef } from "@mom/contracts";
 import type { Logger } from "pino";
-import type { RunPublisher } from "./run-publisher.js";
+import type { ActiveRun } from "./active-run.js";
 
 export interface AttachmentSenderDeps {
   bus: Bus;
   ref: ChannelRef;
-  /** The channel's run in progress (ChannelWorker.currentRun). */
-  currentRun: () => { message: ChannelMessage; publisher: RunPublisher } | undefined;
+  /** The channel's run in progress. */
+  active: ActiveRun;
   log: Logger;
 }
 
@@ -20,7 +20,7 @@ export interface AttachmentSenderDeps {
  */
 export function attachmentSender(deps: AttachmentSenderDeps): (file: AttachFile) => Promise<void> {
   return async (file) => {
-    const run = deps.currentRun();
+    const run = deps.active.current;
     if (!run) throw new Error("no run in progress: files can only be attached while answering a message");
     const objectKey = fileObjectName(deps.ref, file.filename);
     await deps.bus.putFile(objectKey, file.bytes, {

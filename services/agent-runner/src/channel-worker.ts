@@ -6,6 +6,7 @@ import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import type { ActiveRun } from "./active-run.js";
 import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
 
 export interface ChannelWorkerDeps {
@@ -25,6 +26,8 @@ export interface ChannelWorkerDeps {
   onToolError?: (toolCallId: string, toolName: string) => Promise<void>;
   /** What a mention does while a run is active (adapter setting). */
   busyMode: BusyMode;
+  /** Set to each run while it executes, for the parts acting inside it (gate, attach). */
+  active: ActiveRun;
   /** How far this channel's messages are done, shared with the runner that takes it over. */
   ledger: WorkerLedger;
   /** Attempts of one message that may end with the runner dying before it is set aside. */
@@ -144,11 +147,6 @@ export class ChannelWorker {
   lastActivity = Date.now();
 
   constructor(private readonly deps: ChannelWorkerDeps) {}
-
-  /** The run in progress, for tools that publish into it (attach). */
-  get currentRun(): { runId: string; message: ChannelMessage; publisher: RunPublisher; receipts: Receipt[] } | undefined {
-    return this.current;
-  }
 
   get busy(): boolean {
     return this.current !== undefined || this.queued.length > 0 || this.inFlight.size > 0;
@@ -368,6 +366,7 @@ export class ChannelWorker {
       throw new NotHandledHere(`run not started: ${(err as Error).message}`);
     }
     this.current = item;
+    this.deps.active.current = item;
     let outcome: RunOutcome;
     try {
       const agent = await this.getAgent();
@@ -397,6 +396,7 @@ export class ChannelWorker {
       outcome = { stopReason: "error", errorMessage: (err as Error).message, finalText: "", usage: ZERO_USAGE };
     } finally {
       this.current = undefined;
+      this.deps.active.current = undefined;
       this.lastActivity = Date.now();
     }
     if (this.halted === "fenced") throw new NotHandledHere("channel taken over mid-run");

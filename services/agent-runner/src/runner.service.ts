@@ -21,6 +21,7 @@ import { attachmentSender } from "./attachment-sender.js";
 import { ApprovalBroker } from "./approval-broker.js";
 import { approversFor, callableTools, channelPolicy, noCallableToolsMessage } from "./channel-policy.js";
 import { ChannelWorker } from "./channel-worker.js";
+import { ActiveRun } from "./active-run.js";
 import { ChannelDirectory, type Versioned } from "./cluster/channel-directory.js";
 import { ChannelLedger } from "./cluster/channel-ledger.js";
 import { Membership } from "./cluster/membership.js";
@@ -35,7 +36,8 @@ import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 interface OwnedChannel {
   ref: ChannelRef;
   ledger: ChannelLedger;
-  worker: ChannelWorker & { gate: ChannelToolGate };
+  worker: ChannelWorker;
+  gate: ChannelToolGate;
   feed: Following;
 }
 
@@ -182,7 +184,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     }
     const channel = qualifiedChannelId(ref);
     const ledger = new ChannelLedger(this.directory, key, v, this.log.child({ channel }), () => void this.lose(key), excused);
-    const worker = this.createWorker(ref, ledger, () => void this.restart(key));
+    const { worker, gate } = this.createWorker(ref, ledger, () => void this.restart(key));
     const feed = this.bus.follow({
       stream: "IN",
       filterSubject: this.bus.subjects.channel("in", ref),
@@ -192,7 +194,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data);
       },
     });
-    this.owned.set(key, { ref, ledger, worker, feed });
+    this.owned.set(key, { ref, ledger, worker, gate, feed });
     this.log.info({ channel, fromSeq: ledger.resumeSeq, interrupted: v.record.run?.runId }, "channel acquired");
   }
 
@@ -299,7 +301,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const by = data.decidedBy.username ? `@${data.decidedBy.username}` : data.decidedBy.id;
     if (result.status === "refused") {
       this.log.warn({ channel: key, approvalId: data.approvalId, by }, "approval decision refused: not an approver");
-      await c!.worker.gate.refused(result.pending, by);
+      await c!.gate.refused(result.pending, by);
     } else if (result.status === "unknown") {
       // The run that asked is gone (finished, timed out, or its runner restarted): say so, never hang.
       this.log.warn({ channel: key, approvalId: data.approvalId, by }, "decision for an unknown or expired approval");
@@ -321,14 +323,14 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     return d.channel;
   }
 
-  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): ChannelWorker & { gate: ChannelToolGate } {
+  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate } {
     const key = qualifiedChannelId(ref);
     const store = this.layout.channel(ref);
     const { loaded, models } = this.opts;
     const { resolved, thinkingLevel } = models.forChannel(key);
     const policy = channelPolicy(loaded.config, ref, resolved.model.provider);
     const log = this.log.child({ channel: key });
-    let w!: ChannelWorker & { gate: ChannelToolGate };
+    const active = new ActiveRun();
     const gate = new ChannelToolGate({
       bus: this.bus,
       ref,
@@ -338,56 +340,54 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       policy: () => policy,
       approvers: (requesterId) => approversFor(loaded.config, ref, requesterId),
       approvalTimeoutMs: loaded.config.policy.approvalTimeoutSeconds * 1000,
-      currentRun: () => w?.currentRun,
+      active,
       log,
     });
     const allowedCustom = () => this.customTools.tools().filter((t) => isAllowed(t.id, policy).allowed);
     const activeTools = () => [...callableTools(MOM_TOOL_NAMES, policy), ...(allowedCustom().length ? [INVOKE_TOOL_NAME] : [])];
     const invokeTool = withLabel(createInvokeTool(this.customTools, gate, { channel: key, cwd: store.dir }) as Parameters<typeof withLabel>[0]);
-    w = Object.assign(
-      new ChannelWorker({
-        bus: this.bus,
-        ref,
-        store,
-        log,
-        ledger,
-        maxCrashes: this.cfg.maxCrashes,
-        publishRetryMs: this.cfg.publishRetrySeconds * 1000,
-        onFailure,
-        deadLetter: async (message, seq, reason) => {
-          const subject = this.bus.subjects.channel("in", ref);
-          await this.bus.deadLetter("agent-runner", { subject, data: JSON.stringify(message), reason: `${reason} (stream seq ${seq})`, msgId: message.id });
-        },
-        runTimeoutMs: loaded.config.runner.runTimeoutMinutes * 60_000,
-        runSlot: (fn) => this.runSlot(fn),
-        materialize: channelMaterializer({ files: this.bus, store, workspaceDir: this.layout.workspaceDir, maxBytes: loaded.config.attachments.maxBytes, log }),
-        busyMode: loaded.config.adapters[ref.adapter]?.busy ?? "queue",
-        policyProblem: () => (activeTools().length === 0 ? noCallableToolsMessage(key) : undefined),
-        onToolError: (toolCallId, toolName) => (activeTools().includes(toolName) ? Promise.resolve() : gate.hidden(toolCallId, toolName)),
-        createAgent: () =>
-          ChannelAgent.create({
-            qualifiedChannelId: key,
-            workspaceDir: this.layout.workspaceDir,
-            store,
-            resolved,
-            thinkingLevel,
-            agentDir: join(loaded.paths.dataDir, ".pi"),
-            listChannels: () => this.layout.listChannels().map(qualifiedChannelId),
-            attach: {
-              maxBytes: loaded.config.attachments.maxBytes,
-              send: attachmentSender({ bus: this.bus, ref, currentRun: () => w?.currentRun, log }),
-            },
-            gate,
-            activeTools,
-            extraTools: [invokeTool],
-            extraPrompt: () => formatCustomToolsForPrompt(allowedCustom()),
-            receiptsNote: () => receiptsNote(w?.currentRun?.receipts),
-            onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
-          }),
-      }),
-      { gate },
-    );
-    return w;
+    const worker = new ChannelWorker({
+      bus: this.bus,
+      active,
+      ref,
+      store,
+      log,
+      ledger,
+      maxCrashes: this.cfg.maxCrashes,
+      publishRetryMs: this.cfg.publishRetrySeconds * 1000,
+      onFailure,
+      deadLetter: async (message, seq, reason) => {
+        const subject = this.bus.subjects.channel("in", ref);
+        await this.bus.deadLetter("agent-runner", { subject, data: JSON.stringify(message), reason: `${reason} (stream seq ${seq})`, msgId: message.id });
+      },
+      runTimeoutMs: loaded.config.runner.runTimeoutMinutes * 60_000,
+      runSlot: (fn) => this.runSlot(fn),
+      materialize: channelMaterializer({ files: this.bus, store, workspaceDir: this.layout.workspaceDir, maxBytes: loaded.config.attachments.maxBytes, log }),
+      busyMode: loaded.config.adapters[ref.adapter]?.busy ?? "queue",
+      policyProblem: () => (activeTools().length === 0 ? noCallableToolsMessage(key) : undefined),
+      onToolError: (toolCallId, toolName) => (activeTools().includes(toolName) ? Promise.resolve() : gate.hidden(toolCallId, toolName)),
+      createAgent: () =>
+        ChannelAgent.create({
+          qualifiedChannelId: key,
+          workspaceDir: this.layout.workspaceDir,
+          store,
+          resolved,
+          thinkingLevel,
+          agentDir: join(loaded.paths.dataDir, ".pi"),
+          listChannels: () => this.layout.listChannels().map(qualifiedChannelId),
+          attach: {
+            maxBytes: loaded.config.attachments.maxBytes,
+            send: attachmentSender({ bus: this.bus, ref, active, log }),
+          },
+          gate,
+          activeTools,
+          extraTools: [invokeTool],
+          extraPrompt: () => formatCustomToolsForPrompt(allowedCustom()),
+          receiptsNote: () => receiptsNote(active.current?.receipts),
+          onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
+        }),
+    });
+    return { worker, gate };
   }
 
   private reportToolProblems(): void {

@@ -1,19 +1,14 @@
 import type { Bus } from "@mom/bus";
-import type { ChannelMessage, ChannelRef, Receipt, ReceiptType } from "@mom/contracts";
+import type { ChannelRef, Receipt, ReceiptType } from "@mom/contracts";
 import type { ChannelStore } from "@mom/store";
 import { argsHash, DEFAULT_TOOL_TIMEOUT_MS, decide, type GateCall, makeReceipt, type PolicyLayers, type ToolGate } from "@mom/tools";
 import type { Logger } from "pino";
 import type { ApprovalBroker, PendingApproval } from "./approval-broker.js";
-import type { RunPublisher } from "./run-publisher.js";
+import type { ActiveRun, RunInProgress } from "./active-run.js";
 
 export const BUILTIN_TOOL_IDS = new Set(["bash", "read", "write", "edit", "attach"]);
 
-export interface GateRun {
-  runId: string;
-  message: ChannelMessage;
-  publisher: RunPublisher;
-  receipts: Receipt[];
-}
+type GateRun = RunInProgress;
 
 export interface ChannelToolGateDeps {
   bus: Bus;
@@ -25,7 +20,8 @@ export interface ChannelToolGateDeps {
   /** Who may decide: the adapter's admins, plus the requester when allowed. */
   approvers: (requesterId: string) => string[];
   approvalTimeoutMs: number;
-  currentRun: () => GateRun | undefined;
+  /** The channel's run in progress. */
+  active: ActiveRun;
   log: Logger;
 }
 
@@ -44,7 +40,7 @@ export class ChannelToolGate implements ToolGate {
   constructor(private readonly deps: ChannelToolGateDeps) {}
 
   async run<T>(call: GateCall, signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const run = this.deps.currentRun();
+    const run = this.deps.active.current;
     const rc = { runId: run?.runId ?? "none", toolCallId: call.toolCallId, toolId: call.toolId, risk: call.risk, args: call.args };
     const receipt = (type: ReceiptType, extra?: { detail?: string; actor?: string }) => this.record(run, makeReceipt(type, rc, extra));
 
@@ -107,12 +103,12 @@ export class ChannelToolGate implements ToolGate {
       ...makeReceipt("approval.refused", { runId: p.runId, toolCallId: p.toolCallId, toolId: p.toolId, risk: p.risk, args: {} }, { actor, detail: `${actor} may not decide this approval` }),
       argsHash: p.argsHash,
     };
-    await this.record(this.deps.currentRun(), receipt);
+    await this.record(this.deps.active.current, receipt);
   }
 
   /** A call pi refused because the tool is hidden from this channel: receipts say it was denied. */
   async hidden(toolCallId: string, toolId: string): Promise<void> {
-    const run = this.deps.currentRun();
+    const run = this.deps.active.current;
     if (!run || run.receipts.some((r) => r.toolCallId === toolCallId)) return;
     const rc = { runId: run.runId, toolCallId, toolId, risk: "destructive" as const, args: {} };
     await this.record(run, makeReceipt("tool.call.requested", rc));

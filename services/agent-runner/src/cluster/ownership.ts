@@ -1,4 +1,4 @@
-import type { ChannelRecord, ChannelRef } from "@mom/contracts";
+import type { ChannelRecord } from "@mom/contracts";
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { type ChannelDirectory, RecordConflict, type Versioned } from "./channel-directory.js";
@@ -20,7 +20,7 @@ export interface OwnershipOptions {
   membership: Membership;
   directory: ChannelDirectory;
   log: Logger;
-  /** Where a channel first seen now starts (see firstRecord). */
+  /** Creation time of MOM_IN now: a record from an earlier incarnation of the stream starts over. */
   streamCreated: () => string;
   hooks: OwnershipHooks;
 }
@@ -148,5 +148,3 @@ function assign(r: ChannelRecord, owner: string): ChannelRecord {
   const { pending: _, ...rest } = r;
   return { ...rest, owner };
 }
-
-export type { ChannelRef };
