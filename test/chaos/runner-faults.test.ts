@@ -108,6 +108,27 @@ describe("runner replicas", () => {
     expect(letters[0]).toMatchObject({ stage: "agent-runner", reason: expect.stringContaining("set aside: 2 attempts"), payload: expect.stringContaining("boom") });
   }, 90_000);
 
+  it("deliver an abort on mom.ctl and a typed stop to whichever replica owns the channel", async () => {
+    c = await RunnerCluster.start({ leaseSeconds: 3 });
+    const cl = c;
+    cl.llm.setFallback((req) => {
+      const current = userTexts(req).filter((t) => t.includes("[@")).at(-1) ?? "";
+      return /q s\d:1(?!\d)/.test(current) ? { hang: true } : answering(0, 10)(req);
+    });
+    await Promise.all([cl.addRunner(), cl.addRunner()]);
+    // Four channels, so that both replicas own some.
+    for (const ch of ["s0", "s1", "s2", "s3"]) await cl.publish(ch, 1);
+    await cl.llm.waitForRequests(4, 20_000);
+    expect(new Set(await Promise.all(["s0", "s1", "s2", "s3"].map((ch) => cl.ownerOf(ch)))).size).toBe(2);
+    for (const ch of ["s0", "s1"]) {
+      await cl.bus.publish(cl.bus.subjects.channel("ctl", { adapter: "cli", channelId: ch }), { type: "abort", ts: new Date().toISOString() }, `abort-${ch}`);
+    }
+    for (const ch of ["s2", "s3"]) await cl.publish(ch, 9, "stop");
+    await until("every hanging run aborted", () => ["s0", "s1", "s2", "s3"].every((ch) => cl.eventsOf(ch).some((e) => e.event.type === "run_ended" && e.event.stopReason === "aborted")), 10_000);
+    for (const ch of ["s0", "s1", "s2", "s3"]) await cl.publish(ch, 2);
+    await until("the next mentions answered", () => ["s0", "s1", "s2", "s3"].every((ch) => (cl.answers().get(ch) ?? []).some((a) => a.text === answer(ch, 2))), 20_000);
+  }, 60_000);
+
   it("lose nothing and answer nothing twice through a 35 s NATS outage", async () => {
     c = await RunnerCluster.start({ leaseSeconds: 4 });
     c.llm.setFallback(answering(300, 600));

@@ -1,0 +1,63 @@
+import { describe, expect, it } from "@jest/globals";
+import type { ChannelRecord } from "@mom/contracts";
+import { pino } from "pino";
+import { type ChannelDirectory, RecordConflict, type Versioned } from "./channel-directory.js";
+import { ChannelLedger, ChannelLost } from "./channel-ledger.js";
+
+/** The compare-and-set of ChannelDirectory over a plain variable; `steal()` is another runner's write. */
+function store(record: ChannelRecord) {
+  let v: Versioned = { record, revision: 1 };
+  const dir = {
+    async write(_key: string, next: ChannelRecord, revision: number) {
+      if (revision !== v.revision) throw new RecordConflict("changed");
+      v = { record: next, revision: v.revision + 1 };
+      return v;
+    },
+  } as unknown as ChannelDirectory;
+  return { dir, now: () => v, steal: () => (v = { record: { ...v.record, owner: "other" }, revision: v.revision + 1 }) };
+}
+
+const base: ChannelRecord = { owner: "me", doneSeq: 10, streamCreated: "t0" };
+const log = pino({ level: "silent" });
+
+describe("ChannelLedger", () => {
+  it("moves doneSeq to just before the oldest message still in hand", async () => {
+    const s = store(base);
+    const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {});
+    expect(l.resumeSeq).toBe(11);
+    expect(l.begin(10)).toBe(false); // already done: a re-read
+    for (const seq of [11, 12, 13]) expect(l.begin(seq)).toBe(true);
+    await l.runStarting({ seq: 11, messageId: "m11", runId: "r1", crashes: 0 });
+    expect(s.now().record.run).toEqual({ seq: 11, messageId: "m11", runId: "r1", crashes: 0, phase: "running" });
+    await l.done(12); // a plain message logged during the run: nothing moves past 11
+    await l.done(11); // the run's end is saved at once
+    expect(s.now().record).toEqual({ ...base, doneSeq: 12 });
+    await l.done(13);
+    await l.release(null, false);
+    expect(s.now().record).toEqual({ ...base, owner: null, doneSeq: 13 });
+  });
+
+  it("marks a run handed over, and keeps it for the next owner", async () => {
+    const s = store(base);
+    const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {});
+    l.begin(11);
+    await l.runStarting({ seq: 11, messageId: "m11", runId: "r1", crashes: 1 });
+    await l.handedOver();
+    await l.release("next", false);
+    expect(s.now().record).toEqual({ ...base, owner: "next", run: { seq: 11, messageId: "m11", runId: "r1", crashes: 1, phase: "handed-over" } });
+    expect(new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {}).interrupted?.runId).toBe("r1");
+  });
+
+  it("stops writing once another runner changed the record", async () => {
+    const s = store(base);
+    let lost = 0;
+    const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => lost++);
+    l.begin(11);
+    s.steal();
+    await expect(l.runStarting({ seq: 11, messageId: "m11", runId: "r1", crashes: 0 })).rejects.toBeInstanceOf(ChannelLost);
+    expect(lost).toBe(1);
+    expect(l.isLost).toBe(true);
+    await expect(l.release(null, false)).rejects.toBeInstanceOf(ChannelLost);
+    expect(s.now().record.owner).toBe("other");
+  });
+});
