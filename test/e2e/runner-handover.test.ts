@@ -6,13 +6,14 @@ import { startStack, type Stack } from "../support/stack.js";
 describe("runner shutdown mid-run hands the message to the next runner", () => {
   let s: Stack;
   beforeAll(async () => {
-    s = await startStack();
+    // A run still going after the shutdown grace is handed over mid-run (docs/scaling.md).
+    s = await startStack({ config: { runner: { shutdownGraceSeconds: 1 } } });
   });
   afterAll(async () => {
     await s?.stop();
   });
 
-  it("aborts, naks, and the next runner answers; nothing is logged twice", async () => {
+  it("hands the run over after the grace period, and the next runner resumes it; nothing is logged twice", async () => {
     s.llm.enqueue({ hang: true }, { text: "answered by the second runner" });
     s.type("a long task");
     await s.llm.waitForRequests(1);
