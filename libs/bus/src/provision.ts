@@ -60,7 +60,7 @@ function differs(have: StreamConfig, want: StreamConfig): string[] {
   return changed;
 }
 
-async function ensureStream(jsm: JetStreamManager, want: StreamConfig, logger: Logger): Promise<void> {
+export async function ensureStream(jsm: JetStreamManager, want: StreamConfig, logger: Logger): Promise<void> {
   let info: StreamInfo | undefined;
   try {
     info = await jsm.streams.info(want.name);

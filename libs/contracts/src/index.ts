@@ -9,3 +9,4 @@ export * from "./receipt.js";
 export * from "./validate.js";
 export * from "./json-schemas.js";
 export * from "./stop-command.js";
+export * from "./usage-record.js";

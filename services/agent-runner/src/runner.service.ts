@@ -23,6 +23,7 @@ import { approversFor, callableTools, channelPolicy, noCallableToolsMessage } fr
 import { ChannelWorker } from "./channel-worker.js";
 import { RunPublisher } from "./run-publisher.js";
 import { ChannelToolGate } from "./tool-gate.js";
+import { ModelGuard } from "./model-guard.js";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 
 /** Consumes mom.in and mom.ctl and routes each message to its channel's worker. */
@@ -38,6 +39,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private readonly gates = new Map<string, ChannelToolGate>();
   /** Custom host tools (global dir, then workspace/tools), hot-reloaded for every channel. */
   private readonly customTools: CustomToolRegistry;
+  /** Spend limits, auth profiles and cooldowns around every model call. */
+  private guard?: ModelGuard;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -56,6 +59,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   async onApplicationBootstrap(): Promise<void> {
     await this.layout.ensureWorkspace();
+    this.guard = await ModelGuard.open(this.opts.loaded, this.bus, this.log.child({ component: "model-guard" }));
     await this.customTools.reload();
     this.reportToolProblems();
     this.customTools.watch(() => this.reportToolProblems());
@@ -93,6 +97,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     this.customTools.close();
     await Promise.all([...this.workers.values()].map((w) => w.shutdown()));
     await Promise.all(this.consumptions.map((c) => c.stop()));
+    await this.guard?.close();
     for (const w of this.workers.values()) await w.dispose();
   }
 
@@ -183,6 +188,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
             extraPrompt: () => formatCustomToolsForPrompt(allowedCustom()),
             receiptsNote: () => receiptsNote(w?.currentRun?.receipts),
             onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
+            modelAccess: this.guard?.forChannel({ ref, key, store, currentRun: () => w?.currentRun, hasDefault: (m) => resolved.modelRegistry.hasConfiguredAuth(m) }),
           }),
       });
       this.workers.set(key, w);
