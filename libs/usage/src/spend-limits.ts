@@ -3,7 +3,7 @@ import { type Period, PERIODS, periodEnd } from "./periods.js";
 import { type Scope, scopesOf, type Spent, type SpendTotals } from "./spend-totals.js";
 
 function budgetOf(limits: LimitsConfig, scope: Scope): { budget?: SpendBudget; path: string; name: string } {
-  if (scope.kind === "global") return { budget: limits.global, path: "limits.global", name: "all channels together" };
+  if (scope.kind === "global") return { budget: limits.global, path: "limits.global", name: "mom overall" };
   if (scope.kind === "adapter") return { budget: limits.adapters?.[scope.adapter], path: `limits.adapters["${scope.adapter}"]`, name: `adapter ${scope.adapter}` };
   return { budget: limits.channels?.[scope.channel], path: `limits.channels["${scope.channel}"]`, name: `this channel (${scope.channel})` };
 }
