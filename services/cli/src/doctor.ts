@@ -61,7 +61,8 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
     const issues = authConfigIssues(loaded.config, profiles);
     if (issues.length) throw new ConfigError(loaded.paths.configFile, issues);
     const mode = existsSync(loaded.paths.authProfilesFile) ? statSync(loaded.paths.authProfilesFile).mode & 0o777 : undefined;
-    const open = mode !== undefined && (mode & 0o077) !== 0;
+    // Group read is what Kubernetes' fsGroup gives a mounted Secret; anything more is too open.
+    const open = mode !== undefined && (mode & 0o037) !== 0;
     checks.push({
       name: "auth profiles",
       ok: !open,
