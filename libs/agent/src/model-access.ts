@@ -83,9 +83,11 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
   return (model, context, options) => {
     const out = createAssistantMessageEventStream();
     const stop = (reason: string) => {
-      onStop(reason);
-      const message = stoppedMessage(model);
-      out.push({ type: "error", reason: "error", error: message });
+      // A run stopped by its user while waiting for a credential is aborted, not failed.
+      const aborted = options?.signal?.aborted === true;
+      if (!aborted) onStop(reason);
+      const message: AssistantMessage = aborted ? { ...stoppedMessage(model), stopReason: "aborted", errorMessage: "aborted" } : stoppedMessage(model);
+      out.push({ type: "error", reason: aborted ? "aborted" : "error", error: message });
       out.end(message);
     };
     const call = async (apiKey: string | undefined) => {

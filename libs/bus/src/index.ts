@@ -15,5 +15,5 @@ export {
 } from "./files.js";
 export { retryDelayMs } from "./process-message.js";
 export { BusModule, BusShutdown, type BusModuleAsyncOptions } from "./nest.js";
-export { type JsonKv, type JsonKvOptions, kvKey, kvBucketName, openJsonKv } from "./json-kv.js";
+export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv } from "./json-kv.js";
 export { type RecordStream, type RecordStreamOptions, type StreamRecord, openRecordStream } from "./record-stream.js";

@@ -1,5 +1,7 @@
+import { JetStreamApiError } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { Bus } from "./bus.js";
+import { STREAM_NAME_IN_USE } from "./provision.js";
 
 /** A JetStream KV bucket holding JSON values; what services use for small shared state. */
 export interface JsonKv<T> {
@@ -31,18 +33,23 @@ export function kvKey(...parts: string[]): string {
     .join(".");
 }
 
-export function kvBucketName(bus: Bus, name: string): string {
-  return `${bus.subjects.namespace.toUpperCase().replace(/-/g, "_")}_${name}`;
+/** `<NAMESPACE>_<suffix>`: how streams and buckets of a namespace are named (mom-dev -> MOM_DEV_…). */
+export function namespacedName(bus: Bus, suffix: string): string {
+  return `${bus.subjects.namespace.toUpperCase().replace(/-/g, "_")}_${suffix}`;
 }
 
 /** Creates the bucket when it does not exist yet (safe to race), else opens it. */
 export async function openJsonKv<T>(bus: Bus, opts: JsonKvOptions): Promise<JsonKv<T>> {
-  const bucket = kvBucketName(bus, opts.name);
-  const kv: KV = await new Kvm(bus.js).create(bucket, {
-    history: 1,
-    ...(opts.ttlMs !== undefined && { ttl: opts.ttlMs }),
-    ...(opts.replicas !== undefined && { replicas: opts.replicas }),
-  });
+  const bucket = namespacedName(bus, opts.name);
+  const kvm = new Kvm(bus.js);
+  // An existing bucket made with other settings (an older release, another replica's config) is
+  // used as it is rather than refused.
+  const kv: KV = await kvm
+    .create(bucket, { history: 1, ...(opts.ttlMs !== undefined && { ttl: opts.ttlMs }), ...(opts.replicas !== undefined && { replicas: opts.replicas }) })
+    .catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(bucket);
+      throw err;
+    });
   const get = async (key: string): Promise<T | undefined> => {
     const e = await kv.get(key);
     if (!e || e.operation !== "PUT" || e.length === 0) return undefined;

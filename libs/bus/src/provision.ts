@@ -42,7 +42,7 @@ export function streamConfigs(subjects: Subjects, settings: StreamSettings = {})
 }
 
 /** JetStream API error: "stream name already in use with a different configuration". */
-const STREAM_NAME_IN_USE = 10058;
+export const STREAM_NAME_IN_USE = 10058;
 /** "subjects overlap with an existing stream": also what a racing creator of the same stream gets. */
 const SUBJECTS_OVERLAP = 10065;
 

@@ -1,6 +1,7 @@
 import { DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/nats-core";
 import type { Bus } from "./bus.js";
+import { namespacedName } from "./json-kv.js";
 import { ensureStream } from "./provision.js";
 
 /**
@@ -38,7 +39,7 @@ export interface RecordStreamOptions {
 
 export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Promise<RecordStream> {
   const ns = bus.subjects.namespace;
-  const stream = `${ns.toUpperCase().replace(/-/g, "_")}_${opts.key}`;
+  const stream = namespacedName(bus, opts.key);
   const filter = `${ns}.${opts.token}.>`;
   const cfg = {
     name: stream,
