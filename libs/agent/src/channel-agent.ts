@@ -11,7 +11,7 @@ import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
 import { gated, withNote } from "./gated-tools.js";
 import type { ToolGate } from "@mom/tools";
-import { guardedStreamFn, type ModelAccess } from "./model-access.js";
+import { guardedStreamFn, type ModelAccess, withPickedCredential } from "./model-access.js";
 import { loadMomSkills } from "./skills.js";
 import { MomResourceLoader } from "./resource-loader.js";
 import { buildSystemPrompt, type PromptUser } from "./system-prompt.js";
@@ -126,7 +126,7 @@ export class ChannelAgent {
       model: opts.resolved.model,
       thinkingLevel: opts.thinkingLevel ?? "off",
       authStorage: opts.resolved.authStorage,
-      modelRegistry: opts.resolved.modelRegistry,
+      modelRegistry: opts.modelAccess ? withPickedCredential(opts.resolved.modelRegistry, opts.modelAccess) : opts.resolved.modelRegistry,
       resourceLoader: loader,
       sessionManager,
       settingsManager,

@@ -46,6 +46,22 @@ export function estimateCall(model: Model<Api>, context: Context): CallEstimate 
   return { inputTokens, outputTokens, usd };
 }
 
+/**
+ * The registry pi's session uses for calls mom's stream function does not make (compaction
+ * summaries): its credential lookup answers with the channel's current pick, so a setup whose only
+ * credentials are auth profiles can still compact. Everything else is the shared registry's.
+ */
+export function withPickedCredential(registry: ModelRegistry, access: ModelAccess): ModelRegistry {
+  const own = Object.create(registry) as ModelRegistry;
+  own.getApiKeyAndHeaders = async (model) => {
+    const pick = await access.pick(model);
+    const real = await registry.getApiKeyAndHeaders(model);
+    if (!("id" in pick) || pick.apiKey === undefined) return real;
+    return { ok: true, apiKey: pick.apiKey, headers: real.ok ? real.headers : model.headers };
+  };
+  return own;
+}
+
 function stoppedMessage(model: Model<Api>): AssistantMessage {
   return {
     role: "assistant",
@@ -123,16 +139,18 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
           };
           if (await access.refused(pick.id, refusal, model)) continue;
         }
-        let final: AssistantMessage | undefined;
+        // The closing event waits until the usage is recorded, so the next call's admit sees it.
+        let closing: AssistantMessageEvent | undefined;
         for (let e = first; !e.done; e = await events.next()) {
           const ev = e.value as AssistantMessageEvent;
-          if (ev.type === "done") final = ev.message;
-          if (ev.type === "error") final = ev.error;
-          out.push(ev);
+          if (ev.type === "done" || ev.type === "error") closing = ev;
+          else out.push(ev);
         }
-        final ??= await inner.result();
-        await access.settled(pick.id, final, model).catch(() => {});
-        out.end(final);
+        const final = closing ? (closing.type === "done" ? closing.message : closing.type === "error" ? closing.error : undefined) : undefined;
+        const message = final ?? (await inner.result());
+        await access.settled(pick.id, message, model).catch(() => {});
+        if (closing) out.push(closing);
+        out.end(message);
         return;
       }
     })().catch((err: unknown) => {
