@@ -77,7 +77,8 @@ describe("secrets", () => {
   it("masks to a known prefix and the last four characters", () => {
     expect(maskSecret("sk-ant-api03-abcdefghijklmnopqrstuvwxyz-WXYZ")).toBe("sk-ant-api03-…WXYZ");
     expect(maskSecret("sk-ant-oat01-abcdefghijklmnopqrstuvwxyz0123")).toBe("sk-ant-oat01-…0123");
-    expect(maskSecret("AIzaSyA-abcdefghijklmnop")).toBe("…mnop");
+    expect(maskSecret("AIzaSyA-abcdefghijklmnop")).toBe("AIza…mnop");
+    expect(maskSecret("sk-ab12-cd34-ef56-0123456789")).toBe("sk-…6789");
     expect(maskSecret("short")).toBe("…");
     expect(maskSecret("env:ANTHROPIC_API_KEY")).toBe("env:ANTHROPIC_API_KEY");
     expect(maskSecret("file:/run/secrets/key")).toBe("file:/run/secrets/key");

@@ -43,7 +43,10 @@ export function isSecretRef(ref: string): boolean {
  */
 export function maskSecret(ref: string): string {
   if (isSecretRef(ref)) return ref;
-  const prefix = /^[a-z]{2,8}(?:-[a-z0-9]{2,6}){0,3}-/.exec(ref)?.[0] ?? "";
-  if (ref.length < prefix.length + 12) return `${prefix}…`;
+  const prefix = KNOWN_PREFIX.exec(ref)?.[0] ?? "";
+  if (ref.length < prefix.length + 16) return `${prefix}…`;
   return `${prefix}…${ref.slice(-4)}`;
 }
+
+// Fixed, public parts of common key formats; anything after them may be key material.
+const KNOWN_PREFIX = /^(?:sk-ant-(?:api|oat|admin)\d\d-|sk-proj-|sk-or-v1-|sk-|xai-|gsk_|AIza)/;

@@ -72,7 +72,7 @@ describe("mom auth", () => {
     const raw = config();
     raw.channels["cli/local"].authProfile = "b";
     writeFileSync(join(dataDir, "config.json"), JSON.stringify(raw));
-    expect((await mom(["list"])).out).toContain("1. b  api_key  key-…  pinned by cli/local");
+    expect((await mom(["list"])).out).toContain("1. b  api_key  …  pinned by cli/local");
     expect((await mom(["remove", "b"])).out).toContain("Removed b (and its mentions in");
     expect(config().auth.order.fake).toEqual(["a"]);
     expect(config().channels["cli/local"]).toEqual({});

@@ -22,9 +22,11 @@ export const AUTH_USAGE = `usage: mom auth <command> [--data DIR]
 
 --data defaults to ./data`;
 
-/** One line from the terminal (the pasted secret); the rest of the input is left alone. */
+/** One line from the terminal (the pasted secret), not echoed when the input is a TTY. */
 function readLine(t: Terminal, prompt: string): Promise<string> {
   t.write(prompt);
+  const tty = t.input as NodeJS.ReadStream;
+  if (tty.isTTY && typeof tty.setRawMode === "function") return readHidden(tty, t);
   return new Promise((resolve, reject) => {
     let buf = "";
     const finish = (line: string | undefined) => {
@@ -42,6 +44,30 @@ function readLine(t: Terminal, prompt: string): Promise<string> {
     const onEnd = () => finish(buf.trim() || undefined);
     t.input.on("data", onData);
     t.input.once("end", onEnd);
+  });
+}
+
+function readHidden(tty: NodeJS.ReadStream, t: Terminal): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let line = "";
+    tty.setRawMode(true);
+    tty.setEncoding("utf8");
+    const onData = (chunk: string) => {
+      for (const c of chunk) {
+        if (c === "\u0003" || c === "\u0004" || c === "\r" || c === "\n") {
+          tty.off("data", onData);
+          tty.setRawMode(false);
+          tty.pause();
+          t.write("\n");
+          if (c === "\r" || c === "\n") return line.trim() ? resolve(line.trim()) : reject(new CommandError("nothing pasted"));
+          return reject(new CommandError("cancelled"));
+        }
+        if (c === "\u007f" || c === "\b") line = line.slice(0, -1);
+        else line += c;
+      }
+    };
+    tty.on("data", onData);
+    tty.resume();
   });
 }
 
