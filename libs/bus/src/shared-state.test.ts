@@ -48,6 +48,8 @@ describe("record streams", () => {
     await stream.append("a.x", { n: 1 }, "id-1");
     await stream.append("a.x", { n: 1 }, "id-1"); // same msg id: dropped
     const { seq } = await stream.append("b.y", { n: 2 }, "id-2");
+    // The server stamps in nanoseconds, a Date has milliseconds: keep clear of the boundary.
+    await new Promise((r) => setTimeout(r, 5));
     const cut = new Date();
     await new Promise((r) => setTimeout(r, 20));
     await stream.append("a.x", { n: 3 }, "id-3");
