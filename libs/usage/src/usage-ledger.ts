@@ -27,13 +27,14 @@ export function validRecords(records: StreamRecord[]): { records: UsageRecord[];
 /**
  * The usage ledger as a runner sees it: every model call is appended to the `MOM_USAGE` stream
  * (so it survives restarts and every replica sees it), and this month's records are followed into
- * running totals for the spend limits. A record counts once it has come back from the stream,
- * whichever replica wrote it.
+ * running totals for the spend limits. A replica counts its own record as soon as the stream has
+ * acknowledged it (and not again when it comes back); the others' as they arrive.
  */
 export class UsageLedger {
   readonly totals = new SpendTotals();
   private lastSeq = 0;
-  private waiters: Array<{ seq: number; resolve: () => void }> = [];
+  /** Own records already counted, by stream sequence, until the follower passes them. */
+  private readonly countedEarly = new Set<number>();
 
   private constructor(
     private readonly stream: RecordStream,
@@ -50,15 +51,12 @@ export class UsageLedger {
     return ledger;
   }
 
-  /** Appends one call's usage and resolves once the totals include it (or after `waitMs`). */
-  async record(r: UsageRecord, waitMs = 2000): Promise<void> {
-    const [adapter, channel] = [r.adapter, parseQualifiedChannelId(r.channel).channelId];
-    const { seq } = await this.stream.append(`${adapter}.${escapeChannelToken(channel)}`, r, r.id);
-    if (seq <= this.lastSeq) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, waitMs);
-      this.waiters.push({ seq, resolve: () => (clearTimeout(timer), resolve()) });
-    });
+  /** Appends one call's usage; the totals include it when this resolves. */
+  async record(r: UsageRecord): Promise<void> {
+    const { seq, duplicate } = await this.stream.append(`${r.adapter}.${escapeChannelToken(parseQualifiedChannelId(r.channel).channelId)}`, r, r.id);
+    if (duplicate || seq <= this.lastSeq) return;
+    this.totals.apply(r);
+    this.countedEarly.add(seq);
   }
 
   async close(): Promise<void> {
@@ -66,12 +64,10 @@ export class UsageLedger {
   }
 
   private take(r: StreamRecord): void {
+    this.lastSeq = Math.max(this.lastSeq, r.seq);
+    if (this.countedEarly.delete(r.seq)) return;
     const { records, invalid } = validRecords([r]);
     for (const rec of records) this.totals.apply(rec);
     for (const i of invalid) this.onInvalid(i.seq, i.reason);
-    this.lastSeq = Math.max(this.lastSeq, r.seq);
-    const ready = this.waiters.filter((w) => w.seq <= this.lastSeq);
-    this.waiters = this.waiters.filter((w) => w.seq > this.lastSeq);
-    for (const w of ready) w.resolve();
   }
 }

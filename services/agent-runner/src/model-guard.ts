@@ -99,7 +99,8 @@ export class ModelGuard {
       },
       settled: async (id, message, model) => {
         await this.record(ch, id, message, model).catch((err: unknown) => log.error({ err }, "usage not recorded in the ledger"));
-        if (message.stopReason !== "error") await this.board.markUsed(model.provider, id).catch(() => {});
+        // Informational (mom auth list): not worth making the run wait.
+        if (message.stopReason !== "error") void this.board.markUsed(model.provider, id).catch(() => {});
       },
     };
   }
