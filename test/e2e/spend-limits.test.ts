@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from "@jest/globals";
 import { usageReport } from "@mom/cli";
+import { DeadLetter, parsePayload, validator } from "@mom/contracts";
+import { openLedgerStream } from "@mom/usage";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startStack, type Stack, type StackOptions } from "../support/stack.js";
@@ -22,6 +24,25 @@ async function stack(limits: object): Promise<Stack> {
 }
 
 describe("spend limits", () => {
+  it("an invalid ledger record is dead-lettered once and never counted", async () => {
+    s = await startStack({ runner: false, config: { limits: { global: { day: { tokens: 50_000 } } } }, models: priced });
+    const st = s;
+    const ledger = await openLedgerStream(st.bus);
+    await ledger.append("cli.local", { id: "bad", totalTokens: 1_000_000 }, "bad-record");
+    await st.startRunner();
+    st.type("hello");
+    await st.output.waitFor("ok");
+    expect(st.llm.requests).toHaveLength(1);
+    const dlq = st.bus.subjects.stream("DLQ");
+    const info = await st.bus.jsm.streams.info(dlq);
+    const letters = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const r = parsePayload(validator(DeadLetter), (await st.bus.jsm.streams.getMessage(dlq, { seq })).data);
+      if (r.ok) letters.push(r.value);
+    }
+    expect(letters).toEqual([expect.objectContaining({ stage: "agent-runner", subject: ledger.subject("cli.local"), msgId: "seq-1", reason: expect.stringMatching(/^usage ledger record not counted: /) })]);
+  });
+
   it("a token limit crossed mid-run stops it before the next model call", async () => {
     const st = await stack({ channels: { "cli/local": { day: { tokens: 30_000 } } } });
     st.llm.enqueue(

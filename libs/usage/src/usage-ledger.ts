@@ -38,12 +38,13 @@ export class UsageLedger {
 
   private constructor(
     private readonly stream: RecordStream,
-    private readonly onInvalid: (seq: number, reason: string) => void,
+    private readonly onInvalid: (record: StreamRecord, reason: string) => void,
   ) {}
 
   private following?: { stop(): Promise<void> };
 
-  static async open(bus: Bus, opts: { replicas?: number; onInvalid?: (seq: number, reason: string) => void } = {}): Promise<UsageLedger> {
+  /** `onInvalid` hears of every record that fails the schema (it is never counted). */
+  static async open(bus: Bus, opts: { replicas?: number; onInvalid?: (record: StreamRecord, reason: string) => void } = {}): Promise<UsageLedger> {
     const ledger = new UsageLedger(await openLedgerStream(bus, opts.replicas), opts.onInvalid ?? (() => {}));
     const f = await ledger.stream.follow(monthStart(new Date()), (r) => ledger.take(r));
     ledger.following = f;
@@ -68,6 +69,6 @@ export class UsageLedger {
     if (this.countedEarly.delete(r.seq)) return;
     const { records, invalid } = validRecords([r]);
     for (const rec of records) this.totals.apply(rec);
-    for (const i of invalid) this.onInvalid(i.seq, i.reason);
+    for (const i of invalid) this.onInvalid(r, i.reason);
   }
 }

@@ -43,7 +43,14 @@ export class ModelGuard {
     const replicas = loaded.config.nats.streams.replicas;
     const profiles = new ProfilesSource(loaded.paths.authProfilesFile, (err) => log.error({ err: err.message }, "auth profiles not reloaded; keeping the last good ones"));
     const board = await CooldownBoard.open(bus, replicas);
-    const ledger = await UsageLedger.open(bus, { replicas, onInvalid: (seq, reason) => log.warn({ seq, reason }, "usage ledger record skipped") });
+    const ledger = await UsageLedger.open(bus, {
+      replicas,
+      // Every replica sees the record; the msg-id makes it one dead letter.
+      onInvalid: (r, reason) =>
+        void bus
+          .deadLetter("agent-runner", { subject: r.subject, data: r.text, reason: `usage ledger record not counted: ${reason}`, msgId: `seq-${r.seq}` })
+          .catch((err: unknown) => log.error({ err, seq: r.seq }, "invalid usage ledger record could not be dead-lettered")),
+    });
     return new ModelGuard(loaded, bus, profiles, board, ledger, log);
   }
 
