@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@jest/globals";
-import { defaultConfig } from "@mom/config";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { defaultConfig, saveAuthProfiles } from "@mom/config";
+import { mkdtempSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { authConfigIssues, classifyRefusal, cooldownMs, credentialOrder, maskSecret, parseRetryAfter, resolveSecret, setupTokenProblem } from "./index.js";
+import { authConfigIssues, classifyRefusal, cooldownMs, credentialOrder, maskSecret, parseRetryAfter, ProfilesSource, resolveSecret, setupTokenProblem } from "./index.js";
 
 const profile = (id: string, provider = "anthropic") => ({ id, provider, type: "api_key" as const, secret: `sk-${id}-0123456789abcdef` });
 
@@ -89,5 +89,24 @@ describe("secrets", () => {
     expect(setupTokenProblem("sk-ant-api03-xyz")).toMatch(/API key, not a setup token/);
     expect(setupTokenProblem("hello")).toMatch(/starts with sk-ant-oat01-/);
     expect(setupTokenProblem("sk-ant-oat01-abc def")).toMatch(/cut short or has stray characters/);
+  });
+});
+
+describe("ProfilesSource", () => {
+  it("reads the file again when it changes and keeps the last good profiles when it turns invalid", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mom-profiles-"));
+    const file = join(dir, "auth-profiles.json");
+    const errors: string[] = [];
+    const source = new ProfilesSource(file, (e) => errors.push(e.message));
+    expect(source.profiles()).toEqual([]);
+    saveAuthProfiles(file, { profiles: [profile("a")] });
+    expect(source.profiles().map((p) => p.id)).toEqual(["a"]);
+    saveAuthProfiles(file, { profiles: [profile("a"), profile("b")] });
+    expect(source.profiles().map((p) => p.id)).toEqual(["a", "b"]);
+    writeFileSync(`${file}.tmp`, '{ "profiles": [ { "id": "c" } ] }');
+    renameSync(`${file}.tmp`, file);
+    expect(source.profiles().map((p) => p.id)).toEqual(["a", "b"]);
+    expect(errors).toEqual([expect.stringMatching(/auth-profiles\.json: \/profiles\/0\/provider: missing required key "provider"/)]);
+    expect(() => new ProfilesSource(file)).toThrow(/missing required key "provider"/);
   });
 });
