@@ -104,6 +104,35 @@ describe("auth profile rotation", () => {
     expect(st.llm.requests).toHaveLength(3);
   });
 
+  it("works with auth profiles alone: a built-in provider, no key in the environment", async () => {
+    // pi's built-in groq models speak the OpenAI chat API; models.json only moves them to the fake.
+    const groqKey = process.env.GROQ_API_KEY;
+    delete process.env.GROQ_API_KEY;
+    try {
+      s = await startStack({
+        runner: false,
+        config: { model: "groq/gemma2-9b-it" },
+        models: (json) => ({ providers: { groq: { baseUrl: (json.providers.fake as unknown as { baseUrl: string }).baseUrl, compat: { supportsDeveloperRole: false, supportsReasoningEffort: false, supportsStore: false } } } }),
+      });
+      writeFileSync(join(s.dataDir, "auth-profiles.json"), JSON.stringify({ profiles: [{ id: "g", provider: "groq", type: "api_key", secret: "key-g-0123456789" }] }), { mode: 0o600 });
+      await s.startRunner();
+      s.llm.enqueue({ text: "answered with g" });
+      s.type("hello");
+      await s.output.waitFor("answered with g");
+      expect(String(s.llm.requests[0]!.headers.authorization)).toBe("Bearer key-g-0123456789");
+      s.llm.byKey("key-g-0123456789", { error: { status: 429, message: "Rate limit reached", retryAfterSeconds: 300 } });
+      s.type("again");
+      await s.output.waitFor(/✗ error: Every groq credential is cooling down.*\(in 5 min\)/);
+      // gemma2's 8k window makes pi compact after the first answer: that summary request (no
+      // tools) uses the profile too, though nothing in the environment has a groq key.
+      const agentCalls = s.llm.requests.filter((r) => r.tools);
+      expect(agentCalls).toHaveLength(2);
+      expect(s.llm.requests.every((r) => r.headers.authorization === "Bearer key-g-0123456789")).toBe(true);
+    } finally {
+      if (groqKey !== undefined) process.env.GROQ_API_KEY = groqKey;
+    }
+  });
+
   it("a channel pin goes first; secrets never reach the bus or receipts", async () => {
     process.env.MOM_TEST_KEY_B = "key-b-0123456789";
     const st = await stackWithProfiles(AB, { auth: { order: { fake: ["a", "b"] } }, channels: { "cli/local": { authProfile: "b" } } });

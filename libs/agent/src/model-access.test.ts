@@ -27,6 +27,7 @@ afterAll(() => llm.close());
 function scriptedAccess(picks: CredentialPick[]) {
   const told: string[] = [];
   const access: ModelAccess = {
+    hasCredentials: (provider) => provider === "fake",
     admit: async () => undefined,
     pick: async () => picks.shift() ?? { unavailable: "none left" },
     refused: async (id, r) => (told.push(`refused ${id} ${r.status} ${r.retryAfterMs}`), true),
@@ -82,5 +83,7 @@ describe("withPickedCredential", () => {
     expect(await picked.getApiKeyAndHeaders(model)).toMatchObject({ ok: true, apiKey: "from-profile" });
     expect(await picked.getApiKeyAndHeaders(model)).toMatchObject({ ok: true, apiKey: "from-pi" });
     expect(picked.getAll()).toEqual(registry.getAll());
+    expect(picked.hasConfiguredAuth(model)).toBe(true);
+    expect(picked.hasConfiguredAuth({ ...model, provider: "other" })).toBe(false);
   });
 });

@@ -20,6 +20,8 @@ export type CredentialPick = { id: string; apiKey?: string } | { unavailable: st
  * profiles, shared cooldowns); the agent only calls it.
  */
 export interface ModelAccess {
+  /** The provider has a credential of mom's (an auth profile), whatever pi finds itself. */
+  hasCredentials(provider: string): boolean;
   /** Undefined to go ahead, else why the run must stop before spending (a spend limit). */
   admit(estimate: CallEstimate, model: Model<Api>): Promise<string | undefined>;
   /** The credential for the next attempt (`apiKey` undefined: pi's own lookup), or why none is usable now. */
@@ -47,12 +49,13 @@ export function estimateCall(model: Model<Api>, context: Context): CallEstimate 
 }
 
 /**
- * The registry pi's session uses for calls mom's stream function does not make (compaction
- * summaries): its credential lookup answers with the channel's current pick, so a setup whose only
- * credentials are auth profiles can still compact. Everything else is the shared registry's.
+ * The registry pi's session asks before a prompt (is there a credential?) and for the calls mom's
+ * stream function does not make (compaction summaries): it answers with the channel's credentials,
+ * so a setup whose only credentials are auth profiles works. Everything else is the shared registry's.
  */
 export function withPickedCredential(registry: ModelRegistry, access: ModelAccess): ModelRegistry {
   const own = Object.create(registry) as ModelRegistry;
+  own.hasConfiguredAuth = (model) => access.hasCredentials(model.provider) || registry.hasConfiguredAuth(model);
   own.getApiKeyAndHeaders = async (model) => {
     const pick = await access.pick(model);
     const real = await registry.getApiKeyAndHeaders(model);

@@ -92,6 +92,7 @@ export class ModelGuard {
       };
     };
     return {
+      hasCredentials: (provider) => this.profiles.profiles().some((p) => p.provider === provider),
       admit: async (estimate) =>
         spendLimitProblem(config.limits, this.ledger.totals, ch.key, ch.ref.adapter, { usd: estimate.usd, tokens: estimate.inputTokens + estimate.outputTokens }),
       pick,
