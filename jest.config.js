@@ -9,6 +9,8 @@ const packages = {
   testing: "libs/testing",
   format: "libs/format",
   tools: "libs/tools",
+  auth: "libs/auth",
+  usage: "libs/usage",
   "agent-runner": "services/agent-runner",
   "ingress-cli": "services/ingress-cli",
   "ingress-slack": "services/ingress-slack",

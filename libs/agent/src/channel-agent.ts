@@ -11,6 +11,7 @@ import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
 import { gated, withNote } from "./gated-tools.js";
 import type { ToolGate } from "@mom/tools";
+import { guardedStreamFn, type ModelAccess, withPickedCredential } from "./model-access.js";
 import { loadMomSkills } from "./skills.js";
 import { MomResourceLoader } from "./resource-loader.js";
 import { buildSystemPrompt, type PromptUser } from "./system-prompt.js";
@@ -50,6 +51,8 @@ export interface ChannelAgentOptions {
   onSkillProblems?: (problems: string[]) => void;
   /** Lets the attach tool send files into the current run (see attach-tool.ts); without it attach reports an error. */
   attach?: AttachOptions;
+  /** Spend limits and credentials around every model call (model-access.ts). */
+  modelAccess?: ModelAccess;
 }
 
 export interface RunTrigger {
@@ -99,6 +102,8 @@ function usersFromLog(entries: LogEntry[]): PromptUser[] {
 /** One pi AgentSession for one channel, persisted in the channel's context.jsonl. */
 export class ChannelAgent {
   private running = false;
+  /** Why mom itself ended the current run before a model call (spend limit, no usable credential). */
+  private stoppedBecause?: string;
 
   private constructor(
     private readonly opts: ChannelAgentOptions,
@@ -121,7 +126,7 @@ export class ChannelAgent {
       model: opts.resolved.model,
       thinkingLevel: opts.thinkingLevel ?? "off",
       authStorage: opts.resolved.authStorage,
-      modelRegistry: opts.resolved.modelRegistry,
+      modelRegistry: opts.modelAccess ? withPickedCredential(opts.resolved.modelRegistry, opts.modelAccess) : opts.resolved.modelRegistry,
       resourceLoader: loader,
       sessionManager,
       settingsManager,
@@ -136,7 +141,9 @@ export class ChannelAgent {
     // final answer is written knowing what really happened.
     const base = session.agent.transformContext;
     session.agent.transformContext = async (messages, signal) => withNote(base ? await base(messages, signal) : messages, opts.receiptsNote?.());
-    return new ChannelAgent(opts, session, sessionManager, loader);
+    const agent = new ChannelAgent(opts, session, sessionManager, loader);
+    if (opts.modelAccess) session.agent.streamFn = guardedStreamFn(session.agent.streamFn, opts.modelAccess, opts.resolved.modelRegistry, (why) => (agent.stoppedBecause = why));
+    return agent;
   }
 
   get isRunning(): boolean {
@@ -156,6 +163,7 @@ export class ChannelAgent {
   async run(trigger: RunTrigger, emit: (body: OutboundEventBody) => void, resume?: { note: string }): Promise<RunOutcome> {
     if (this.running) throw new Error("a run is already active in this channel");
     this.running = true;
+    this.stoppedBecause = undefined;
     const mapper = new OutboundMapper();
     // pi compacts after the prompt has resolved; the run (and its events) lasts until that is done.
     let compactionDone: Promise<void> = Promise.resolve();
@@ -244,6 +252,7 @@ export class ChannelAgent {
       ...(ctx && { contextWindow: ctx.contextWindow }),
     };
     if (thrown) return { stopReason: "error", errorMessage: thrown.message, finalText, usage: fullUsage };
+    if (this.stoppedBecause) return { stopReason: "error", errorMessage: this.stoppedBecause, finalText, usage: fullUsage };
     if (!last) return { stopReason: "error", errorMessage: "the model produced no answer", finalText, usage: fullUsage };
     return {
       stopReason: last.stopReason,

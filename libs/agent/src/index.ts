@@ -10,3 +10,4 @@ export * from "./outbound-mapper.js";
 export * from "./resource-loader.js";
 export * from "./system-prompt.js";
 export * from "./trigger-images.js";
+export { type CallEstimate, type CredentialPick, type ModelAccess, estimateCall, ESTIMATE_OUTPUT_TOKENS, MAX_COOLDOWN_WAIT_MS } from "./model-access.js";

@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 export interface ModelPaths {
   modelsFile: string;
   authFile: string;
+  authProfilesFile: string;
 }
 
 export interface ResolvedModel {
@@ -23,14 +24,15 @@ function credentialHint(provider: string, paths: ModelPaths): string {
     provider === "anthropic"
       ? "ANTHROPIC_OAUTH_TOKEN or ANTHROPIC_API_KEY"
       : `the provider's API key variable (e.g. ${provider.toUpperCase().replace(/-/g, "_")}_API_KEY)`;
-  return `set ${env} in the environment, add a credential for "${provider}" to ${paths.authFile}, or define the provider with an apiKey in ${paths.modelsFile}`;
+  const add = provider === "anthropic" ? "`mom auth add anthropic --setup-token` (a Claude subscription) or `mom auth add anthropic --api-key`" : `\`mom auth add ${provider} --api-key\``;
+  return `run ${add} (stored in ${paths.authProfilesFile}), set ${env} in the environment, or define the provider with an apiKey in ${paths.modelsFile}`;
 }
 
 /**
  * Finds `<provider>/<modelId>` among pi-ai's built-in models and data/models.json, and checks that
- * credentials exist, so a missing key is a clear startup message and not an error at the first chat.
+ * credentials exist (an auth profile for the provider, or one pi finds itself), so a missing key is a clear startup message and not an error at the first chat.
  */
-export function resolveModel(provider: string, modelId: string, paths: ModelPaths): ResolvedModel {
+export function resolveModel(provider: string, modelId: string, paths: ModelPaths, hasProfile: (provider: string) => boolean = () => false): ResolvedModel {
   const authStorage = AuthStorage.create(paths.authFile);
   const modelRegistry = ModelRegistry.create(authStorage, paths.modelsFile);
   const loadError = modelRegistry.getError();
@@ -43,7 +45,7 @@ export function resolveModel(provider: string, modelId: string, paths: ModelPath
       : `no provider "${provider}" is built in${existsSync(paths.modelsFile) ? ` or defined in ${paths.modelsFile}` : `; custom endpoints go in ${paths.modelsFile}`}`;
     throw new ModelSetupError(`unknown model "${provider}/${modelId}": ${hint}`);
   }
-  if (!modelRegistry.hasConfiguredAuth(model)) {
+  if (!hasProfile(provider) && !modelRegistry.hasConfiguredAuth(model)) {
     throw new ModelSetupError(`no credentials for model "${provider}/${modelId}": ${credentialHint(provider, paths)}`);
   }
   return { model, authStorage, modelRegistry };

@@ -17,3 +17,5 @@ export { retryDelayMs } from "./process-message.js";
 export { BusModule, BusShutdown, type BusModuleAsyncOptions } from "./nest.js";
 export type { FollowOptions, Following } from "./follow.js";
 export type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
+export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv } from "./json-kv.js";
+export { type RecordStream, type RecordStreamOptions, type StreamRecord, openRecordStream } from "./record-stream.js";

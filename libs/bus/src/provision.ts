@@ -42,7 +42,7 @@ export function streamConfigs(subjects: Subjects, settings: StreamSettings = {})
 }
 
 /** JetStream API error: "stream name already in use with a different configuration". */
-const STREAM_NAME_IN_USE = 10058;
+export const STREAM_NAME_IN_USE = 10058;
 /** "subjects overlap with an existing stream": also what a racing creator of the same stream gets. */
 const SUBJECTS_OVERLAP = 10065;
 
@@ -60,7 +60,7 @@ function differs(have: StreamConfig, want: StreamConfig): string[] {
   return changed;
 }
 
-async function ensureStream(jsm: JetStreamManager, want: StreamConfig, logger: Logger): Promise<void> {
+export async function ensureStream(jsm: JetStreamManager, want: StreamConfig, logger: Logger): Promise<void> {
   let info: StreamInfo | undefined;
   try {
     info = await jsm.streams.info(want.name);

@@ -14,6 +14,8 @@ export function defaultConfig(): MomConfig {
     channels: {},
     tools: {},
     policy: { tools: {}, adapters: {}, channels: {}, providers: {}, sandbox: {}, ask: [], autoAllow: [], approvalTimeoutSeconds: 300, requesterMayApprove: false },
+    auth: { order: {} },
+    limits: {},
     log: { level: "info" },
   };
 }
@@ -36,6 +38,8 @@ export function withDefaults(file: MomConfigFile): MomConfig {
     policy: { ...d.policy, ...file.policy },
     tools: { ...d.tools, ...file.tools },
     channels: file.channels ?? d.channels,
+    auth: { ...d.auth, ...file.auth },
+    limits: file.limits ?? d.limits,
     log: { ...d.log, ...file.log },
   };
 }

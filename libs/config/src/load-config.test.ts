@@ -34,6 +34,7 @@ describe("loadConfig", () => {
       configFile: file,
       modelsFile: join(dataDir, "models.json"),
       authFile: join(dataDir, "auth.json"),
+      authProfilesFile: join(dataDir, "auth-profiles.json"),
       workspaceDir: join(dataDir, "workspace"),
     });
   });
@@ -61,6 +62,8 @@ describe("loadConfig", () => {
         requesterMayApprove: true,
       },
       tools: { globalDir: "/etc/mom/tools" },
+      auth: { order: {} },
+      limits: {},
       log: { level: "debug" },
     };
     writeFileSync(file, JSON.stringify(full, null, 2));
@@ -257,5 +260,20 @@ describe("scheduler settings", () => {
     expect(() => loadConfig(dir, {})).toThrow(/\/scheduler\/watch: expected "events" \(file notifications plus polling\) or "poll"/);
     expect(() => loadConfig(dir, {})).toThrow(/\/scheduler\/pollIntervalMs: expected integer >= 100, got 10/);
     expect(() => loadConfig(dir, {})).toThrow(/\/scheduler\/maxPerMinutePerChannel: expected integer >= 1, got 0/);
+  });
+});
+
+describe("auth order, channel pins and spend limits", () => {
+  it("reads them and names a bad value", () => {
+    const limits = { global: { day: { usd: 5 } }, adapters: { slack: { month: { tokens: 1000000 } } }, channels: { "cli/local": { day: { usd: 0.5, tokens: 20000 } } } };
+    writeFileSync(file, JSON.stringify({ auth: { order: { anthropic: ["work", "personal"] } }, channels: { "cli/local": { authProfile: "personal" } }, limits }));
+    const { config } = loadConfig(dataDir, {});
+    expect(config.auth.order).toEqual({ anthropic: ["work", "personal"] });
+    expect(config.channels["cli/local"]!.authProfile).toBe("personal");
+    expect(config.limits).toEqual(limits);
+    expect(loadConfig(mkdtempSync(join(tmpdir(), "mom-cfg-")), {}).config.limits).toEqual({});
+    expect(errorFor(JSON.stringify({ limits: { global: { day: { usd: -1 } } } })).message).toContain("/limits/global/day/usd: expected a number of US dollars > 0, got -1");
+    expect(errorFor(JSON.stringify({ limits: { global: { week: { usd: 1 } } } })).message).toContain('/limits/global/week: unknown key "week"');
+    expect(errorFor(JSON.stringify({ auth: { order: { anthropic: "work" } } })).message).toContain("/auth/order/anthropic: expected an array of auth profile ids");
   });
 });

@@ -1,9 +1,8 @@
-import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Compile } from "typebox/compile";
 import { ConfigError } from "./config-error.js";
 import { withDefaults } from "./defaults.js";
-import { locateJsonError } from "./json-syntax.js";
+import { readJsonFile, schemaChecker } from "./json-file.js";
 import { isNatsUrl, NATS_URL_EXPECTED, redactNatsUrl } from "./nats-url.js";
 import { MomConfig, MomConfigFile } from "./schema.js";
 import { schemaIssues, show, type Issue } from "./schema-issues.js";
@@ -13,6 +12,8 @@ export interface ConfigPaths {
   configFile: string;
   modelsFile: string;
   authFile: string;
+  /** mom's auth profiles (docs/auth.md), mode 0600 */
+  authProfilesFile: string;
   workspaceDir: string;
 }
 
@@ -21,7 +22,7 @@ export interface LoadedConfig {
   paths: ConfigPaths;
 }
 
-const checkFile = Compile(MomConfigFile);
+const checkFile = schemaChecker(MomConfigFile);
 const checkModel = Compile(MomConfig.properties.model);
 
 /**
@@ -35,6 +36,7 @@ export function loadConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env
     configFile: join(abs, "config.json"),
     modelsFile: join(abs, "models.json"),
     authFile: join(abs, "auth.json"),
+    authProfilesFile: join(abs, "auth-profiles.json"),
     workspaceDir: join(abs, "workspace"),
   };
   // Messages show the path the way the operator typed it (data/config.json), not the absolute one.
@@ -46,35 +48,8 @@ export function loadConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env
 }
 
 function readConfigFile(file: string, shown: string): MomConfigFile {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return {};
-    throw new ConfigError(shown, [{ path: "", message: `cannot read: ${(err as Error).message}` }]);
-  }
-  // Editors on Windows like to save a byte-order mark; it is not a syntax error worth a stop.
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    const at = locateJsonError(text);
-    const where = at ? `line ${at.line}, column ${at.column}: ${at.reason}` : (err as Error).message;
-    const hint = text.trim() === "" ? " (the file is empty; write {} to take every default)" : "";
-    throw new ConfigError(shown, [{ path: "", message: `invalid JSON at ${where}${hint}` }]);
-  }
-  const issues = [...schemaProblems(raw), ...semanticProblems(raw)];
-  if (issues.length > 0) throw new ConfigError(shown, issues);
-  return raw as MomConfigFile;
-}
-
-function schemaProblems(raw: unknown): Issue[] {
-  if (checkFile.Check(raw)) return [];
-  const issues = schemaIssues(MomConfigFile, raw);
-  if (issues.length > 0) return issues;
-  // Our explainer missed a keyword; TypeBox's own wording is still better than nothing.
-  return [...checkFile.Errors(raw)].map((e) => ({ path: e.instancePath || "/", message: e.message }));
+  const raw = readJsonFile(file, shown, (r) => [...checkFile(r), ...semanticProblems(r)]);
+  return (raw ?? {}) as MomConfigFile;
 }
 
 // Rules JSON Schema cannot say well; checked even when the schema failed, so one run lists all.

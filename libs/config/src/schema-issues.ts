@@ -36,6 +36,7 @@ function visit(s: Schema, v: unknown, path: string, out: Issue[]): void {
         Number.isFinite(v) &&
         (s.type === "number" || Number.isInteger(v)) &&
         (s.minimum === undefined || v >= s.minimum) &&
+        (s.exclusiveMinimum === undefined || v > s.exclusiveMinimum) &&
         (s.maximum === undefined || v <= s.maximum);
       return void (ok || out.push(expected(path, s, v)));
     }

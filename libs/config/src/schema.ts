@@ -165,6 +165,7 @@ export const ChannelSettings = Type.Object(
   {
     model: Type.Optional(Type.String({ pattern: MODEL_REF_PATTERN, expected: '"<provider>/<modelId>", e.g. "anthropic/claude-sonnet-4-5"' })),
     thinkingLevel: Type.Optional(ThinkingLevel),
+    authProfile: Type.Optional(Type.String({ minLength: 1, description: "Auth profile id (data/auth-profiles.json) this channel uses first" })),
   },
   closed,
 );
@@ -182,6 +183,46 @@ const adapters = Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN.source 
   keyExpected: "lower-case letters, digits and '-' ([a-z0-9-]+)",
 });
 
+/** Which auth profiles (data/auth-profiles.json) a provider uses, first to last (docs/auth.md). */
+export const AuthConfig = Type.Object(
+  {
+    order: Type.Record(Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { expected: "an array of auth profile ids" }), {
+      ...closed,
+      keyName: "provider",
+      keyExpected: 'a pi-ai provider name like "anthropic"',
+    }),
+  },
+  closed,
+);
+export type AuthConfig = Static<typeof AuthConfig>;
+
+/** A budget for one period: USD (from the model's prices) and/or tokens (input + output + cache). */
+export const SpendAmount = Type.Object(
+  {
+    usd: Type.Optional(Type.Number({ exclusiveMinimum: 0, expected: "a number of US dollars > 0", description: "US dollars, as priced by the model's cost in pi-ai or models.json" })),
+    tokens: Type.Optional(Type.Integer({ minimum: 1, description: "Tokens: input + output + cache read + cache write" })),
+  },
+  closed,
+);
+export type SpendAmount = Static<typeof SpendAmount>;
+
+/** Calendar periods in UTC: the day and the month a model call falls in. */
+export const SpendBudget = Type.Object({ day: Type.Optional(SpendAmount), month: Type.Optional(SpendAmount) }, closed);
+export type SpendBudget = Static<typeof SpendBudget>;
+
+/** Spend limits, checked before every model call and recorded after it (docs/auth.md). */
+export const LimitsConfig = Type.Object(
+  {
+    global: Type.Optional(SpendBudget),
+    adapters: Type.Optional(
+      Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN.source }), SpendBudget, { ...closed, keyName: "adapter name", keyExpected: "lower-case letters, digits and '-' ([a-z0-9-]+)" }),
+    ),
+    channels: Type.Optional(Type.Record(Type.String({ pattern: "^[a-z0-9-]+/.+$" }), SpendBudget, { ...closed, keyName: "qualified channel id", keyExpected: '"<adapter>/<channelId>"' })),
+  },
+  closed,
+);
+export type LimitsConfig = Static<typeof LimitsConfig>;
+
 /** The configuration services see: every default filled in. */
 export const MomConfig = Type.Object(
   {
@@ -196,6 +237,8 @@ export const MomConfig = Type.Object(
     channels,
     policy: PolicyConfig,
     tools: ToolsConfig,
+    auth: AuthConfig,
+    limits: LimitsConfig,
     log: LogConfig,
   },
   closed,
@@ -212,6 +255,7 @@ export const MomConfigFile = Type.Partial(
     scheduler: Type.Partial(SchedulerConfig, closed),
     policy: Type.Partial(PolicyConfig, closed),
     tools: Type.Partial(ToolsConfig, closed),
+    auth: Type.Partial(AuthConfig, closed),
     log: Type.Partial(LogConfig, closed),
   }),
   closed,

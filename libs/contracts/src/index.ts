@@ -10,3 +10,4 @@ export * from "./validate.js";
 export * from "./json-schemas.js";
 export * from "./stop-command.js";
 export * from "./ownership.js";
+export * from "./usage-record.js";

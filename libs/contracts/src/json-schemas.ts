@@ -4,6 +4,7 @@ import { DeadLetter } from "./dead-letter.js";
 import { LogEntry } from "./log-entry.js";
 import { OutboundEvent } from "./outbound-event.js";
 import { Receipt } from "./receipt.js";
+import { UsageRecord } from "./usage-record.js";
 
 /** The schemas published as JSON Schema files under docs/schemas, by file name. */
 export const PUBLISHED_SCHEMAS = {
@@ -13,6 +14,7 @@ export const PUBLISHED_SCHEMAS = {
   "dead-letter.schema.json": DeadLetter,
   "log-entry.schema.json": LogEntry,
   "receipt.schema.json": Receipt,
+  "usage-record.schema.json": UsageRecord,
 } as const;
 
 export function renderJsonSchema(schema: object): string {

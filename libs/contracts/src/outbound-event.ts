@@ -123,6 +123,22 @@ export const AttachmentEvent = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The provider refused a credential (429, 401/403, billing): it cools down until `until` and the
+ * run goes on with `to`. Ids only, never a secret (docs/auth.md).
+ */
+export const AuthProfileRotated = Type.Object(
+  {
+    type: Type.Literal("auth.profile.rotated"),
+    provider: Type.String(),
+    from: Type.String({ description: "Credential id that was refused (a profile id, or env for the environment's)" }),
+    to: Type.String({ description: "Credential id the run continues with" }),
+    reason: Type.Union([Type.Literal("rate_limit"), Type.Literal("auth"), Type.Literal("billing")]),
+    until: Type.String({ format: "date-time", description: "When `from` may be used again" }),
+  },
+  { additionalProperties: false },
+);
+
 // AgentSessionEvents made JSON-safe: large or cyclic fields are dropped or summarised so that
 // every event fits in one NATS message (see docs/outbound-events.md).
 export const AgentStart = Type.Object({ type: Type.Literal("agent_start") }, Loose);
@@ -208,7 +224,7 @@ export const SessionEvent = Type.Union([
 ]);
 export type SessionEvent = Static<typeof SessionEvent>;
 
-export const OutboundEventBody = Type.Union([RunQueued, RunRejected, RunStarted, RunEnded, AttachmentEvent, ApprovalRequested, ApprovalResolved, SessionEvent]);
+export const OutboundEventBody = Type.Union([RunQueued, RunRejected, RunStarted, RunEnded, AttachmentEvent, ApprovalRequested, ApprovalResolved, AuthProfileRotated, SessionEvent]);
 export type OutboundEventBody = Static<typeof OutboundEventBody>;
 
 /** Published by the runner on `mom.out.<adapter>.<channel>`; Nats-Msg-Id is `<runId>:<seq>`. */

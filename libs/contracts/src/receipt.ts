@@ -10,13 +10,15 @@ export const ReceiptType = Type.Union([
   Type.Literal("tool.call.succeeded"),
   Type.Literal("tool.call.failed"),
   Type.Literal("approval.refused"),
+  Type.Literal("auth.profile.rotated"),
 ]);
 export type ReceiptType = Static<typeof ReceiptType>;
 
 /**
  * One step of one tool call, append-only: on `mom.receipts.<adapter>.<channel>` (msg-id
  * `receiptId`) and in the channel's receipts.jsonl. `approval.refused` records a decision from
- * someone who may not decide.
+ * someone who may not decide. `auth.profile.rotated` records a model call moving to another
+ * credential (toolId `auth.profile.rotate`, no toolCallId, detail `<from> -> <to>: <reason>`).
  */
 export const Receipt = Type.Object(
   {

@@ -155,6 +155,25 @@ describe("fake LLM at the pi-ai level", () => {
     expect(body.usage).toMatchObject({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
   });
 
+  it("answers per API key: 429 with and without retry-after, 401, 402 billing; other keys use the queue", async () => {
+    llm.byKey("limited", { error: { status: 429, message: "Rate limit reached", retryAfterSeconds: 30 } });
+    llm.byKey("busy", { error: { status: 429, message: "Too many requests" } });
+    llm.byKey("revoked", { error: { status: 401, message: "Incorrect API key provided" } });
+    llm.byKey("broke", { error: { status: 402, message: "Your credit balance is too low", type: "billing_error" } });
+    llm.enqueue({ text: "fine" });
+    expect((await complete(model, userCtx("x"), { apiKey: "limited" })).errorMessage).toBe("429 Rate limit reached");
+    expect((await complete(model, userCtx("x"), { apiKey: "busy" })).errorMessage).toBe("429 Too many requests");
+    expect((await complete(model, userCtx("x"), { apiKey: "revoked" })).errorMessage).toBe("401 Incorrect API key provided");
+    expect((await complete(model, userCtx("x"), { apiKey: "broke" })).errorMessage).toBe("402 Your credit balance is too low");
+    expect((await complete(model, userCtx("x"), { apiKey: "good" })).content).toEqual([{ type: "text", text: "fine" }]);
+    const limited = await fetch(`${llm.baseUrl}/chat/completions`, { method: "POST", headers: { authorization: "Bearer limited" }, body: "{}" });
+    expect([limited.status, limited.headers.get("retry-after")]).toEqual([429, "30"]);
+    const busy = await fetch(`${llm.baseUrl}/chat/completions`, { method: "POST", headers: { authorization: "Bearer busy" }, body: "{}" });
+    expect([busy.status, busy.headers.get("retry-after")]).toEqual([429, null]);
+    await connectFakeLlm(llm.baseUrl).byKey("limited", undefined);
+    expect((await complete(model, userCtx("x"), { apiKey: "limited" })).content).toEqual([{ type: "text", text: "ok" }]);
+  });
+
   it("is scriptable through the control routes", async () => {
     const remote = connectFakeLlm(llm.baseUrl);
     await remote.enqueue({ text: "via control" });

@@ -97,6 +97,8 @@ export interface FakeModelsJsonOptions {
   modelId?: string;
   contextWindow?: number;
   maxTokens?: number;
+  /** USD per million tokens (default all 0). */
+  cost?: { input: number; output: number; cacheRead?: number; cacheWrite?: number };
 }
 
 export interface FakeLlm {
@@ -109,6 +111,11 @@ export interface FakeLlm {
   enqueue(...turns: FakeResponder[]): void;
   /** Used when the queue is empty (default: a text turn "ok"). */
   setFallback(r: FakeResponder): void;
+  /**
+   * Every request made with this API key (`Authorization: Bearer <key>`) gets `turn` instead of
+   * the queue, e.g. a 429 for one auth profile while another works; undefined removes the rule.
+   */
+  byKey(key: string, turn: FakeTurn | undefined): void;
   /** Number of queued turns not consumed yet. */
   pending(): number;
   /** Clears the queue and the recorded requests, restarts request numbering (ids), restores the default fallback. */
@@ -158,7 +165,7 @@ export function fakeLlmModelsJson(baseUrl: string, opts: FakeModelsJsonOptions =
             input: ["text", "image"],
             contextWindow: opts.contextWindow ?? 128000,
             maxTokens: opts.maxTokens ?? 16384,
-            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, ...opts.cost },
           },
         ],
       },
@@ -263,6 +270,7 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
   const requests: FakeRequest[] = [];
   const queue: FakeResponder[] = [];
   let fallback: FakeResponder = DEFAULT_FALLBACK;
+  const keyTurns = new Map<string, FakeTurn>();
   let waiters: Array<{ n: number; resolve: () => void }> = [];
   const sockets = new Set<Socket>();
   const live = new Set<AbortController>();
@@ -307,6 +315,10 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
         case "POST /__fake/fallback":
           fallback = normalizeTurns(body)[0] ?? DEFAULT_FALLBACK;
           return sendJson(res, 200, {});
+        case "POST /__fake/by-key":
+          if (body?.turn) keyTurns.set(String(body.key), body.turn);
+          else keyTurns.delete(String(body?.key));
+          return sendJson(res, 200, {});
         case "POST /__fake/reset":
           api.reset();
           return sendJson(res, 200, {});
@@ -339,7 +351,8 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
     };
     const reqNo = ++seq;
     // Take the responder synchronously so turns are matched to requests in arrival order.
-    const responder = queue.length > 0 ? queue.shift()! : fallback;
+    const key = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ""))?.[1];
+    const responder = key !== undefined && keyTurns.has(key) ? keyTurns.get(key)! : queue.length > 0 ? queue.shift()! : fallback;
     requests.push(fr);
     notify();
 
@@ -494,8 +507,13 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
       fallback = r;
     },
     pending: () => queue.length,
+    byKey: (key, turn) => {
+      if (turn) keyTurns.set(key, turn);
+      else keyTurns.delete(key);
+    },
     reset: () => {
       queue.length = 0;
+      keyTurns.clear();
       requests.length = 0;
       seq = 0;
       fallback = DEFAULT_FALLBACK;
@@ -540,6 +558,7 @@ export interface FakeLlmRemote {
   requests(): Promise<FakeRequest[]>;
   enqueue(...turns: FakeTurn[]): Promise<void>;
   setFallback(turn: FakeTurn): Promise<void>;
+  byKey(key: string, turn: FakeTurn | undefined): Promise<void>;
   reset(): Promise<void>;
   waitForRequests(n: number, timeoutMs?: number): Promise<FakeRequest[]>;
   modelsJson(opts?: FakeModelsJsonOptions): FakeModelsJson;
@@ -560,6 +579,7 @@ export function connectFakeLlm(baseUrl: string): FakeLlmRemote {
     requests: () => call("GET", "requests"),
     enqueue: async (...turns) => void (await call("POST", "enqueue", turns)),
     setFallback: async (turn) => void (await call("POST", "fallback", turn)),
+    byKey: async (key, turn) => void (await call("POST", "by-key", { key, turn })),
     reset: async () => void (await call("POST", "reset", {})),
     waitForRequests: async (n, timeoutMs = 10000) => {
       const deadline = Date.now() + timeoutMs;

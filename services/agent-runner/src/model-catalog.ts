@@ -14,11 +14,14 @@ export interface ChannelModel {
 export class ModelCatalog {
   private readonly byRef = new Map<string, ResolvedModel>();
 
-  constructor(private readonly loaded: LoadedConfig) {
+  constructor(
+    private readonly loaded: LoadedConfig,
+    hasProfile: (provider: string) => boolean = () => false,
+  ) {
     const { config } = loaded;
     for (const ref of new Set([config.model, ...Object.values(config.channels).flatMap((c) => (c.model ? [c.model] : []))])) {
       const { provider, modelId } = parseModelRef(ref);
-      this.byRef.set(ref, resolveModel(provider, modelId, loaded.paths));
+      this.byRef.set(ref, resolveModel(provider, modelId, loaded.paths, hasProfile));
     }
   }
 

@@ -30,6 +30,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { RunPublisher } from "./run-publisher.js";
 import { ChannelToolGate } from "./tool-gate.js";
+import { ModelGuard } from "./model-guard.js";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 
 /** One channel this runner owns: its reader, its worker and the ledger they report to. */
@@ -69,6 +70,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** Channels being handed over or restarted: neither owned nor to be acquired meanwhile. */
   private readonly settling = new Set<string>();
   private closing = false;
+  /** Spend limits, auth profiles and cooldowns around every model call. */
+  private guard?: ModelGuard;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -96,6 +99,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   async onApplicationBootstrap(): Promise<void> {
     await this.layout.ensureWorkspace();
+    this.guard = await ModelGuard.open(this.opts.loaded, this.bus, this.log.child({ component: "model-guard" }));
     await this.customTools.reload();
     this.reportToolProblems();
     this.customTools.watch(() => this.reportToolProblems());
@@ -159,6 +163,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     this.control?.stop();
     this.directory?.stop();
     await this.membership?.stop();
+    await this.guard?.close();
   }
 
   /** A message on mom.in: make sure its channel has a live owner; the owner reads it from there. */
@@ -384,6 +389,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           extraTools: [invokeTool],
           extraPrompt: () => formatCustomToolsForPrompt(allowedCustom()),
           receiptsNote: () => receiptsNote(active.current?.receipts),
+          modelAccess: this.guard?.forChannel({ ref, key, store, currentRun: () => active.current, hasDefault: (m) => resolved.modelRegistry.hasConfiguredAuth(m) }),
           onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
         }),
     });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { ModelSetupError } from "@mom/agent";
-import { createLogger, loadConfig } from "@mom/config";
+import { ConfigError, createLogger, loadConfig } from "@mom/config";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +17,26 @@ describe("startRunner", () => {
     const loaded = loadConfig(mkdtempSync(join(tmpdir(), "mom-creds-")), {});
     const err = await startRunner({ loaded, bus, logger }).catch((e) => e);
     expect(err).toBeInstanceOf(ModelSetupError);
-    expect(err.message).toMatch(/no credentials for model "anthropic\/claude-sonnet-4-5": set ANTHROPIC_OAUTH_TOKEN or ANTHROPIC_API_KEY/);
+    expect(err.message).toMatch(/no credentials for model "anthropic\/claude-sonnet-4-5": run `mom auth add anthropic --setup-token` \(a Claude subscription\) or `mom auth add anthropic --api-key` \(stored in .*auth-profiles\.json\), set ANTHROPIC_OAUTH_TOKEN or ANTHROPIC_API_KEY/);
+  });
+
+  it("counts an auth profile as credentials, and refuses an order naming an unknown profile", async () => {
+    delete process.env.ANTHROPIC_API_KEY;
+    delete process.env.ANTHROPIC_OAUTH_TOKEN;
+    const dir = mkdtempSync(join(tmpdir(), "mom-profiles-"));
+    writeFileSync(join(dir, "auth-profiles.json"), JSON.stringify({ profiles: [{ id: "work", provider: "anthropic", type: "api_key", secret: "env:WORK_KEY" }] }));
+    // Past the credential check, it fails only at connecting to NATS.
+    const err = await startRunner({ loaded: loadConfig(dir, {}), bus, logger }).catch((e) => e);
+    expect(err).not.toBeInstanceOf(ModelSetupError);
+    expect(String(err.message)).toMatch(/127\.0\.0\.1:1|ECONNREFUSED|CONNECTION_REFUSED/);
+
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ auth: { order: { anthropic: ["wrok"] } } }));
+    const bad = await startRunner({ loaded: loadConfig(dir, {}), bus, logger }).catch((e) => e);
+    expect(bad).toBeInstanceOf(ConfigError);
+    expect(bad.message).toBe(`${join(dir, "config.json")}: /auth/order/anthropic/0: no auth profile "wrok" (profiles: work)`);
+
+    writeFileSync(join(dir, "auth-profiles.json"), JSON.stringify({ profiles: [{ id: "work", provider: "anthropic", type: "apikey", secret: "x" }] }));
+    await expect(startRunner({ loaded: loadConfig(dir, {}), bus, logger })).rejects.toThrow(/auth-profiles\.json: \/profiles\/0\/type: expected "api_key", "token" \(e\.g\. from claude setup-token\) or "oauth"/);
   });
 
   it("names unknown models and where custom ones go", async () => {

@@ -1,7 +1,8 @@
 import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import type { BusOptions } from "@mom/bus";
-import type { LoadedConfig } from "@mom/config";
+import { authConfigIssues } from "@mom/auth";
+import { ConfigError, loadAuthProfiles, type LoadedConfig } from "@mom/config";
 import { ModelCatalog } from "./model-catalog.js";
 import type { Logger } from "pino";
 import { RunnerModule } from "./runner.module.js";
@@ -22,7 +23,10 @@ export interface RunningService {
 /** Boots the agent runner as a Nest application context (no HTTP); ready when this resolves. */
 export async function startRunner(o: StartRunnerOptions): Promise<RunningService> {
   // Fails fast with an operator-readable ModelSetupError before anything connects.
-  const models = new ModelCatalog(o.loaded);
+  const { profiles } = loadAuthProfiles(o.loaded.paths.authProfilesFile);
+  const issues = authConfigIssues(o.loaded.config, profiles);
+  if (issues.length) throw new ConfigError(o.loaded.paths.configFile, issues);
+  const models = new ModelCatalog(o.loaded, (provider) => profiles.some((p) => p.provider === provider));
   const app = await NestFactory.createApplicationContext(
     RunnerModule.forRoot({ loaded: o.loaded, models, logger: o.logger, durable: o.durable, runnerId: o.runnerId ?? (process.env.MOM_RUNNER_ID || undefined) }, o.bus),
     { logger: false, abortOnError: false },

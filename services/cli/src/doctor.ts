@@ -1,10 +1,11 @@
 import { ModelSetupError, resolveModel } from "@mom/agent";
 import { Bus } from "@mom/bus";
 import { runnersBucket } from "@mom/contracts";
-import { ConfigError, createLogger, type LoadedConfig, loadConfig, parseModelRef, redactNatsUrl } from "@mom/config";
+import { authConfigIssues } from "@mom/auth";
+import { type AuthProfile, ConfigError, createLogger, type LoadedConfig, loadAuthProfiles, loadConfig, parseModelRef, redactNatsUrl } from "@mom/config";
 import { spawnSync } from "node:child_process";
 import { CustomToolRegistry, createHostToolApi } from "@mom/tools";
-import { accessSync, constants, mkdirSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
 import { explicitNatsUrl } from "./nats-target.js";
@@ -77,9 +78,26 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
     checks.push({ name: "config", ok: false, detail: err instanceof ConfigError ? err.message : String(err) });
     return checks;
   }
+  let profiles: AuthProfile[] = [];
+  try {
+    profiles = loadAuthProfiles(loaded.paths.authProfilesFile).profiles;
+    const issues = authConfigIssues(loaded.config, profiles);
+    if (issues.length) throw new ConfigError(loaded.paths.configFile, issues);
+    const mode = existsSync(loaded.paths.authProfilesFile) ? statSync(loaded.paths.authProfilesFile).mode & 0o777 : undefined;
+    // Group read is what Kubernetes' fsGroup gives a mounted Secret; anything more is too open.
+    const open = mode !== undefined && (mode & 0o037) !== 0;
+    checks.push({
+      name: "auth profiles",
+      ok: !open,
+      optional: true,
+      detail: mode === undefined ? `none (${loaded.paths.authProfilesFile}; \`mom auth add\` creates it)` : `${profiles.length} in ${loaded.paths.authProfilesFile}${open ? ` — readable by others (mode ${mode.toString(8)}): chmod 600 it` : ""}`,
+    });
+  } catch (err) {
+    checks.push({ name: "auth profiles", ok: false, detail: err instanceof ConfigError ? err.message : String(err) });
+  }
   try {
     const { provider, modelId } = parseModelRef(loaded.config.model);
-    const { model } = resolveModel(provider, modelId, loaded.paths);
+    const { model } = resolveModel(provider, modelId, loaded.paths, (p) => profiles.some((x) => x.provider === p));
     checks.push({ name: "model", ok: true, detail: `${model.provider}/${model.id} (${model.api}), credentials found` });
   } catch (err) {
     checks.push({ name: "model", ok: false, detail: err instanceof ModelSetupError ? err.message : String(err) });

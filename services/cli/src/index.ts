@@ -4,3 +4,5 @@ export * from "./receipts-command.js";
 export * from "./local-nats.js";
 export * from "./nats-target.js";
 export * from "./bus-options.js";
+export * from "./auth-command.js";
+export * from "./usage-command.js";

@@ -3,6 +3,9 @@ import { ConfigError } from "@mom/config";
 import { events, ingress, runner, scheduler, up } from "./commands.js";
 import { formatChecks, runDoctor } from "./doctor.js";
 import { receiptsTrail } from "./receipts-command.js";
+import { authCommand } from "./auth-command.js";
+import { CommandError } from "./command-error.js";
+import { usageReport } from "./usage-command.js";
 
 const USAGE = `usage: mom <command> [args]
 
@@ -13,6 +16,8 @@ const USAGE = `usage: mom <command> [args]
   events [dataDir]              list scheduled events (next fire time) and invalid/missed ones
   doctor [dataDir]              check config, NATS + JetStream, model credentials and sandbox tools
   receipts <adapter/channel> [--run ID] [dataDir]   print a channel's tool-call receipts
+  auth list|add|remove|order [--data DIR]          model credentials: auth profiles, their order, cooldowns (mom auth help)
+  usage [--by channel|adapter|model] [--since DATE] [--data DIR]   token and cost totals from the usage ledger
 
 dataDir defaults to ./data`;
 
@@ -44,6 +49,11 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${await receiptsTrail(rest[0], rest[1] ?? "data", runId)}\n`);
       return 0;
     }
+    case "auth":
+      return authCommand(args, { input: process.stdin, write: (t) => void process.stdout.write(t) });
+    case "usage":
+      process.stdout.write(`${await usageReport(args)}\n`);
+      return 0;
     case "help":
     case "--help":
     case "-h":
@@ -58,7 +68,7 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
     // Operator mistakes get one clear line; anything else is a bug and keeps its stack.
-    const known = err instanceof ConfigError || err instanceof ModelSetupError || /nats-server not found|no such adapter|CONNECTION_REFUSED|ECONNREFUSED/i.test(String(err?.message));
+    const known = err instanceof ConfigError || err instanceof ModelSetupError || err instanceof CommandError || /nats-server not found|no such adapter|CONNECTION_REFUSED|ECONNREFUSED/i.test(String(err?.message));
     process.stderr.write(`mom: ${known ? err.message : (err?.stack ?? err)}\n`);
     process.exit(1);
   },

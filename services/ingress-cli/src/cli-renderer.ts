@@ -65,6 +65,9 @@ export class CliRenderer {
       case "approval_requested":
         this.line(`⚠ mom wants to run ${ev.toolId} (${ev.risk}): ${ev.argsSummary}\n  allow once? type y or n (expires ${ev.expiresAt.slice(11, 19)} UTC)`);
         break;
+      case "auth.profile.rotated":
+        this.line(`  ↻ ${ev.provider} credential ${ev.from} refused (${ev.reason.replace("_", " ")}), continuing with ${ev.to}`);
+        break;
       case "approval_resolved":
         this.line(`  ${ev.outcome === "approved" ? "✓ approved" : ev.outcome === "denied" ? "⊘ denied" : "⌛ approval expired"}${ev.decidedBy ? ` by ${ev.decidedBy}` : ""}`);
         break;

@@ -1,0 +1,41 @@
+import { type AuthProfile, loadAuthProfiles } from "@mom/config";
+import { statSync } from "node:fs";
+
+/**
+ * data/auth-profiles.json as the runner sees it: read again when the file changes (so `mom auth
+ * add` needs no restart); a file that became invalid keeps the last good profiles and is reported.
+ */
+export class ProfilesSource {
+  private stamp = "";
+  private current: AuthProfile[] = [];
+
+  constructor(
+    private readonly file: string,
+    private readonly onError: (err: Error) => void = () => {},
+  ) {
+    this.current = loadAuthProfiles(file).profiles;
+    this.stamp = this.stampOf();
+  }
+
+  profiles(): AuthProfile[] {
+    const stamp = this.stampOf();
+    if (stamp !== this.stamp) {
+      this.stamp = stamp;
+      try {
+        this.current = loadAuthProfiles(this.file).profiles;
+      } catch (err) {
+        this.onError(err as Error);
+      }
+    }
+    return this.current;
+  }
+
+  private stampOf(): string {
+    try {
+      const s = statSync(this.file);
+      return `${s.mtimeMs}:${s.size}:${s.ino}`;
+    } catch {
+      return "absent";
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { type KV, Kvm } from "@nats-io/kv";
+import type { Bus } from "./bus.js";
+import { STREAM_NAME_IN_USE } from "./provision.js";
+
+/** A JetStream KV bucket holding JSON values; what services use for small shared state. */
+export interface JsonKv<T> {
+  readonly bucket: string;
+  get(key: string): Promise<T | undefined>;
+  put(key: string, value: T): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** Every live key and its value. */
+  entries(): Promise<Array<[string, T]>>;
+}
+
+export interface JsonKvOptions {
+  /** Bucket suffix; the bucket is `<NAMESPACE>_<name>`, e.g. `MOM_AUTH_COOLDOWNS`. */
+  name: string;
+  /** Keys older than this are removed by the server. */
+  ttlMs?: number;
+  replicas?: number;
+}
+
+const KEY_CHAR = /[A-Za-z0-9_\-/.]/;
+
+/**
+ * A KV key from free text: characters KV keys may not hold become `=XX` (hex), so names from
+ * config files (providers, channel ids) are always valid and never collide.
+ */
+export function kvKey(...parts: string[]): string {
+  return parts
+    .map((p) => [...p].map((c) => (KEY_CHAR.test(c) && c !== "." ? c : [...Buffer.from(c)].map((b) => `=${b.toString(16).padStart(2, "0")}`).join(""))).join(""))
+    .join(".");
+}
+
+/** `<NAMESPACE>_<suffix>`: how streams and buckets of a namespace are named (mom-dev -> MOM_DEV_…). */
+export function namespacedName(bus: Bus, suffix: string): string {
+  return `${bus.subjects.namespace.toUpperCase().replace(/-/g, "_")}_${suffix}`;
+}
+
+/** Creates the bucket when it does not exist yet (safe to race), else opens it. */
+export async function openJsonKv<T>(bus: Bus, opts: JsonKvOptions): Promise<JsonKv<T>> {
+  const bucket = namespacedName(bus, opts.name);
+  const kvm = new Kvm(bus.js);
+  // An existing bucket made with other settings (an older release, another replica's config) is
+  // used as it is rather than refused.
+  const kv: KV = await kvm
+    .create(bucket, { history: 1, ...(opts.ttlMs !== undefined && { ttl: opts.ttlMs }), ...(opts.replicas !== undefined && { replicas: opts.replicas }) })
+    .catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(bucket);
+      throw err;
+    });
+  const get = async (key: string): Promise<T | undefined> => {
+    const e = await kv.get(key);
+    if (!e || e.operation !== "PUT" || e.length === 0) return undefined;
+    return e.json<T>();
+  };
+  return {
+    bucket,
+    get,
+    async put(key, value) {
+      await kv.put(key, JSON.stringify(value));
+    },
+    async delete(key) {
+      await kv.delete(key);
+    },
+    async entries() {
+      const out: Array<[string, T]> = [];
+      const keys = await kv.keys();
+      const names: string[] = [];
+      for await (const k of keys) names.push(k);
+      for (const k of names) {
+        const v = await get(k);
+        if (v !== undefined) out.push([k, v]);
+      }
+      return out;
+    },
+  };
+}

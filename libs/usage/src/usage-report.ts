@@ -1,0 +1,49 @@
+import type { UsageRecord } from "@mom/contracts";
+
+export type UsageGrouping = "channel" | "adapter" | "model";
+
+export interface UsageRow {
+  key: string;
+  calls: number;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens: number;
+  costUsd: number;
+}
+
+function keyOf(r: UsageRecord, by: UsageGrouping): string {
+  return by === "channel" ? r.channel : by === "adapter" ? r.adapter : `${r.provider}/${r.model}`;
+}
+
+/** Totals per channel, adapter or model, largest cost first, and the grand total. */
+export function summarizeUsage(records: UsageRecord[], by: UsageGrouping): { rows: UsageRow[]; total: UsageRow } {
+  const rows = new Map<string, UsageRow>();
+  const total: UsageRow = { key: "total", calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, costUsd: 0 };
+  for (const r of records) {
+    const key = keyOf(r, by);
+    const row = rows.get(key) ?? { key, calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, costUsd: 0 };
+    for (const t of [row, total]) {
+      t.calls++;
+      t.input += r.input;
+      t.output += r.output;
+      t.cacheRead += r.cacheRead;
+      t.cacheWrite += r.cacheWrite;
+      t.totalTokens += r.totalTokens;
+      t.costUsd += r.costUsd;
+    }
+    rows.set(key, row);
+  }
+  return { rows: [...rows.values()].sort((a, b) => b.costUsd - a.costUsd || b.totalTokens - a.totalTokens || a.key.localeCompare(b.key)), total };
+}
+
+/** A plain table for the terminal. */
+export function formatUsageTable(summary: { rows: UsageRow[]; total: UsageRow }, by: UsageGrouping): string {
+  const head = [by, "calls", "input", "output", "cache read", "cache write", "tokens", "cost"];
+  const n = (x: number) => x.toLocaleString("en-US");
+  const line = (r: UsageRow) => [r.key, n(r.calls), n(r.input), n(r.output), n(r.cacheRead), n(r.cacheWrite), n(r.totalTokens), `$${r.costUsd.toFixed(4)}`];
+  const table = [head, ...summary.rows.map(line), line(summary.total)];
+  const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+  return table.map((row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
+}

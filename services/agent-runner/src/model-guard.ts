@@ -1,0 +1,149 @@
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import type { CredentialPick, ModelAccess } from "@mom/agent";
+import { classifyRefusal, CooldownBoard, credentialOrder, ProfilesSource, resolveSecret, type AuthFailureReason } from "@mom/auth";
+import type { Bus } from "@mom/bus";
+import type { LoadedConfig } from "@mom/config";
+import type { ChannelRef, OutboundEventBody, Receipt } from "@mom/contracts";
+import type { ChannelStore } from "@mom/store";
+import { makeReceipt } from "@mom/tools";
+import { spendLimitProblem, UsageLedger } from "@mom/usage";
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+
+type Model = Parameters<ModelAccess["pick"]>[0];
+
+export interface GuardedChannel {
+  ref: ChannelRef;
+  key: string;
+  store: ChannelStore;
+  /** The run in progress: rotations are published into it. */
+  currentRun: () => { runId: string; publisher: { emit(e: OutboundEventBody): void } } | undefined;
+  /** pi finds a credential of its own for the model (environment, auth.json, models.json apiKey). */
+  hasDefault: (model: Model) => boolean;
+}
+
+const minutes = (ms: number) => (ms < 90_000 ? `${Math.ceil(ms / 1000)} s` : `${Math.ceil(ms / 60_000)} min`);
+
+/**
+ * The runner's side of every model call (docs/auth.md): spend limits from the usage ledger,
+ * credentials in the configured order, cooldowns shared with the other replicas, and the record
+ * of what each call used. One per runner; `forChannel` gives each channel its ModelAccess.
+ */
+export class ModelGuard {
+  private constructor(
+    private readonly loaded: LoadedConfig,
+    private readonly bus: Bus,
+    private readonly profiles: ProfilesSource,
+    private readonly board: CooldownBoard,
+    readonly ledger: UsageLedger,
+    private readonly log: Logger,
+  ) {}
+
+  static async open(loaded: LoadedConfig, bus: Bus, log: Logger): Promise<ModelGuard> {
+    const replicas = loaded.config.nats.streams.replicas;
+    const profiles = new ProfilesSource(loaded.paths.authProfilesFile, (err) => log.error({ err: err.message }, "auth profiles not reloaded; keeping the last good ones"));
+    const board = await CooldownBoard.open(bus, replicas);
+    const ledger = await UsageLedger.open(bus, {
+      replicas,
+      // Every replica sees the record; the msg-id makes it one dead letter.
+      onInvalid: (r, reason) =>
+        void bus
+          .deadLetter("agent-runner", { subject: r.subject, data: r.text, reason: `usage ledger record not counted: ${reason}`, msgId: `seq-${r.seq}` })
+          .catch((err: unknown) => log.error({ err, seq: r.seq }, "invalid usage ledger record could not be dead-lettered")),
+    });
+    return new ModelGuard(loaded, bus, profiles, board, ledger, log);
+  }
+
+  close(): Promise<void> {
+    return this.ledger.close();
+  }
+
+  forChannel(ch: GuardedChannel): ModelAccess {
+    const { config, paths } = this.loaded;
+    const log = this.log.child({ channel: ch.key });
+    const pick = async (model: Model): Promise<CredentialPick> => {
+      const order = credentialOrder({ provider: model.provider, channel: ch.key, config, profiles: this.profiles.profiles(), hasDefault: ch.hasDefault(model) });
+      if (order.length === 0) return { unavailable: `No credentials for ${model.provider}: add one with \`mom auth add ${model.provider} --api-key\` or set the provider's API key variable for the runner.` };
+      let soonest: number | undefined;
+      const skipped: string[] = [];
+      for (const c of order) {
+        if (c.profile?.expiresAt && Date.parse(c.profile.expiresAt) <= Date.now()) {
+          skipped.push(`${c.id} expired ${c.profile.expiresAt}`);
+          continue;
+        }
+        const until = await this.board.coolingUntil(model.provider, c.id);
+        if (until !== undefined) {
+          soonest = Math.min(soonest ?? until, until);
+          continue;
+        }
+        if (!c.profile) return { id: c.id };
+        try {
+          return { id: c.id, apiKey: resolveSecret(c.profile.secret, paths.dataDir) };
+        } catch (err) {
+          skipped.push(`${c.id}: ${(err as Error).message}`);
+        }
+      }
+      const why = skipped.length ? ` (${skipped.join("; ")})` : "";
+      if (soonest === undefined) return { unavailable: `No usable ${model.provider} credential${why}. See \`mom auth list\`.` };
+      const at = new Date(soonest);
+      return {
+        unavailable: `Every ${model.provider} credential is cooling down after rate-limit, auth or billing refusals${why}. Try again after ${at.toISOString().slice(11, 16)} UTC (in ${minutes(soonest - Date.now())}).`,
+        retryAt: soonest,
+      };
+    };
+    return {
+      hasCredentials: (provider) => this.profiles.profiles().some((p) => p.provider === provider),
+      admit: async (estimate) =>
+        spendLimitProblem(config.limits, this.ledger.totals, ch.key, ch.ref.adapter, { usd: estimate.usd, tokens: estimate.inputTokens + estimate.outputTokens }),
+      pick,
+      refused: async (id, refusal, model) => {
+        const reason = classifyRefusal(refusal);
+        if (!reason) return false;
+        const until = await this.board.coolDown(model.provider, id, reason, refusal.retryAfterMs);
+        log.warn({ credential: id, provider: model.provider, reason, status: refusal.status, until: new Date(until).toISOString() }, "credential refused; cooling down");
+        const next = await pick(model);
+        if ("id" in next) await this.rotated(ch, { provider: model.provider, from: id, to: next.id, reason, until: new Date(until).toISOString() });
+        return true;
+      },
+      settled: async (id, message, model) => {
+        await this.record(ch, id, message, model).catch((err: unknown) => log.error({ err }, "usage not recorded in the ledger"));
+        // Informational (mom auth list): not worth making the run wait.
+        if (message.stopReason !== "error") void this.board.markUsed(model.provider, id).catch(() => {});
+      },
+    };
+  }
+
+  private async record(ch: GuardedChannel, credential: string, m: AssistantMessage, model: Model): Promise<void> {
+    const u = m.usage;
+    if (!u || (u.totalTokens === 0 && u.cost.total === 0)) return;
+    const runId = ch.currentRun()?.runId;
+    await this.ledger.record({
+      id: randomUUID(),
+      ts: new Date().toISOString(),
+      channel: ch.key,
+      adapter: ch.ref.adapter,
+      ...(runId !== undefined && { runId }),
+      provider: model.provider,
+      model: model.id,
+      credential,
+      input: u.input,
+      output: u.output,
+      cacheRead: u.cacheRead,
+      cacheWrite: u.cacheWrite,
+      totalTokens: u.totalTokens,
+      costUsd: Math.max(0, u.cost.total),
+    });
+  }
+
+  private async rotated(ch: GuardedChannel, r: { provider: string; from: string; to: string; reason: AuthFailureReason; until: string }): Promise<void> {
+    const run = ch.currentRun();
+    run?.publisher.emit({ type: "auth.profile.rotated", ...r });
+    const receipt: Receipt = makeReceipt(
+      "auth.profile.rotated",
+      { runId: run?.runId ?? "", toolCallId: "", toolId: "auth.profile.rotate", risk: "read", args: r },
+      { detail: `${r.provider} ${r.from} -> ${r.to}: ${r.reason}, until ${r.until}` },
+    );
+    await ch.store.appendReceipt(receipt).catch((err: unknown) => this.log.error({ err }, "rotation receipt not written"));
+    await this.bus.publish(this.bus.subjects.channel("receipts", ch.ref), receipt, receipt.receiptId).catch((err: unknown) => this.log.error({ err }, "rotation receipt not published"));
+  }
+}

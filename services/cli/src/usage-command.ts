@@ -1,0 +1,46 @@
+import { CommandError } from "./command-error.js";
+import { Bus } from "@mom/bus";
+import { createLogger, loadConfig } from "@mom/config";
+import { formatUsageTable, monthStart, openLedgerStream, summarizeUsage, type UsageGrouping, validRecords } from "@mom/usage";
+import { parseArgs } from "node:util";
+import { explicitNatsUrl } from "./nats-target.js";
+
+export const USAGE_USAGE = `usage: mom usage [--by channel|adapter|model] [--since DATE] [--data DIR]
+
+  totals of the usage ledger (every model call's tokens and cost), largest cost first
+  --since  YYYY-MM-DD or an ISO time (default: the start of this month, UTC)`;
+
+function parseSince(value: string | undefined, now = new Date()): Date {
+  if (!value) return monthStart(now);
+  const at = new Date(/^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value);
+  if (Number.isNaN(at.getTime())) throw new CommandError(`--since: expected YYYY-MM-DD or an ISO time, got ${JSON.stringify(value)}`);
+  return at;
+}
+
+/** `mom usage`: reads the ledger stream from NATS and prints totals. */
+export async function usageReport(args: string[]): Promise<string> {
+  const { values } = parseArgs({
+    args,
+    options: { by: { type: "string", default: "channel" }, since: { type: "string" }, data: { type: "string", short: "d", default: "data" } },
+  });
+  const by = values.by as UsageGrouping;
+  if (!["channel", "adapter", "model"].includes(by)) throw new CommandError(`--by: expected channel, adapter or model, got ${JSON.stringify(values.by)}`);
+  const since = parseSince(values.since);
+  const loaded = loadConfig(values.data!);
+  const bus = await Bus.connect({
+    url: explicitNatsUrl(loaded) ?? loaded.config.nats.url,
+    name: "mom-usage",
+    namespace: loaded.config.nats.namespace,
+    logger: createLogger("mom-usage", { level: "silent" }),
+  });
+  try {
+    const ledger = await openLedgerStream(bus, loaded.config.nats.streams.replicas);
+    const { records, invalid } = validRecords(await ledger.readSince(since));
+    const head = `usage since ${since.toISOString()} by ${by}`;
+    const body = records.length ? formatUsageTable(summarizeUsage(records, by), by) : "no model calls recorded";
+    const skipped = invalid.length ? `\n(${invalid.length} ledger record(s) skipped as invalid, first at seq ${invalid[0]!.seq}: ${invalid[0]!.reason})` : "";
+    return `${head}\n${body}${skipped}`;
+  } finally {
+    await bus.drain();
+  }
+}
