@@ -6,7 +6,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type AttachOptions, createAttachTool } from "./attach-tool.js";
 import { createMomTools, MOM_TOOL_NAMES, withLabel } from "./labelled-tools.js";
-import { formatChatLine, syncLogToSession, wasPrompted } from "./log-sync.js";
+import { formatChatLine, lastSyncCursor, type PlacedLogEntry, type SyncCursor, syncLogToSession, wasPrompted } from "./log-sync.js";
 import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
 import { gated, withNote } from "./gated-tools.js";
@@ -23,7 +23,10 @@ export interface AgentChannelStore {
   readonly contextFile: string;
   readonly scratchDir: string;
   readonly skillsDir: string;
-  readLog(): Promise<{ entries: LogEntry[] }>;
+  /** Log entries after a sync cursor (all of them without one), each with its end offset. */
+  readLogSince(cursor: SyncCursor | undefined): Promise<{ entries: PlacedLogEntry[] }>;
+  /** The log's recent entries (its last MiB): who has been talking. */
+  readLogTail(): Promise<LogEntry[]>;
   readMemory(): Promise<{ global: string; channel: string }>;
 }
 
@@ -93,15 +96,11 @@ function addUsage(a: PiUsage, b: PiUsage): PiUsage {
   };
 }
 
-function usersFromLog(entries: LogEntry[]): PromptUser[] {
-  const byId = new Map<string, PromptUser>();
-  for (const e of entries) if (!e.isBot) byId.set(e.user, { id: e.user, username: e.userName, displayName: e.displayName });
-  return [...byId.values()];
-}
-
 /** One pi AgentSession for one channel, persisted in the channel's context.jsonl. */
 export class ChannelAgent {
   private running = false;
+  /** The channel's people, from the log's tail once, then from each run's new lines. */
+  private people?: Map<string, PromptUser>;
   /** Why mom itself ended the current run before a model call (spend limit, no usable credential). */
   private stoppedBecause?: string;
 
@@ -177,10 +176,13 @@ export class ChannelAgent {
     const firstNew = this.session.messages.length;
     let thrown: Error | undefined;
     try {
-      const { entries } = await this.opts.store.readLog();
       // A resumed message whose first attempt reached the session is not said twice: only the note is.
       const alreadyPrompted = resume !== undefined && wasPrompted(this.sessionManager, trigger.id);
-      if (!alreadyPrompted) syncLogToSession(this.sessionManager, entries, trigger.id);
+      if (!alreadyPrompted) {
+        const { entries } = await this.opts.store.readLogSince(lastSyncCursor(this.sessionManager));
+        syncLogToSession(this.sessionManager, entries, trigger.id);
+        for (const { entry } of entries) this.noteUser(entry);
+      }
       this.session.agent.state.messages = this.sessionManager.buildSessionContext().messages;
       const { skills, problems } = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir);
       if (problems.length) this.opts.onSkillProblems?.(problems);
@@ -190,7 +192,7 @@ export class ChannelAgent {
         workspaceDir: this.opts.workspaceDir,
         channelDir: this.opts.store.dir,
         memory: await this.opts.store.readMemory(),
-        users: usersFromLog(entries),
+        users: await this.users(),
         channels: this.opts.listChannels?.() ?? [],
         now: new Date(),
         timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
@@ -226,6 +228,18 @@ export class ChannelAgent {
   private async imagesOf(trigger: RunTrigger): Promise<ImageContent[] | undefined> {
     const images = trigger.images ?? (await loadTriggerImages(trigger.attachments, this.opts.workspaceDir));
     return images.length ? images : undefined;
+  }
+
+  private async users(): Promise<PromptUser[]> {
+    if (!this.people) {
+      this.people = new Map();
+      for (const e of await this.opts.store.readLogTail()) this.noteUser(e);
+    }
+    return [...this.people.values()];
+  }
+
+  private noteUser(e: LogEntry): void {
+    if (!e.isBot) this.people?.set(e.user, { id: e.user, username: e.userName, displayName: e.displayName });
   }
 
   async abort(): Promise<void> {

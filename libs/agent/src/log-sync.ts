@@ -21,15 +21,34 @@ function channelRelative(localPath: string): string {
   return localPath.replace(/^channels\/[^/]+\/[^/]+\//, "");
 }
 
-type Entry = { type: string; customType?: string; data?: { lastId?: string }; message?: { role: string; content: unknown } };
+type Entry = { type: string; customType?: string; data?: { lastId?: string; offset?: number }; message?: { role: string; content: unknown } };
+
+/** A log entry with the byte offset just after its line in log.jsonl (the store's PlacedEntry). */
+export interface PlacedLogEntry {
+  entry: LogEntry;
+  end: number;
+}
+
+/** Where the last sync stopped: the last synced log entry and the byte offset after its line. */
+export interface SyncCursor {
+  lastId: string;
+  /** Absent in markers written before cursors existed: the reader then finds lastId by scanning once. */
+  offset?: number;
+}
+
+/** The cursor of the last sync marker, if there is one. */
+export function lastSyncCursor(sm: SessionManager): SyncCursor | undefined {
+  const { lastId, offset } = sinceLastSync(sm);
+  return lastId === undefined ? undefined : { lastId, ...(offset !== undefined && { offset }) };
+}
 
 /** The last sync marker, and the user lines the session got since (steered messages among them). */
-function sinceLastSync(sm: SessionManager): { lastId?: string; seen: Set<string> } {
+function sinceLastSync(sm: SessionManager): { lastId?: string; offset?: number; seen: Set<string> } {
   const entries = sm.getEntries() as Entry[];
   const seen = new Set<string>();
   for (let i = entries.length - 1; i >= 0; i--) {
     const e = entries[i]!;
-    if (e.type === "custom" && e.customType === LOG_SYNC_ENTRY) return { lastId: e.data?.lastId, seen };
+    if (e.type === "custom" && e.customType === LOG_SYNC_ENTRY) return { lastId: e.data?.lastId, offset: e.data?.offset, seen };
     if (e.type === "message" && e.message?.role === "user" && Array.isArray(e.message.content)) {
       for (const c of e.message.content as Array<{ type: string; text?: string }>) if (c.type === "text" && c.text) seen.add(c.text);
     }
@@ -39,25 +58,27 @@ function sinceLastSync(sm: SessionManager): { lastId?: string; seen: Set<string>
 
 /**
  * The mom behaviour: messages people wrote without mentioning mom still belong in its context.
- * Before a run, every log entry between the last synced one and the trigger (other people's
+ * Before a run, every log entry after the last synced one and before the trigger (other people's
  * messages; not mom's own answers, which the session already holds) is appended to the session as
- * a user message. Entries after the trigger wait for their own run. Returns how many were added.
+ * a user message. `since` is what the log holds after the last sync marker (the store reads it
+ * from the marker's byte offset, so the cost does not grow with the channel's history). Entries
+ * after the trigger wait for their own run. Returns how many were added.
  */
-export function syncLogToSession(sm: SessionManager, log: LogEntry[], triggerId: string): number {
-  const triggerIndex = log.findIndex((e) => e.id === triggerId);
-  const end = triggerIndex === -1 ? log.length : triggerIndex;
-  const { lastId, seen } = sinceLastSync(sm);
-  const lastIndex = lastId === undefined ? -1 : log.findIndex((e) => e.id === lastId);
+export function syncLogToSession(sm: SessionManager, since: PlacedLogEntry[], triggerId: string): number {
+  const triggerIndex = since.findIndex((p) => p.entry.id === triggerId);
+  const end = triggerIndex === -1 ? since.length : triggerIndex;
+  const { seen } = sinceLastSync(sm);
   let added = 0;
-  for (let i = lastIndex + 1; i < end; i++) {
-    const e = log[i]!;
+  for (let i = 0; i < end; i++) {
+    const e = since[i]!.entry;
     if (e.isBot && e.runId) continue;
     const text = formatChatLine(e);
     if (seen.has(text)) continue; // already in context, e.g. steered into the previous run
     sm.appendMessage({ role: "user", content: [{ type: "text", text }], timestamp: Date.parse(e.date) });
     added++;
   }
-  sm.appendCustomEntry(LOG_SYNC_ENTRY, { lastId: triggerIndex === -1 ? log.at(-1)?.id : triggerId });
+  const upTo = triggerIndex === -1 ? since.at(-1) : since[triggerIndex];
+  if (upTo) sm.appendCustomEntry(LOG_SYNC_ENTRY, { lastId: upTo.entry.id, offset: upTo.end });
   return added;
 }
 

@@ -2,6 +2,7 @@ import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { qualifiedChannelId, type ChannelRef, type LogEntry, type Receipt } from "@mom/contracts";
 import { appendLine } from "./append-line.js";
+import { type LogCursor, type PlacedEntry, readLogSince, readLogTail } from "./log-reader.js";
 import { logEntryValidator, parseJsonLines, parseLogLines, receiptValidator, type SkippedLine } from "./log-lines.js";
 
 export interface ReadLogOptions {
@@ -18,9 +19,14 @@ export interface ReadLogResult {
   afterIdFound?: boolean;
 }
 
+/** Ids kept in memory for deduplication before the set is rebuilt from the log's tail. */
+const MAX_RECENT_IDS = 20_000;
+
 /**
- * One channel's files. The runner that owns the channel is its only writer (see docs), so the
- * id set kept here is authoritative for deduplication; within a process, appends are serialised.
+ * One channel's files. The runner that owns the channel is its only writer (see docs/scaling.md);
+ * within a process, appends are serialised. Nothing here reads the whole log on the path of a
+ * message: deduplication looks at the log's last MiB (a message read again after a takeover was
+ * logged moments before), and readers move forward from a cursor.
  */
 export class ChannelStore {
   readonly logFile: string;
@@ -83,16 +89,26 @@ export class ChannelStore {
     });
   }
 
-  /** Queued behind pending appends, so it sees each of them whole and never a half-written line. */
+  /** Entries after a cursor (see log-reader.ts), queued behind pending appends. */
+  readLogSince(cursor: LogCursor | undefined): Promise<{ entries: PlacedEntry[]; rescanned: boolean }> {
+    return this.serialise(() => readLogSince(this.logFile, cursor));
+  }
+
+  /** The entries in the log's last MiB: recent messages and people, at a cost that does not grow with history. */
+  readLogTail(): Promise<LogEntry[]> {
+    return this.serialise(async () => (await readLogTail(this.logFile)).map((p) => p.entry));
+  }
+
+  /** The whole log. Queued behind pending appends, so it sees each of them whole and never a half-written line. */
   readLog(opts: ReadLogOptions = {}): Promise<ReadLogResult> {
     return this.serialise(async () => select(parseLogLines(await readOrEmpty(this.logFile)), opts));
   }
 
-  /** The log entry with this id, or undefined; answers "not logged" from the id index without reading. */
+  /** A recent log entry (in the log's last MiB) with this id, or undefined. */
   findLogEntry(id: string): Promise<LogEntry | undefined> {
     return this.serialise(async () => {
       if (!(await this.loggedIds()).has(id)) return undefined;
-      return parseLogLines(await readOrEmpty(this.logFile)).entries.find((e) => e.id === id);
+      return (await readLogTail(this.logFile)).find((p) => p.entry.id === id)?.entry;
     });
   }
 
@@ -123,10 +139,10 @@ export class ChannelStore {
     return result;
   }
 
-  // Loaded on first append: only intact entries count, so an entry whose line was torn by a
-  // crash is written again when its message is redelivered.
+  // The ids in the log's last MiB plus those appended since. Only intact entries count, so an
+  // entry whose line was torn by a crash is written again when its message is read again.
   private async loggedIds(): Promise<Set<string>> {
-    this.ids ??= new Set(parseLogLines(await readOrEmpty(this.logFile)).entries.map((e) => e.id));
+    if (!this.ids || this.ids.size > MAX_RECENT_IDS) this.ids = new Set((await readLogTail(this.logFile)).map((p) => p.entry.id));
     return this.ids;
   }
 }

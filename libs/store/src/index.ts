@@ -3,3 +3,4 @@ export { ChannelStore, type ReadLogOptions, type ReadLogResult } from "./channel
 export { parseLogLines, type SkippedLine } from "./log-lines.js";
 export { appendLine } from "./append-line.js";
 export { formatFileSize, formatSizeOverLimit, guessMimeType, modelImageType, safeFileName, writeNewFile } from "./attachment-files.js";
+export { type LogCursor, type PlacedEntry, LOG_TAIL_BYTES, readLogSince, readLogTail } from "./log-reader.js";

@@ -43,7 +43,7 @@ function setup(maxBytes = 1024) {
   const files = new FakeFiles();
   const deps: MaterializeDeps = {
     files,
-    store: { attachmentsDir, readLog: async () => ({ entries: log }) },
+    store: { attachmentsDir, findLogEntry: async (id: string) => log.find((e) => e.id === id) },
     workspaceDir,
     maxBytes,
     log: pino({ level: "silent" }),

@@ -7,7 +7,8 @@ import type { Logger } from "pino";
 /** What the materialiser needs of a channel's store (ChannelStore implements it). */
 export interface MaterializeStore {
   readonly attachmentsDir: string;
-  readLog(): Promise<{ entries: LogEntry[] }>;
+  /** A recently logged entry by id (the log's tail): how a message read again keeps its files. */
+  findLogEntry(id: string): Promise<LogEntry | undefined>;
 }
 
 export interface MaterializeDeps {
@@ -44,8 +45,7 @@ export async function materializeAttachments(message: ChannelMessage, deps: Mate
   }
   if (!message.attachments.some(needsFetch)) return message;
   try {
-    const { entries } = await deps.store.readLog();
-    const logged = entries.find((e) => e.id === message.id);
+    const logged = await deps.store.findLogEntry(message.id);
     if (logged) return { ...message, attachments: logged.attachments };
   } catch (err) {
     deps.log.warn({ err, msgId: message.id }, "could not read the log to check for an earlier copy of this message");
