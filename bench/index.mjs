@@ -1,13 +1,13 @@
 #!/usr/bin/env node
-// `npm run bench [-- NAME] [options]`: bus-overhead (default) or scale; options go to the bench.
+// `npm run bench [-- NAME] [options]`: bus-overhead (default), scale or history; options go to the bench.
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const benches = { "bus-overhead": "bus-overhead.mjs", scale: "scale.mjs" };
+const benches = { "bus-overhead": "bus-overhead.mjs", scale: "scale.mjs", history: "history.mjs" };
 const [first, ...rest] = process.argv.slice(2);
 const named = first !== undefined && first in benches;
 const file = benches[named ? first : "bus-overhead"];
 const args = named ? rest : process.argv.slice(2);
-const r = spawnSync(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), file), ...args], { stdio: "inherit" });
+const r = spawnSync(process.execPath, ["--expose-gc", join(dirname(fileURLToPath(import.meta.url)), file), ...args], { stdio: "inherit" });
 process.exit(r.status ?? 1);

@@ -13,6 +13,7 @@ import { gated, withNote } from "./gated-tools.js";
 import type { ToolGate } from "@mom/tools";
 import { guardedStreamFn, type ModelAccess, withPickedCredential } from "./model-access.js";
 import { loadMomSkills } from "./skills.js";
+import { linearGetBranch } from "./session-path.js";
 import { MomResourceLoader } from "./resource-loader.js";
 import { buildSystemPrompt, type PromptUser } from "./system-prompt.js";
 import { loadTriggerImages } from "./trigger-images.js";
@@ -114,6 +115,7 @@ export class ChannelAgent {
   static async create(opts: ChannelAgentOptions): Promise<ChannelAgent> {
     mkdirSync(opts.store.dir, { recursive: true });
     const sessionManager = SessionManager.open(opts.store.contextFile, opts.store.dir, opts.store.dir);
+    linearGetBranch(sessionManager);
     const loader = new MomResourceLoader();
     const settingsManager = SettingsManager.inMemory({
       compaction: { enabled: true },
@@ -180,10 +182,12 @@ export class ChannelAgent {
       const alreadyPrompted = resume !== undefined && wasPrompted(this.sessionManager, trigger.id);
       if (!alreadyPrompted) {
         const { entries } = await this.opts.store.readLogSince(lastSyncCursor(this.sessionManager));
-        syncLogToSession(this.sessionManager, entries, trigger.id);
+        const added = syncLogToSession(this.sessionManager, entries, trigger.id);
+        // The same messages go to the live context: rebuilding it from the session would walk the
+        // channel's whole history on every run.
+        if (added.length) this.session.agent.state.messages = [...this.session.agent.state.messages, ...added];
         for (const { entry } of entries) this.noteUser(entry);
       }
-      this.session.agent.state.messages = this.sessionManager.buildSessionContext().messages;
       const { skills, problems } = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir);
       if (problems.length) this.opts.onSkillProblems?.(problems);
       this.loader.skills = skills;

@@ -1,5 +1,6 @@
 import type { LogEntry } from "@mom/contracts";
 import type { SessionManager } from "@mariozechner/pi-coding-agent";
+import type { UserMessage } from "@mariozechner/pi-ai";
 
 export const LOG_SYNC_ENTRY = "mom.log-sync";
 
@@ -62,20 +63,21 @@ function sinceLastSync(sm: SessionManager): { lastId?: string; offset?: number; 
  * messages; not mom's own answers, which the session already holds) is appended to the session as
  * a user message. `since` is what the log holds after the last sync marker (the store reads it
  * from the marker's byte offset, so the cost does not grow with the channel's history). Entries
- * after the trigger wait for their own run. Returns how many were added.
+ * after the trigger wait for their own run. Returns the messages it added, in order.
  */
-export function syncLogToSession(sm: SessionManager, since: PlacedLogEntry[], triggerId: string): number {
+export function syncLogToSession(sm: SessionManager, since: PlacedLogEntry[], triggerId: string): UserMessage[] {
   const triggerIndex = since.findIndex((p) => p.entry.id === triggerId);
   const end = triggerIndex === -1 ? since.length : triggerIndex;
   const { seen } = sinceLastSync(sm);
-  let added = 0;
+  const added: UserMessage[] = [];
   for (let i = 0; i < end; i++) {
     const e = since[i]!.entry;
     if (e.isBot && e.runId) continue;
     const text = formatChatLine(e);
     if (seen.has(text)) continue; // already in context, e.g. steered into the previous run
-    sm.appendMessage({ role: "user", content: [{ type: "text", text }], timestamp: Date.parse(e.date) });
-    added++;
+    const message: UserMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.parse(e.date) };
+    sm.appendMessage(message);
+    added.push(message);
   }
   const upTo = triggerIndex === -1 ? since.at(-1) : since[triggerIndex];
   if (upTo) sm.appendCustomEntry(LOG_SYNC_ENTRY, { lastId: upTo.entry.id, offset: upTo.end });
