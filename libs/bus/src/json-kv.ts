@@ -11,6 +11,8 @@ export interface JsonKv<T> {
   delete(key: string): Promise<void>;
   /** Every live key and its value. */
   entries(): Promise<Array<[string, T]>>;
+  /** Calls `onChange` with every key's current value (resolving once it has), then with each change (undefined: deleted). */
+  watch(onChange: (key: string, value: T | undefined) => void): Promise<{ stop(): void }>;
 }
 
 export interface JsonKvOptions {
@@ -63,6 +65,28 @@ export async function openJsonKv<T>(bus: Bus, opts: JsonKvOptions): Promise<Json
     },
     async delete(key) {
       await kv.delete(key);
+    },
+    async watch(onChange) {
+      let ready!: () => void;
+      const loaded = new Promise<void>((r) => (ready = r));
+      const iter = await kv.watch();
+      void (async () => {
+        for await (const e of iter) {
+          let value: T | undefined;
+          if (e.operation === "PUT" && e.length > 0) {
+            try {
+              value = e.json<T>();
+            } catch {
+              value = undefined;
+            }
+          }
+          onChange(e.key, value);
+          if (e.delta === 0) ready();
+        }
+      })().catch(() => {});
+      if ((await kv.status()).values === 0) ready();
+      await loaded;
+      return iter;
     },
     async entries() {
       const out: Array<[string, T]> = [];

@@ -2,7 +2,7 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { CredentialPick, ModelAccess } from "@mom/agent";
 import { classifyRefusal, CooldownBoard, credentialOrder, ProfilesSource, resolveSecret, type AuthFailureReason } from "@mom/auth";
 import type { Bus } from "@mom/bus";
-import type { LoadedConfig } from "@mom/config";
+import type { LimitsConfig, LoadedConfig } from "@mom/config";
 import type { ChannelRef, OutboundEventBody, Receipt } from "@mom/contracts";
 import type { ChannelStore } from "@mom/store";
 import { makeReceipt } from "@mom/tools";
@@ -55,6 +55,7 @@ export class ModelGuard {
   }
 
   close(): Promise<void> {
+    this.board.close();
     return this.ledger.close();
   }
 
@@ -106,7 +107,9 @@ export class ModelGuard {
         return true;
       },
       settled: async (id, message, model) => {
-        await this.record(ch, id, message, model).catch((err: unknown) => log.error({ err }, "usage not recorded in the ledger"));
+        const recorded = this.record(ch, id, message, model).catch((err: unknown) => log.error({ err }, "usage not recorded in the ledger"));
+        // Only a spend limit needs the next call to see this one's usage: otherwise the run goes on.
+        if (hasLimits(config.limits)) await recorded;
         // Informational (mom auth list): not worth making the run wait.
         if (message.stopReason !== "error") void this.board.markUsed(model.provider, id).catch(() => {});
       },
@@ -146,4 +149,8 @@ export class ModelGuard {
     await ch.store.appendReceipt(receipt).catch((err: unknown) => this.log.error({ err }, "rotation receipt not written"));
     await this.bus.publish(this.bus.subjects.channel("receipts", ch.ref), receipt, receipt.receiptId).catch((err: unknown) => this.log.error({ err }, "rotation receipt not published"));
   }
+}
+
+function hasLimits(limits: LimitsConfig): boolean {
+  return limits.global !== undefined || Object.keys(limits.adapters ?? {}).length > 0 || Object.keys(limits.channels ?? {}).length > 0;
 }

@@ -28,8 +28,8 @@ export function runEventMsgId(runId: string, seq: number, type: OutboundEventBod
 }
 
 /**
- * Publishes one run's events on mom.out in order, numbered from 0. Publishing is chained so the
- * agent's synchronous event callbacks never wait on NATS, yet seq order is publish order.
+ * Publishes one run's events on mom.out in order, numbered from 0. The agent's synchronous event
+ * callbacks never wait on NATS, and seq order is publish order.
  * Each event's Nats-Msg-Id is `<runId>:<seq>`. A model streams text a few characters at a time;
  * consecutive deltas of the same block within DELTA_WINDOW_MS are joined into one event (nothing
  * is lost or reordered), which keeps a long answer from costing hundreds of JetStream round trips.
@@ -95,14 +95,25 @@ export class RunPublisher {
   private publish(event: OutboundEventBody): void {
     const out: OutboundEvent = { runId: this.runId, seq: this.seq++, ts: new Date().toISOString(), event };
     const subject = this.bus.subjects.channel("out", this.ref);
+    const msgId = runEventMsgId(out.runId, out.seq, event.type);
+    // Pipelined: the first attempt goes out now, in emit order on the one connection, without
+    // waiting for the acks of earlier events. A failed one is retried (same msg-id) only after every
+    // earlier event has landed. Through an outage every attempt fails and the retries go out in
+    // order; only a lone failed publish whose successor landed ends up behind it on the stream.
+    const first = this.cancelled.signal.aborted ? undefined : this.bus.publish(subject, out, msgId, { signal: this.cancelled.signal });
+    first?.catch(() => {}); // settled in the chain below
     this.chain = this.chain.then(async () => {
       if (this.cancelled.signal.aborted) return;
       try {
-        await this.bus.publish(subject, out, runEventMsgId(out.runId, out.seq, event.type), { retryForMs: this.retryForMs, signal: this.cancelled.signal });
-      } catch (err) {
-        if (this.cancelled.signal.aborted) return;
-        this.lost++;
-        this.log.error({ err, seq: out.seq, type: event.type }, "could not publish outbound event: the channel will not see it");
+        await first;
+      } catch {
+        try {
+          await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal });
+        } catch (err) {
+          if (this.cancelled.signal.aborted) return;
+          this.lost++;
+          this.log.error({ err, seq: out.seq, type: event.type }, "could not publish outbound event: the channel will not see it");
+        }
       }
     });
   }
