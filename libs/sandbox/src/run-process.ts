@@ -1,0 +1,121 @@
+import { spawn } from "node:child_process";
+import type { ExecResult } from "./executor.js";
+import { type CommandCgroup, createCommandCgroup } from "./pids-cgroup.js";
+
+export interface RunProcessOptions {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  onData?: (chunk: Buffer) => void;
+  signal?: AbortSignal;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  /** Kills everything the command started; called on abort, timeout, output cap, and after it exits. */
+  killTree(pid: number): Promise<void>;
+  /** Where to put the command in a cgroup of its own with at most `maxProcesses` processes (see pids-cgroup.ts). */
+  pidsLimit?: { cgroupBase: string; maxProcesses: number };
+}
+
+/** After the main process exits, how long its pipes may stay open before they are cut. */
+const PIPE_GRACE_MS = 500;
+
+/**
+ * Runs one process and streams its stdout and stderr to `onData` as they come, never holding
+ * more than one chunk: at `maxOutputBytes` the rest is dropped and the command is killed, as it
+ * is on timeout or abort. Whatever the command left running (background jobs, `setsid`
+ * daemons) is killed when it exits, so nothing outlives the call.
+ */
+export async function runProcess(o: RunProcessOptions): Promise<ExecResult> {
+  if (o.signal?.aborted) return { exitCode: null, stopped: "aborted", outputBytes: 0 };
+  const cgroup = o.pidsLimit && (await createCommandCgroup(o.pidsLimit.cgroupBase, o.pidsLimit.maxProcesses));
+  try {
+    return await runIn(o, cgroup);
+  } finally {
+    await cgroup?.remove();
+  }
+}
+
+async function killAll(cgroup: CommandCgroup): Promise<void> {
+  for (let round = 0; round < 50; round++) {
+    const pids = await cgroup.pids();
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise<ExecResult> {
+  return new Promise<ExecResult>((resolve, reject) => {
+    // The process joins its cgroup before it becomes the command, so not one fork escapes the count.
+    const [file, args] = cgroup ? ["/bin/sh", ["-c", 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, o.file, ...o.args]] : [o.file, o.args];
+    const child = spawn(file, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    let outputBytes = 0;
+    let stopped: ExecResult["stopped"];
+    let exitCode: number | null = null;
+    let killing: Promise<void> | undefined;
+    const kill = () =>
+      (killing ??= (async () => {
+        if (child.pid) await o.killTree(child.pid).catch(() => {});
+        if (cgroup) await killAll(cgroup);
+      })());
+    const stop = (why: NonNullable<ExecResult["stopped"]>) => {
+      stopped ??= why;
+      void kill();
+    };
+
+    const onChunk = (chunk: Buffer) => {
+      if (stopped === "output") return;
+      const room = o.maxOutputBytes - outputBytes;
+      if (chunk.length > room) {
+        if (room > 0) o.onData?.(chunk.subarray(0, room));
+        outputBytes += Math.max(room, 0);
+        stop("output");
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        return;
+      }
+      outputBytes += chunk.length;
+      o.onData?.(chunk);
+    };
+    child.stdout!.on("data", onChunk);
+    child.stderr!.on("data", onChunk);
+
+    const timer = setTimeout(() => stop("timeout"), o.timeoutMs);
+    const onAbort = () => stop("aborted");
+    o.signal?.addEventListener("abort", onAbort, { once: true });
+
+    let settled = false;
+    const finish = async () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      o.signal?.removeEventListener("abort", onAbort);
+      await kill();
+      resolve({ exitCode: stopped ? null : exitCode, ...(stopped && { stopped }), outputBytes });
+    };
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      o.signal?.removeEventListener("abort", onAbort);
+      settled = true;
+      reject(err);
+    });
+    child.on("exit", (code) => {
+      exitCode = code;
+      // Background processes that kept the pipes open go now; the pipes then close by themselves.
+      void kill();
+      setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        void finish();
+      }, PIPE_GRACE_MS).unref();
+    });
+    child.on("close", () => void finish());
+  });
+}
