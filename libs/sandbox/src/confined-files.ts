@@ -26,6 +26,11 @@ export class ConfinedFiles {
     private readonly maxBytes: number,
   ) {}
 
+  /** Whether the view shows an absolute path whose symlinks are already resolved. */
+  isVisible(realPath: string): boolean {
+    return modeAt(this.view, realPath) !== "hidden";
+  }
+
   /** The real path of an existing file the view shows; refused otherwise. */
   async resolveVisible(path: string): Promise<string> {
     const real = await this.realExisting(path);

@@ -30,6 +30,8 @@ export const DEFAULT_SHARED = ["MEMORY.md", "skills", "events"];
 export interface ChannelSandbox {
   executor: Executor;
   files: ConfinedFiles;
+  /** For the system prompt: what the agent's commands can and cannot do. */
+  description: string;
 }
 
 /**
@@ -62,10 +64,17 @@ export class Sandbox {
     return this.settings.shared ?? DEFAULT_SHARED;
   }
 
-  forChannel(channelDir: string): ChannelSandbox {
+  /**
+   * `runnerFiles`: files in the channel's directory that only the runner writes (log.jsonl,
+   * context.jsonl, receipts.jsonl). They are created when missing and are read-only to the
+   * channel's tools, so a command can neither change them nor swap in a symlink to another
+   * channel's file for the runner to read or append to.
+   */
+  forChannel(channelDir: string, runnerFiles: string[] = []): ChannelSandbox {
     mkdirSync(channelDir, { recursive: true });
     this.ensureShared();
-    const view = channelView({ ...this.paths, channelDir, shared: this.shared });
+    for (const f of runnerFiles) closeSync(openSync(f, "a"));
+    const view = channelView({ ...this.paths, channelDir, shared: this.shared, readOnly: runnerFiles });
     const o = {
       view,
       env: this.settings.env ?? {},
@@ -73,7 +82,7 @@ export class Sandbox {
       ...(this.cgroupBase && { pidsLimit: { cgroupBase: this.cgroupBase, maxProcesses: this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES } }),
     };
     const executor = this.kind === "bwrap" ? new BwrapExecutor({ ...o, network: this.settings.network ?? false }) : new HostExecutor(o);
-    return { executor, files: new ConfinedFiles(view, o.maxOutputBytes) };
+    return { executor, files: new ConfinedFiles(view, o.maxOutputBytes), description: this.describe() };
   }
 
   /** One line for the system prompt: what the agent's commands can and cannot do. */

@@ -26,6 +26,8 @@ export interface ViewInput {
   channelDir: string;
   /** Workspace-relative paths every channel may change (global memory, skills, events). */
   shared: readonly string[];
+  /** Files inside the channel's directory that stay read-only (the runner's own). */
+  readOnly?: readonly string[];
 }
 
 /** Where the system's programs and libraries live; bound read-only when they exist. */
@@ -49,6 +51,7 @@ export function channelView(input: ViewInput): SandboxView {
     { path: join(workspaceDir, "channels"), mode: "hidden" },
     ...input.shared.map((p) => ({ path: resolve(workspaceDir, p), mode: "rw" as const })).filter((m) => inside(workspaceDir, m.path)),
     { path: channelDir, mode: "rw" },
+    ...(input.readOnly ?? []).map((f) => ({ path: resolve(f), mode: "ro" as const })).filter((m) => inside(channelDir, m.path)),
   ];
   return { mounts, channelDir };
 }

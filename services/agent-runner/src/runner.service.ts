@@ -24,6 +24,8 @@ import { ChannelWorker } from "./channel-worker.js";
 import { RunPublisher } from "./run-publisher.js";
 import { ChannelToolGate } from "./tool-gate.js";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
+import { channelSandbox, workspaceSandbox } from "./workspace-sandbox.js";
+import type { Sandbox } from "@mom/sandbox";
 
 /** Consumes mom.in and mom.ctl and routes each message to its channel's worker. */
 @Injectable()
@@ -38,6 +40,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private readonly gates = new Map<string, ChannelToolGate>();
   /** Custom host tools (global dir, then workspace/tools), hot-reloaded for every channel. */
   private readonly customTools: CustomToolRegistry;
+  private readonly sandbox: Sandbox;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -47,6 +50,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     this.log = opts.logger;
     this.runSlot = pLimit(opts.loaded.config.runner.maxConcurrentRuns);
     const { paths, config } = opts.loaded;
+    this.sandbox = workspaceSandbox(opts.loaded, this.log);
     this.customTools = new CustomToolRegistry(
       [...(config.tools.globalDir ? [config.tools.globalDir] : []), join(paths.workspaceDir, "tools")],
       createHostToolApi({ dataDir: paths.dataDir, workspaceDir: paths.workspaceDir }),
@@ -169,6 +173,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
             qualifiedChannelId: key,
             workspaceDir: this.layout.workspaceDir,
             store,
+            sandbox: channelSandbox(this.sandbox, store),
             resolved,
             thinkingLevel,
             agentDir: join(loaded.paths.dataDir, ".pi"),

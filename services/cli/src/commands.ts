@@ -68,7 +68,8 @@ async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, 
 
 /** `mom up`: NATS (own or given), runner and terminal chat in one process; logs go to a file. */
 export async function up(dataDir: string): Promise<never> {
-  const loaded = loadConfig(dataDir);
+  // Runner, scheduler and the terminal chat: only the runner's sandbox.env is needed.
+  const loaded = loadConfig(dataDir, process.env, { sandbox: true });
   mkdirSync(join(loaded.paths.dataDir, "logs"), { recursive: true });
   const logFile = join(loaded.paths.dataDir, "logs", "mom.log");
   const logger = createLogger("mom", { level: loaded.config.log.level, destination: openSync(logFile, "a") });
@@ -98,7 +99,7 @@ export async function up(dataDir: string): Promise<never> {
 
 /** `mom runner`: the agent runner alone, as deployed; pino logs to stderr. */
 export async function runner(dataDir: string): Promise<never> {
-  const loaded = loadConfig(dataDir);
+  const loaded = loadConfig(dataDir, process.env, { sandbox: true });
   const logger = createLogger("agent-runner", { level: loaded.config.log.level });
   const service = await startRunner({ loaded, bus: busOptions(loaded, loaded.config.nats.url, "agent-runner", logger), logger });
   return shutdownOn([() => service.close()]);
@@ -119,7 +120,7 @@ export function events(dataDir: string): string {
 
 /** `mom ingress <adapter>`: one ingress service for one configured adapter. */
 export async function ingress(adapter: string, dataDir: string): Promise<never> {
-  const loaded = loadConfig(dataDir);
+  const loaded = loadConfig(dataDir, process.env, { adapters: [adapter] });
   const entry = loaded.config.adapters[adapter];
   if (!entry) {
     const known = Object.keys(loaded.config.adapters);
