@@ -1,0 +1,44 @@
+// Loads custom tool files in a worker thread, the way the registry then loads them in the
+// runner, and reports for each whether loading finished. A loop or a process.exit() while
+// importing (or in the factory) ends this worker, not the runner. Plain JavaScript next to the
+// package (not in src/) so that one file serves the built runner and the tests.
+import { parentPort, workerData } from "node:worker_threads";
+import { createJiti } from "jiti";
+import * as typebox from "typebox";
+import * as typeboxCompile from "typebox/compile";
+import * as typeboxValue from "typebox/value";
+// Only the contract module, as in the runner (the whole of @mom/tools is much slower to load).
+import * as momTools from "../dist/tool-contract.js";
+
+const refuse = () => Promise.reject(new Error("not available while the tool is being checked"));
+const api = { dataDir: workerData.dataDir, workspaceDir: workerData.workspaceDir, exec: refuse, readFile: refuse, writeFile: refuse };
+const virtualModules = {
+  typebox,
+  "typebox/compile": typeboxCompile,
+  "typebox/value": typeboxValue,
+  "@sinclair/typebox": typebox,
+  "@sinclair/typebox/compile": typeboxCompile,
+  "@sinclair/typebox/value": typeboxValue,
+  "@mom/tools": momTools,
+};
+
+async function load(path) {
+  const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, tryNative: false, interopDefault: false, virtualModules });
+  try {
+    const mod = await jiti.import(path);
+    const exported = typeof mod === "function" ? mod : (mod?.default ?? mod?.tool);
+    // Errors are the runner's to report when it loads the file; here only finishing matters.
+    if (typeof exported === "function") await Promise.resolve(exported(api)).catch(() => {});
+  } catch {
+    // the runner's own load reports it
+  }
+}
+
+parentPort.on("message", async ({ id, path }) => {
+  await load(path);
+  parentPort.postMessage({ id });
+});
+// Warm up the TypeScript transform so the first real file is timed fairly.
+const warm = createJiti(import.meta.url, { moduleCache: false, fsCache: false, tryNative: false });
+warm.evalModule("export const x: number = 1;", { filename: new URL("warm-up.ts", import.meta.url).pathname });
+parentPort.postMessage({ ready: true });
