@@ -55,6 +55,10 @@ export class Sandbox {
       this.kind = ok ? "bwrap" : "host";
       this.reason = ok ? "auto: bubblewrap works here" : "auto: bubblewrap is not installed or cannot create namespaces here, so commands run on the host";
     } else {
+      // Refusing to start beats failing every command later with bwrap's own error.
+      if (settings.type === "bwrap" && !hasBwrap()) {
+        throw new Error('sandbox.type is "bwrap" but bubblewrap is not installed or cannot create namespaces here: install it (apt-get install -y bubblewrap), allow user namespaces, or use "auto"');
+      }
       this.kind = settings.type;
       this.reason = `configured: sandbox.type ${settings.type}`;
     }

@@ -83,7 +83,12 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
 /** Which executor the runner will use, why, and what it cannot do here. */
 function checkSandbox(loaded: LoadedConfig): Check {
   const wanted = loaded.config.sandbox.type;
-  const sandbox = new Sandbox(loaded.config.sandbox, loaded.paths);
+  let sandbox: Sandbox;
+  try {
+    sandbox = new Sandbox(loaded.config.sandbox, loaded.paths);
+  } catch (err) {
+    return { name: "sandbox", ok: false, detail: (err as Error).message };
+  }
   const pids = sandbox.cgroupBase ? "process limit per command on" : "no process limit (no pids cgroup may be created here)";
   if (sandbox.kind === "host") {
     const hint = hasCommand("bwrap", ["--version"]) ? "bubblewrap is installed but cannot create namespaces here (in a container: allow user namespaces)" : "install bubblewrap: sudo apt-get install -y bubblewrap";
