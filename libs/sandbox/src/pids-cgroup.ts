@@ -47,12 +47,12 @@ export async function createCommandCgroup(base: string, maxProcesses: number): P
         .map(Number),
     // The kernel refuses while a (dying) process is still inside: try for a moment.
     remove: async () => {
-      for (let i = 0; i < 50; i++) {
+      for (let i = 0; i < 200; i++) {
         try {
           await rmdir(dir);
           return;
         } catch {
-          await new Promise((r) => setTimeout(r, 20));
+          await new Promise((r) => setTimeout(r, 5));
         }
       }
     },

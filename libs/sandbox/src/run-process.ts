@@ -32,12 +32,13 @@ export async function runProcess(o: RunProcessOptions): Promise<ExecResult> {
   try {
     return await runIn(o, cgroup);
   } finally {
-    await cgroup?.remove();
+    // Everything in it is dead already; the kernel frees the directory once they are reaped.
+    void cgroup?.remove();
   }
 }
 
 async function killAll(cgroup: CommandCgroup): Promise<void> {
-  for (let round = 0; round < 50; round++) {
+  for (let round = 0; round < 100; round++) {
     const pids = await cgroup.pids();
     if (pids.length === 0) return;
     for (const pid of pids) {
@@ -47,7 +48,8 @@ async function killAll(cgroup: CommandCgroup): Promise<void> {
         // already gone
       }
     }
-    await new Promise((r) => setTimeout(r, 10));
+    // Processes that are merely dying still count; re-check at once a few times, then give them time.
+    if (round >= 3) await new Promise((r) => setTimeout(r, 5));
   }
 }
 
@@ -60,11 +62,8 @@ function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise
     let stopped: ExecResult["stopped"];
     let exitCode: number | null = null;
     let killing: Promise<void> | undefined;
-    const kill = () =>
-      (killing ??= (async () => {
-        if (child.pid) await o.killTree(child.pid).catch(() => {});
-        if (cgroup) await killAll(cgroup);
-      })());
+    // The cgroup knows every process of the command exactly; without one, the executor's own way.
+    const kill = () => (killing ??= cgroup ? killAll(cgroup) : child.pid ? o.killTree(child.pid).catch(() => {}) : Promise.resolve());
     const stop = (why: NonNullable<ExecResult["stopped"]>) => {
       stopped ??= why;
       void kill();
