@@ -6,6 +6,8 @@
 //   cat 10 MB  `cat` of a 10 MB file through executor.exec (10 MB streamed out of the sandbox)
 //   read 10 MB the read tool's file access (ConfinedFiles.readFile) of the same file
 // plus a baseline: `bash -c 'echo hi'` spawned directly with child_process (no executor).
+// docker is measured when a Docker engine of the bench's own can be started (root, docker.io,
+// busybox-static), against an image made locally (busybox + the host's bash).
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -15,6 +17,7 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const { Sandbox, bwrapAvailable } = await import(join(root, "libs/sandbox/dist/index.js"));
+const { startTestDockerEngine } = await import(join(root, "libs/testing/dist/index.js"));
 
 const args = process.argv.slice(2);
 if (args.includes("--help")) {
@@ -38,15 +41,19 @@ function stats(samples) {
   return { p50: at(0.5), p90: at(0.9), mean: s.reduce((a, b) => a + b, 0) / s.length };
 }
 
-async function time(fn) {
-  await fn(); // warm-up
-  const samples = [];
+// The machine's load changes from second to second (other processes, CPU frequency): the
+// executors take turns call by call, so each one meets the same conditions.
+async function timeInTurns(fns) {
+  for (const fn of Object.values(fns)) await fn(); // warm-up
+  const samples = Object.fromEntries(Object.keys(fns).map((k) => [k, []]));
   for (let i = 0; i < CALLS; i++) {
-    const t0 = performance.now();
-    await fn();
-    samples.push(performance.now() - t0);
+    for (const [k, fn] of Object.entries(fns)) {
+      const t0 = performance.now();
+      await fn();
+      samples[k].push(performance.now() - t0);
+    }
   }
-  return stats(samples);
+  return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, stats(v)]));
 }
 
 function spawnBash(command) {
@@ -66,20 +73,27 @@ async function exec(executor, command) {
   return bytes;
 }
 
+let engine;
 const results = { calls: CALLS, cpus: os.cpus().length, cpu: os.cpus()[0]?.model.trim(), node: process.version, executors: {} };
 try {
-  results.baseline = { echo: await time(() => spawnBash("echo hi")) };
   const kinds = ["host", ...(bwrapAvailable() ? ["bwrap"] : [])];
-  if (!kinds.includes("bwrap")) console.error("bench: bubblewrap is not available here; only the host executor is measured");
-  for (const type of kinds) {
-    const { executor, files } = new Sandbox({ type }, { dataDir, workspaceDir }).forChannel(channelDir);
-    results.executors[type] = {
-      echo: await time(() => exec(executor, "echo hi")),
-      cat10mb: await time(() => exec(executor, "cat ten-mb.txt")),
-      read10mb: await time(() => files.readFile("ten-mb.txt")),
-    };
-  }
+  if (!kinds.includes("bwrap")) console.error("bench: bubblewrap is not available here; bwrap is not measured");
+  const started = await startTestDockerEngine();
+  const settings = { host: { type: "host" }, bwrap: { type: "bwrap" } };
+  if ("engine" in started) {
+    engine = started.engine;
+    settings.docker = { type: "docker", socketPath: engine.socketPath, image: await engine.importTestImage() };
+    kinds.push("docker");
+  } else console.error(`bench: docker is not measured: ${started.skip}`);
+  const sandboxes = Object.fromEntries(kinds.map((k) => [k, new Sandbox(settings[k], { dataDir, workspaceDir }).forChannel(channelDir)]));
+  const each = (fn) => Object.fromEntries(kinds.map((k) => [k, () => fn(sandboxes[k])]));
+  const echo = await timeInTurns({ direct: () => spawnBash("echo hi"), ...each((s) => exec(s.executor, "echo hi")) });
+  const cat = await timeInTurns(each((s) => exec(s.executor, "cat ten-mb.txt")));
+  const read = await timeInTurns(each((s) => s.files.readFile("ten-mb.txt")));
+  results.baseline = { echo: echo.direct };
+  for (const k of kinds) results.executors[k] = { echo: echo[k], cat10mb: cat[k], read10mb: read[k] };
 } finally {
+  await engine?.stop();
   rmSync(dataDir, { recursive: true, force: true });
 }
 

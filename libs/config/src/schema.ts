@@ -107,12 +107,24 @@ const sandboxCommon = {
 
 /**
  * Where tools run (docs/sandbox.md), discriminated by `type`: `auto` (bwrap where bubblewrap
- * works, else host), `bwrap`, `host` (development only).
+ * works, else host), `bwrap`, `docker`, `host` (development only).
  */
 export const SandboxConfig = Type.Union([
   Type.Object({ type: Type.Literal("auto"), network: Type.Optional(Type.Boolean({ description: "bwrap: commands get the host's network" })), ...sandboxCommon }, closed),
   Type.Object({ type: Type.Literal("bwrap"), network: Type.Optional(Type.Boolean({ description: "Commands get the host's network" })), ...sandboxCommon }, closed),
   Type.Object({ type: Type.Literal("host"), ...sandboxCommon }, closed),
+  Type.Object(
+    {
+      type: Type.Literal("docker"),
+      image: Type.String({ minLength: 1, description: "Image of the channels' containers; must have bash" }),
+      socketPath: Type.Optional(Type.String({ minLength: 1, description: "Docker engine socket (default /var/run/docker.sock)" })),
+      network: Type.Optional(Type.Boolean({ description: "Containers get the host's network (default none)" })),
+      memoryMb: Type.Optional(positiveInt("Memory of each channel's container, in MiB")),
+      cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "CPUs of each channel's container" })),
+      ...sandboxCommon,
+    },
+    closed,
+  ),
 ]);
 export type SandboxConfig = Static<typeof SandboxConfig>;
 

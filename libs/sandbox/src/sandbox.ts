@@ -1,6 +1,8 @@
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
+import Dockerode from "dockerode";
 import { BwrapExecutor, bwrapAvailable } from "./bwrap-executor.js";
+import { DockerExecutor } from "./docker-executor.js";
 import { ConfinedFiles } from "./confined-files.js";
 import { DEFAULT_MAX_OUTPUT_BYTES, type Executor, type ExecutorKind } from "./executor.js";
 import { HostExecutor } from "./host-executor.js";
@@ -9,7 +11,13 @@ import { channelView } from "./view.js";
 
 /** config.json `sandbox`, with `env:` references already resolved by the runner. */
 export interface SandboxSettings {
-  type: "auto" | "host" | "bwrap";
+  type: "auto" | "host" | "bwrap" | "docker";
+  /** docker: the image of the channels' containers (must have bash). */
+  image?: string;
+  /** docker: the engine's socket. Default /var/run/docker.sock. */
+  socketPath?: string;
+  memoryMb?: number;
+  cpus?: number;
   /** bwrap: give commands the host's network. Default false. */
   network?: boolean;
   /** Variables every command gets on top of PATH, HOME and LANG. */
@@ -56,6 +64,7 @@ export class Sandbox {
       this.reason = ok ? "auto: bubblewrap works here" : "auto: bubblewrap is not installed or cannot create namespaces here, so commands run on the host";
     } else {
       // Refusing to start beats failing every command later with bwrap's own error.
+      if (settings.type === "docker" && !settings.image) throw new Error('sandbox.type "docker" needs sandbox.image');
       if (settings.type === "bwrap" && !hasBwrap()) {
         throw new Error('sandbox.type is "bwrap" but bubblewrap is not installed or cannot create namespaces here: install it (apt-get install -y bubblewrap), allow user namespaces, or use "auto"');
       }
@@ -63,6 +72,8 @@ export class Sandbox {
       this.reason = `configured: sandbox.type ${settings.type}`;
     }
   }
+
+  private dockerClient?: Dockerode;
 
   get shared(): string[] {
     return this.settings.shared ?? DEFAULT_SHARED;
@@ -85,8 +96,39 @@ export class Sandbox {
       maxOutputBytes: this.settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
       ...(this.cgroupBase && { pidsLimit: { cgroupBase: this.cgroupBase, maxProcesses: this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES } }),
     };
-    const executor = this.kind === "bwrap" ? new BwrapExecutor({ ...o, network: this.settings.network ?? false }) : new HostExecutor(o);
+    const network = this.settings.network ?? false;
+    const executor =
+      this.kind === "bwrap"
+        ? new BwrapExecutor({ ...o, network })
+        : this.kind === "docker"
+          ? new DockerExecutor({
+              ...o,
+              network,
+              docker: (this.dockerClient ??= new Dockerode({ socketPath: this.settings.socketPath ?? "/var/run/docker.sock" })),
+              image: this.settings.image!,
+              workspaceDir: this.paths.workspaceDir,
+              maxProcesses: this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES,
+              limits: { ...(this.settings.memoryMb && { memoryBytes: this.settings.memoryMb * 1024 * 1024 }), ...(this.settings.cpus && { cpus: this.settings.cpus }) },
+            })
+          : new HostExecutor(o);
     return { executor, files: new ConfinedFiles(view, o.maxOutputBytes), description: this.describe() };
+  }
+
+  /** What stops commands from running, found now (the docker engine or image), or undefined. */
+  async check(): Promise<string | undefined> {
+    if (this.kind !== "docker") return undefined;
+    const docker = (this.dockerClient ??= new Dockerode({ socketPath: this.settings.socketPath ?? "/var/run/docker.sock" }));
+    try {
+      await docker.ping();
+    } catch (err) {
+      return `no Docker engine at ${this.settings.socketPath ?? "/var/run/docker.sock"}: ${(err as Error).message}`;
+    }
+    try {
+      await docker.getImage(this.settings.image!).inspect();
+    } catch {
+      return `the Docker engine has no image ${this.settings.image} (mom never pulls one: docker pull or docker import it first)`;
+    }
+    return undefined;
   }
 
   /** One line for the system prompt: what the agent's commands can and cannot do. */
@@ -95,6 +137,9 @@ export class Sandbox {
       return "none — commands run directly on the runner's host as the runner's user (development mode). The file tools still only reach this channel's directory, the shared workspace files and the system.";
     }
     const net = this.settings.network ? "with the host's network" : "without network";
+    if (this.kind === "docker") {
+      return `docker — commands run in this channel's own container (image ${this.settings.image}): this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace read-only, other channels hidden, a read-only root with a private /tmp, ${net}. Background processes end with the command.`;
+    }
     return `bubblewrap — each command runs in a fresh sandbox: this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace and the system read-only, other channels hidden, a private /tmp emptied after every command, ${net}. Background processes end with the command.`;
   }
 

@@ -17,7 +17,9 @@ export function workspaceSandbox(loaded: LoadedConfig, log: Logger): Sandbox {
         'For development only: install bubblewrap (apt-get install -y bubblewrap) and use "sandbox": {"type": "auto"} or {"type": "bwrap"}.',
     );
   } else {
-    log.info({ sandbox: sandbox.kind, reason: sandbox.reason, network: loaded.config.sandbox.type !== "host" && loaded.config.sandbox.network === true }, `sandbox: ${sandbox.kind}, ${pids}`);
+    const docker = sandbox.kind === "docker";
+    log.info({ sandbox: sandbox.kind, reason: sandbox.reason, network: loaded.config.sandbox.type !== "host" && loaded.config.sandbox.network === true }, `sandbox: ${sandbox.kind}${docker ? "" : `, ${pids}`}`);
+    if (docker) void sandbox.check().then((problem) => problem && log.error({ sandbox: "docker" }, `sandbox: ${problem}; commands will fail until it is fixed`));
   }
   return sandbox;
 }

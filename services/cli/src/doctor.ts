@@ -71,7 +71,7 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
     checks.push({ name: "workspace", ok: false, detail: `${loaded.paths.workspaceDir}: ${(err as Error).message}` });
   }
   checks.push(await checkCustomTools(loaded));
-  checks.push(checkSandbox(loaded));
+  checks.push(await checkSandbox(loaded));
   const unset = unsetEnvRefs(loaded.config);
   if (unset.length) {
     const list = unset.map((u) => `${u.variable} (${u.path}, needed by ${u.path.startsWith("/adapters/") ? `\`mom ingress ${u.path.split("/")[2]}\`` : "the runner"})`);
@@ -81,7 +81,7 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
 }
 
 /** Which executor the runner will use, why, and what it cannot do here. */
-function checkSandbox(loaded: LoadedConfig): Check {
+async function checkSandbox(loaded: LoadedConfig): Promise<Check> {
   const wanted = loaded.config.sandbox.type;
   let sandbox: Sandbox;
   try {
@@ -96,7 +96,9 @@ function checkSandbox(loaded: LoadedConfig): Check {
       ? { name: "sandbox", ok: false, optional: true, detail: `host (configured): tools run unsandboxed as the runner's user, for development only; ${pids}` }
       : { name: "sandbox", ok: false, optional: true, detail: `host — ${sandbox.reason}; ${hint}` };
   }
-  if (!hasCommand("bash", ["-c", "true"])) return { name: "sandbox", ok: false, detail: "bash not found: install bash" };
+  const problem = await sandbox.check();
+  if (problem) return { name: "sandbox", ok: false, detail: `${sandbox.kind}: ${problem}` };
+  if (sandbox.kind !== "docker" && !hasCommand("bash", ["-c", "true"])) return { name: "sandbox", ok: false, detail: "bash not found: install bash" };
   return { name: "sandbox", ok: true, detail: `${sandbox.kind} (${sandbox.reason}); network ${loaded.config.sandbox.type !== "host" && loaded.config.sandbox.network ? "on" : "off"}; ${pids}` };
 }
 
