@@ -140,7 +140,9 @@ describe("ConfigError messages name file, path and expectation", () => {
       `${file}: /thinkingLevel: expected one of "off", "minimal", "low", "medium", "high", "xhigh", got "max"`,
     );
     expect(errorFor(JSON.stringify({ log: { level: "verbose" } })).message).toContain('/log/level: expected one of "fatal", "error"');
-    expect(errorFor(JSON.stringify({ sandbox: { type: "docker" } })).message).toContain('/sandbox/type: expected one of "auto", "bwrap", "host", got "docker"');
+    expect(errorFor(JSON.stringify({ sandbox: { type: "podman" } })).message).toContain('/sandbox/type: expected one of "auto", "bwrap", "host", "docker", got "podman"');
+    expect(errorFor(JSON.stringify({ sandbox: { type: "docker" } })).message).toContain('/sandbox/image: missing required key "image"');
+    expect(errorFor(JSON.stringify({ sandbox: { type: "host", network: true } })).message).toContain('/sandbox/network: unknown key "network"');
   });
 
   it("bad NATS url and namespace", () => {

@@ -4,23 +4,11 @@
 // package (not in src/) so that one file serves the built runner and the tests.
 import { parentPort, workerData } from "node:worker_threads";
 import { createJiti } from "jiti";
-import * as typebox from "typebox";
-import * as typeboxCompile from "typebox/compile";
-import * as typeboxValue from "typebox/value";
-// Only the contract module, as in the runner (the whole of @mom/tools is much slower to load).
-import * as momTools from "../dist/tool-contract.js";
+// The same modules a tool may import as in the runner (the built package: this file is not compiled).
+import { VIRTUAL_MODULES as virtualModules } from "../dist/custom-tools.js";
 
 const refuse = () => Promise.reject(new Error("not available while the tool is being checked"));
 const api = { dataDir: workerData.dataDir, workspaceDir: workerData.workspaceDir, exec: refuse, readFile: refuse, writeFile: refuse };
-const virtualModules = {
-  typebox,
-  "typebox/compile": typeboxCompile,
-  "typebox/value": typeboxValue,
-  "@sinclair/typebox": typebox,
-  "@sinclair/typebox/compile": typeboxCompile,
-  "@sinclair/typebox/value": typeboxValue,
-  "@mom/tools": momTools,
-};
 
 async function load(path) {
   const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, tryNative: false, interopDefault: false, virtualModules });

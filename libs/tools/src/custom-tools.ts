@@ -46,7 +46,7 @@ export const TOOL_ENTRY_FILES = ["index.ts", "index.mts", "index.js", "index.mjs
  * schemas are built by the same TypeBox that validates them) and `@mom/tools`' constants.
  * Type-only imports (`import type { MomTool } from "@mom/tools"`) are erased anyway.
  */
-const VIRTUAL_MODULES: Record<string, unknown> = {
+export const VIRTUAL_MODULES: Record<string, unknown> = {
   typebox,
   "typebox/compile": typeboxCompile,
   "typebox/value": typeboxValue,
