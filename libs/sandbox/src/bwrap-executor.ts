@@ -68,15 +68,7 @@ export class BwrapExecutor implements Executor {
       signal: req.signal,
       timeoutMs: req.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
       maxOutputBytes: this.o.maxOutputBytes,
-      // bwrap runs as its own process group; its sandbox dies with it (--die-with-parent, pid namespace).
       pidsLimit: this.o.pidsLimit,
-      killTree: async (pid) => {
-        try {
-          process.kill(-pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      },
     });
   }
 }

@@ -1,6 +1,4 @@
-import { randomUUID } from "node:crypto";
 import { cleanEnv, DEFAULT_EXEC_TIMEOUT_MS, type ExecRequest, type ExecResult, type Executor } from "./executor.js";
-import { killCommandTree } from "./process-tree.js";
 import { runProcess } from "./run-process.js";
 import type { SandboxView } from "./view.js";
 
@@ -29,19 +27,15 @@ export class HostExecutor implements Executor {
   }
 
   exec(req: ExecRequest): Promise<ExecResult> {
-    // Found again in /proc/<pid>/environ by the tree kill, even after `setsid` and a double fork.
-    const marker = `MOM_EXEC_ID=${randomUUID()}`;
-    const [name, value] = marker.split("=") as [string, string];
     return runProcess({
       file: "bash",
       args: ["-c", req.command],
-      env: { ...cleanEnv(this.view.channelDir, this.o.env), [name]: value },
+      env: cleanEnv(this.view.channelDir, this.o.env),
       cwd: req.cwd ?? this.view.channelDir,
       onData: req.onData,
       signal: req.signal,
       timeoutMs: req.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
       maxOutputBytes: this.o.maxOutputBytes,
-      killTree: (pid) => killCommandTree(pid, marker),
       pidsLimit: this.o.pidsLimit,
     });
   }

@@ -1,6 +1,8 @@
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import type { ExecResult } from "./executor.js";
 import { type CommandCgroup, createCommandCgroup } from "./pids-cgroup.js";
+import { killCommandTree } from "./process-tree.js";
 
 export interface RunProcessOptions {
   file: string;
@@ -11,8 +13,6 @@ export interface RunProcessOptions {
   signal?: AbortSignal;
   timeoutMs: number;
   maxOutputBytes: number;
-  /** Kills everything the command started; called on abort, timeout, output cap, and after it exits. */
-  killTree(pid: number): Promise<void>;
   /** Where to put the command in a cgroup of its own with at most `maxProcesses` processes (see pids-cgroup.ts). */
   pidsLimit?: { cgroupBase: string; maxProcesses: number };
 }
@@ -54,16 +54,21 @@ async function killAll(cgroup: CommandCgroup): Promise<void> {
 }
 
 function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise<ExecResult> {
+  // Without a cgroup, every process of the command is found again by this variable in
+  // /proc/<pid>/environ, even after `setsid` and a double fork (process-tree.ts).
+  const marker = `MOM_EXEC_ID=${randomUUID()}`;
+  const env = { ...o.env, MOM_EXEC_ID: marker.slice("MOM_EXEC_ID=".length) };
   return new Promise<ExecResult>((resolve, reject) => {
     // The process joins its cgroup before it becomes the command, so not one fork escapes the count.
     const [file, args] = cgroup ? ["/bin/sh", ["-c", 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, o.file, ...o.args]] : [o.file, o.args];
-    const child = spawn(file, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(file, args, { cwd: o.cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     let outputBytes = 0;
     let stopped: ExecResult["stopped"];
     let exitCode: number | null = null;
     let killing: Promise<void> | undefined;
-    // The cgroup knows every process of the command exactly; without one, the executor's own way.
-    const kill = () => (killing ??= cgroup ? killAll(cgroup) : child.pid ? o.killTree(child.pid).catch(() => {}) : Promise.resolve());
+    // Kills everything the command started (on abort, timeout, the output cap, and after it exits):
+    // the cgroup knows every process exactly; without one, the marker finds them.
+    const kill = () => (killing ??= cgroup ? killAll(cgroup) : child.pid ? killCommandTree(child.pid, marker).catch(() => {}) : Promise.resolve());
     const stop = (why: NonNullable<ExecResult["stopped"]>) => {
       stopped ??= why;
       void kill();
