@@ -1,5 +1,6 @@
 import { startRunner } from "@mom/agent-runner";
 import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl } from "@mom/config";
+import { Sandbox } from "@mom/sandbox";
 import { startCliIngress } from "@mom/ingress-cli";
 import { slackOptionsFromConfig, startSlackIngress } from "@mom/ingress-slack";
 import { discordOptionsFromConfig, startDiscordIngress } from "@mom/ingress-discord";
@@ -93,7 +94,10 @@ export async function up(dataDir: string): Promise<never> {
   }
   const cli = await terminalChat(cliAdapterName(loaded), loaded, url, logger.child({ service: "ingress-cli" }));
   closers.push(() => cli.close());
-  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`);
+  // The runner's warning goes to the log file here; a terminal user must see it too.
+  const sandbox = new Sandbox(loaded.config.sandbox, loaded.paths).kind;
+  const sandboxNote = sandbox === "host" ? "sandbox OFF: tools run on this host as you — install bubblewrap (docs/sandbox.md)" : `sandbox ${sandbox}`;
+  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}, ${sandboxNote}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`);
   return shutdownOn(closers, cli.ended);
 }
 
