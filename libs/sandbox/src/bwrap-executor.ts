@@ -1,8 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
-import { cleanEnv, DEFAULT_EXEC_TIMEOUT_MS, type ExecRequest, type ExecResult, type Executor } from "./executor.js";
-import type { ExecutorOptions } from "./host-executor.js";
-import { runProcess } from "./run-process.js";
+import type { ExecRequest, ExecutorOptions } from "./executor.js";
+import { ProcessExecutor } from "./run-process.js";
 import type { Mount, SandboxView } from "./view.js";
 
 export interface BwrapOptions extends ExecutorOptions {
@@ -48,27 +47,10 @@ export function bwrapArgs(view: SandboxView, o: { network: boolean; cwd?: string
  * pid/ipc/uts/net/user namespaces (no network unless configured) and --die-with-parent. When
  * the command's first process ends, the pid namespace and everything left in it end too.
  */
-export class BwrapExecutor implements Executor {
+export class BwrapExecutor extends ProcessExecutor<BwrapOptions> {
   readonly kind = "bwrap" as const;
-  readonly view: SandboxView;
-  readonly maxOutputBytes: number;
 
-  constructor(private readonly o: BwrapOptions) {
-    this.view = o.view;
-    this.maxOutputBytes = o.maxOutputBytes;
-  }
-
-  exec(req: ExecRequest): Promise<ExecResult> {
-    return runProcess({
-      file: "bwrap",
-      args: [...bwrapArgs(this.view, { network: this.o.network, cwd: req.cwd }), "--", "bash", "-c", req.command],
-      env: cleanEnv(this.view.channelDir, this.o.env),
-      cwd: "/",
-      onData: req.onData,
-      signal: req.signal,
-      timeoutMs: req.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
-      maxOutputBytes: this.o.maxOutputBytes,
-      pidsLimit: this.o.pidsLimit,
-    });
+  protected commandLine(req: ExecRequest) {
+    return { file: "bwrap", args: [...bwrapArgs(this.view, { network: this.o.network, cwd: req.cwd }), "--", "bash", "-c", req.command], cwd: "/" };
   }
 }

@@ -1,8 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
 import type Dockerode from "dockerode";
-import { cleanEnv, DEFAULT_EXEC_TIMEOUT_MS, type ExecRequest, type ExecResult, type Executor } from "./executor.js";
-import type { ExecutorOptions } from "./host-executor.js";
+import { cleanEnv, DEFAULT_EXEC_TIMEOUT_MS, type ExecRequest, type ExecResult, type Executor, type ExecutorOptions } from "./executor.js";
 import { inside, type SandboxView } from "./view.js";
 
 const KILL_TIMEOUT_MS = 3000;

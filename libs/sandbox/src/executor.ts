@@ -36,6 +36,15 @@ export interface Executor {
   exec(req: ExecRequest): Promise<ExecResult>;
 }
 
+export interface ExecutorOptions {
+  view: SandboxView;
+  /** Variables the config gives every command, on top of PATH, HOME and LANG. */
+  env: Record<string, string>;
+  maxOutputBytes: number;
+  /** Caps the processes of one command where a pids cgroup can be made (see pids-cgroup.ts). */
+  pidsLimit?: { cgroupBase: string; maxProcesses: number };
+}
+
 export const DEFAULT_EXEC_TIMEOUT_MS = 120_000;
 export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 

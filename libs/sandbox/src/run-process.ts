@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import type { ExecResult } from "./executor.js";
+import { cleanEnv, DEFAULT_EXEC_TIMEOUT_MS, type ExecRequest, type ExecResult, type Executor, type ExecutorKind, type ExecutorOptions } from "./executor.js";
 import { type CommandCgroup, createCommandCgroup } from "./pids-cgroup.js";
 import { killCommandTree } from "./process-tree.js";
 
@@ -121,5 +121,39 @@ function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise
       }, PIPE_GRACE_MS).unref();
     });
     child.on("close", () => void finish());
+  });
+}
+
+/** An executor whose commands are processes the runner spawns (host, bwrap): only the command line differs. */
+export abstract class ProcessExecutor<O extends ExecutorOptions> implements Executor {
+  abstract readonly kind: ExecutorKind;
+  readonly view: O["view"];
+  readonly maxOutputBytes: number;
+
+  constructor(protected readonly o: O) {
+    this.view = o.view;
+    this.maxOutputBytes = o.maxOutputBytes;
+  }
+
+  /** What to spawn for a request: file, arguments, working directory. */
+  protected abstract commandLine(req: ExecRequest): { file: string; args: string[]; cwd: string };
+
+  exec(req: ExecRequest): Promise<ExecResult> {
+    const { file, args, cwd } = this.commandLine(req);
+    return runCommand(this.o, req, file, args, cwd);
+  }
+}
+
+function runCommand(o: ExecutorOptions, req: ExecRequest, file: string, args: string[], cwd: string): Promise<ExecResult> {
+  return runProcess({
+    file,
+    args,
+    env: cleanEnv(o.view.channelDir, o.env),
+    cwd,
+    onData: req.onData,
+    signal: req.signal,
+    timeoutMs: req.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
+    maxOutputBytes: o.maxOutputBytes,
+    pidsLimit: o.pidsLimit,
   });
 }
