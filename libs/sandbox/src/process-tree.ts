@@ -61,6 +61,11 @@ export async function commandProcesses(rootPid: number, marker: string): Promise
 
 /** SIGKILLs every process of the command, again until none is left (a fork between scans is caught next round). */
 export async function killCommandTree(rootPid: number, marker: string): Promise<void> {
+  try {
+    process.kill(-rootPid, "SIGKILL"); // the process group, also where there is no /proc to scan
+  } catch {
+    // no such group any more
+  }
   for (let round = 0; round < 5; round++) {
     const pids = await commandProcesses(rootPid, marker);
     let alive = 0;
