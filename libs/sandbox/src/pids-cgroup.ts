@@ -36,7 +36,10 @@ export function pidsCgroupBase(): string | undefined {
 export async function createCommandCgroup(base: string, maxProcesses: number): Promise<CommandCgroup> {
   const dir = join(base, `mom-${randomUUID()}`);
   await mkdir(dir);
-  await writeFile(join(dir, "pids.max"), String(maxProcesses));
+  await writeFile(join(dir, "pids.max"), String(maxProcesses)).catch(async (err) => {
+    await rmdir(dir).catch(() => {});
+    throw err;
+  });
   const procsFile = join(dir, "cgroup.procs");
   return {
     procsFile,

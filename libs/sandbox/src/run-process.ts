@@ -28,7 +28,8 @@ const PIPE_GRACE_MS = 500;
  */
 export async function runProcess(o: RunProcessOptions): Promise<ExecResult> {
   if (o.signal?.aborted) return { exitCode: null, stopped: "aborted", outputBytes: 0 };
-  const cgroup = o.pidsLimit && (await createCommandCgroup(o.pidsLimit.cgroupBase, o.pidsLimit.maxProcesses));
+  // A cgroup that cannot be made (removed, out of ids) costs the limit, not the command.
+  const cgroup = o.pidsLimit && (await createCommandCgroup(o.pidsLimit.cgroupBase, o.pidsLimit.maxProcesses).catch(() => undefined));
   try {
     return await runIn(o, cgroup);
   } finally {
