@@ -11,6 +11,7 @@ const packages = {
   tools: "libs/tools",
   auth: "libs/auth",
   usage: "libs/usage",
+  sandbox: "libs/sandbox",
   "agent-runner": "services/agent-runner",
   "ingress-cli": "services/ingress-cli",
   "ingress-slack": "services/ingress-slack",

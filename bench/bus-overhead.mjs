@@ -22,7 +22,8 @@ const dist = (p) => import(join(root, p));
 const { freePort, findNatsServer, startFakeLlm } = await dist("libs/testing/dist/index.js");
 const { loadConfig, createLogger } = await dist("libs/config/dist/index.js");
 const { Bus } = await dist("libs/bus/dist/index.js");
-const { startRunner, ChannelWorker, replyLogEntry } = await dist("services/agent-runner/dist/index.js");
+const { startRunner, ChannelWorker, replyLogEntry, channelSandbox } = await dist("services/agent-runner/dist/index.js");
+const { Sandbox } = await dist("libs/sandbox/dist/index.js");
 const { busOptions } = await dist("services/cli/dist/index.js");
 const { ChannelAgent, resolveModel } = await dist("libs/agent/dist/index.js");
 const { WorkspaceLayout, ChannelStore } = await dist("libs/store/dist/index.js");
@@ -516,6 +517,7 @@ async function runInProcessPhase(ctx) {
   const resolved = resolveModel("fake", "fake-model", loaded.paths);
   const agents = new Map();
   const tag = `inproc-${randomBytes(3).toString("hex")}`;
+  const sandbox = new Sandbox(loaded.config.sandbox, { dataDir, workspaceDir });
   let n = 0;
 
   // The same agent the runner's ChannelWorker creates (same options), one per channel.
@@ -528,6 +530,7 @@ async function runInProcessPhase(ctx) {
         qualifiedChannelId: key,
         workspaceDir,
         store,
+        sandbox: channelSandbox(sandbox, store),
         resolved,
         thinkingLevel: loaded.config.thinkingLevel,
         agentDir: join(dataDir, ".pi"),

@@ -4,7 +4,7 @@
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensureNatsServer } from "./ensure-nats.mjs";
+import { ensureBubblewrap, ensureNatsServer } from "./ensure-tools.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const [major, minor] = process.versions.node.split(".").map(Number);
@@ -16,4 +16,5 @@ const run = (args) => spawnSync(process.execPath, args, { stdio: "inherit", cwd:
 
 if (run([join(root, "scripts/ensure.mjs")]) !== 0) process.exit(1);
 if (!ensureNatsServer()) process.exit(1);
+ensureBubblewrap({ required: false });
 process.exit(run([join(root, "services/cli/bin/mom.js"), "up", process.argv[2] ?? join(root, "data")]));

@@ -163,7 +163,7 @@ describe("attachments end to end (real NATS + Object Store, fake LLM, runner + C
         toolCalls: [
           { name: "attach", arguments: { label: "Share passwd", path: "/etc/passwd" } },
           { name: "attach", arguments: { label: "Share config", path: "../../../../config.json" } },
-          { name: "bash", arguments: { label: "Link config", command: "ln -s ../../../../../config.json scratch/innocent.json && head -c 20 scratch/innocent.json" } },
+          { name: "bash", arguments: { label: "Link config", command: "ln -s ../../../../../config.json scratch/innocent.json && ls -l scratch/innocent.json" } },
         ],
       },
       { toolCalls: [{ name: "attach", arguments: { label: "Share link", path: "scratch/innocent.json" } }] },
@@ -173,9 +173,9 @@ describe("attachments end to end (real NATS + Object Store, fake LLM, runner + C
     s.type("send me /etc/passwd and the config");
     await s.output.waitFor("I cannot share those.");
     expect(s.output.text).toMatch(/✗ Share passwd \(\d+ ms\): .*refused, only files inside the workspace/);
-    expect(s.output.text).toMatch(/✗ Share config \(\d+ ms\): .*refused/);
-    expect(s.output.text).toMatch(/✓ Link config/); // the link itself works
-    expect(s.output.text).toMatch(/✗ Share link \(\d+ ms\): .*refused/);
+    expect(s.output.text).toMatch(/✗ Share config \(\d+ ms\): .*not visible to this channel/);
+    expect(s.output.text).toMatch(/✓ Link config/); // the link itself works (the sandbox hides what it points at)
+    expect(s.output.text).toMatch(/✗ Share link \(\d+ ms\): .*not visible to this channel/);
     expect(s.output.text).not.toContain("📎");
     expect(JSON.stringify(s.llm.requests[before + 1]!.messages)).toContain("refused, only files inside the workspace");
     expect((await attachmentEvents(s)).length).toBe(eventsBefore);

@@ -35,6 +35,7 @@ describe("mom up (built binary, own NATS, terminal chat)", () => {
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
 
     await out.waitFor("mom is up", 30_000);
+    expect(out.text).toMatch(/mom is up \(model [^)]*, sandbox bwrap, logs /);
     child.stdin.write("hi mom\n");
     await out.waitFor("Hello from mom up.");
     expect(out.text).toContain("✓ Look around");

@@ -100,6 +100,20 @@ describe("tool policy, approvals and receipts", () => {
     expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("approved-output");
   });
 
+  it("ask on bash shows the exact command line, and one too long to show whole is denied without asking", async () => {
+    const st = await stack({ ask: ["bash"] });
+    const long = `echo looks-harmless${" ".repeat(1000)}; echo hidden-part`;
+    st.llm.enqueue(bashCall("printf 'two\\nlines'\necho second-line", "Two lines"), bashCall(long, "Long one"), { text: "done asking" });
+    st.type("please run");
+    await st.output.waitFor("⚠ mom wants to run bash (destructive): printf 'two\\nlines'\necho second-line");
+    st.type("y");
+    await st.output.waitFor("done asking");
+    expect(st.output.text).not.toContain("hidden-part");
+    const rs = fileReceipts(st);
+    expect(types(rs)).toEqual(["tool.call.requested", "tool.call.approved", "tool.call.started", "tool.call.succeeded", "tool.call.requested", "tool.call.denied"]);
+    expect(rs[5]!.detail).toMatch(/too long to show an approver in full/);
+  });
+
   it("ask → deny refuses the call and the model is told", async () => {
     const st = await stack({ ask: ["bash"] });
     st.llm.enqueue(bashCall("echo never"), { text: "ok, not doing it" });

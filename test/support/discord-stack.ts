@@ -63,7 +63,7 @@ export async function startDiscordStack(opts: DiscordStackOptions = {}): Promise
     adapters: { [ADAPTER]: { type: "discord", botToken: "env:MOM_TEST_DISCORD_TOKEN", apiUrl: discord.apiUrl, ...opts.adapter } },
     ...opts.config,
   });
-  const loaded = loadConfig(dataDir, { MOM_TEST_DISCORD_TOKEN: discord.token });
+  const loaded = loadConfig(dataDir, { MOM_TEST_DISCORD_TOKEN: discord.token }, { adapters: [ADAPTER] });
   const logger = createLogger("e2e-discord", { level: "warn" });
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
   await bus.provision();

@@ -48,7 +48,7 @@ export async function startSlackStack(opts: SlackStackOptions = {}): Promise<Sla
     },
     ...opts.config,
   });
-  const loaded = loadConfig(dataDir, { MOM_TEST_SLACK_BOT: slack.botToken });
+  const loaded = loadConfig(dataDir, { MOM_TEST_SLACK_BOT: slack.botToken }, { adapters: [SLACK_ADAPTER] });
   const logger = createLogger("e2e", { level: "warn" });
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
   await bus.provision();

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@jest/globals";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Sandbox } from "@mom/sandbox";
 import { type AttachFile, createAttachTool } from "./attach-tool.js";
 import { formatChatLine } from "./log-sync.js";
 import { loadTriggerImages } from "./trigger-images.js";
@@ -10,12 +12,16 @@ function setup(maxBytes = 1024) {
   const root = mkdtempSync(join(tmpdir(), "mom-attach-"));
   const workspaceDir = join(root, "workspace");
   const cwd = join(workspaceDir, "channels", "cli", "local");
+  const other = join(workspaceDir, "channels", "cli", "other");
   mkdirSync(join(cwd, "scratch"), { recursive: true });
+  mkdirSync(other, { recursive: true });
+  writeFileSync(join(other, "log.jsonl"), '{"text":"private"}\n');
   writeFileSync(join(root, "config.json"), '{"secret": true}');
   const sent: AttachFile[] = [];
-  const tool = createAttachTool({ cwd, workspaceDir, attach: { maxBytes, send: async (f) => void sent.push(f) } });
+  const sandbox = new Sandbox({ type: "host" }, { dataDir: root, workspaceDir }).forChannel(cwd);
+  const tool = createAttachTool({ sandbox, workspaceDir, attach: { maxBytes, send: async (f) => void sent.push(f) } });
   const call = (params: { path: string; title?: string }) => tool.execute("call-1", { label: "Share", ...params }, undefined, undefined, undefined as never);
-  return { root, workspaceDir, cwd, sent, call };
+  return { root, workspaceDir, cwd, other, sent, call, sandbox };
 }
 
 describe("attach tool", () => {
@@ -32,20 +38,25 @@ describe("attach tool", () => {
     expect(t.sent).toHaveLength(2);
   });
 
-  it("refuses files outside the workspace, also through .. and symlinks", async () => {
+  it("refuses files outside the workspace or in another channel, also through .. and symlinks", async () => {
     const t = setup();
     await expect(t.call({ path: "/etc/passwd" })).rejects.toThrow(/refused, only files inside the workspace/);
-    await expect(t.call({ path: "../../../../config.json" })).rejects.toThrow(/refused/);
+    await expect(t.call({ path: "../../../../config.json" })).rejects.toThrow(/not visible to this channel/);
+    await expect(t.call({ path: "../other/log.jsonl" })).rejects.toThrow(/not visible to this channel/);
     symlinkSync(join(t.root, "config.json"), join(t.cwd, "scratch", "innocent.txt"));
-    await expect(t.call({ path: "scratch/innocent.txt" })).rejects.toThrow(/refused/);
+    await expect(t.call({ path: "scratch/innocent.txt" })).rejects.toThrow(/not visible/);
     symlinkSync(t.root, join(t.cwd, "up"));
-    await expect(t.call({ path: "up/config.json" })).rejects.toThrow(/refused/);
+    await expect(t.call({ path: "up/config.json" })).rejects.toThrow(/not visible/);
+    symlinkSync(join(t.other, "log.jsonl"), join(t.cwd, "their-log"));
+    await expect(t.call({ path: "their-log" })).rejects.toThrow(/not visible/);
     expect(t.sent).toEqual([]);
   });
 
   it("refuses missing files, directories, empty paths and files over the limit", async () => {
     const t = setup(10);
     await expect(t.call({ path: "nope.txt" })).rejects.toThrow("nope.txt: no such file");
+    execFileSync("mkfifo", [join(t.cwd, "fifo")]);
+    await expect(t.call({ path: "fifo" })).rejects.toThrow(/not a regular file/);
     await expect(t.call({ path: "scratch" })).rejects.toThrow(/is a directory/);
     await expect(t.call({ path: "  " })).rejects.toThrow(/path is empty/);
     writeFileSync(join(t.cwd, "big.bin"), Buffer.alloc(11));
@@ -54,7 +65,7 @@ describe("attach tool", () => {
   });
 
   it("reports an error when the runner gave no way to send files", async () => {
-    const tool = createAttachTool({ cwd: tmpdir(), workspaceDir: tmpdir() });
+    const tool = createAttachTool({ sandbox: setup().sandbox, workspaceDir: tmpdir() });
     await expect(tool.execute("c", { label: "x", path: "a" }, undefined, undefined, undefined as never)).rejects.toThrow(/not available/);
   });
 });

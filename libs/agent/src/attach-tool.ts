@@ -1,7 +1,8 @@
 import type { ToolDefinition } from "@mariozechner/pi-coding-agent";
+import { type ChannelSandbox, inside } from "@mom/sandbox";
 import { formatFileSize, formatSizeOverLimit, guessMimeType } from "@mom/store";
-import { open, realpath, stat } from "node:fs/promises";
-import { basename, isAbsolute, relative, resolve, sep } from "node:path";
+import { stat } from "node:fs/promises";
+import { basename, relative, sep } from "node:path";
 import Type from "typebox";
 
 /** A file the agent shares, checked and read by the attach tool; the runner delivers it. */
@@ -32,35 +33,14 @@ const parameters = Type.Object({
   title: Type.Optional(Type.String({ description: "Caption shown with the file (default: the file name)" })),
 });
 
-function inside(dir: string, file: string): boolean {
-  const rel = relative(dir, file);
-  return rel === "" ? false : !rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel);
-}
-
-async function readAtMost(file: string, maxBytes: number): Promise<Buffer> {
-  const fh = await open(file, "r");
-  try {
-    const buf = Buffer.alloc(maxBytes + 1);
-    let total = 0;
-    for (;;) {
-      const { bytesRead } = await fh.read(buf, total, buf.length - total, null);
-      if (bytesRead === 0) break;
-      total += bytesRead;
-      if (total > maxBytes) break;
-    }
-    return buf.subarray(0, total);
-  } finally {
-    await fh.close();
-  }
-}
-
 /**
- * The `attach` tool: shares a file from the workspace with the channel. Refused (a tool error the
- * model sees) when the path, after resolving symlinks, is outside the workspace, is missing, is a
- * directory or another non-file, or is larger than `attach.maxBytes`; and when the runner gave no
- * way to send files.
+ * The `attach` tool: shares a file from the workspace with the channel. Paths go through the
+ * channel's confined file access, so only what the channel itself can see is sent (not another
+ * channel's files, not the data dir, never through a symlink out), and only files inside the
+ * workspace. Refused (a tool error the model sees) too when the file is missing, a directory or
+ * another non-file, or larger than `attach.maxBytes`; and when the runner gave no way to send files.
  */
-export function createAttachTool(o: { cwd: string; workspaceDir: string; attach?: AttachOptions }): ToolDefinition<typeof parameters> {
+export function createAttachTool(o: { sandbox: ChannelSandbox; workspaceDir: string; attach?: AttachOptions }): ToolDefinition<typeof parameters> {
   return {
     name: "attach",
     label: "attach",
@@ -73,28 +53,22 @@ export function createAttachTool(o: { cwd: string; workspaceDir: string; attach?
       if (!o.attach) throw new Error("attaching files is not available in this runner");
       const requested = params.path.trim();
       if (!requested) throw new Error("path is empty");
-      const full = resolve(o.cwd, requested);
-      let real: string;
-      let workspace: string;
-      try {
-        workspace = await realpath(o.workspaceDir);
-        real = await realpath(full);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new Error(`${requested}: no such file`);
-        throw new Error(`${requested}: ${(err as Error).message}`);
-      }
-      if (!inside(workspace, real)) throw new Error(`${requested}: refused, only files inside the workspace (${o.workspaceDir}) can be attached`);
+      const { files } = o.sandbox;
+      const real = await files.resolveVisible(requested);
+      const workspace = await files.resolveVisible(o.workspaceDir);
+      const rel = relative(workspace, real);
+      if (real === workspace || !inside(workspace, real)) throw new Error(`${requested}: refused, only files inside the workspace (${o.workspaceDir}) can be attached`);
       const st = await stat(real);
       if (st.isDirectory()) throw new Error(`${requested}: is a directory; attach one file (e.g. zip the directory first)`);
-      if (!st.isFile()) throw new Error(`${requested}: not a regular file`);
       const { maxBytes } = o.attach;
-      if (st.size > maxBytes) throw new Error(`${requested}: too large to attach (${formatSizeOverLimit(st.size, maxBytes)})`);
-      const bytes = await readAtMost(real, maxBytes);
-      if (bytes.length > maxBytes) throw new Error(`${requested}: too large to attach (more than the ${formatFileSize(maxBytes)} limit)`);
+      if (st.isFile() && st.size > maxBytes) throw new Error(`${requested}: too large to attach (${formatSizeOverLimit(st.size, maxBytes)})`);
+      const bytes = await files.readFile(real, maxBytes).catch((err: Error) => {
+        throw new Error(/too large/.test(err.message) ? `${requested}: too large to attach (more than the ${formatFileSize(maxBytes)} limit)` : err.message.replace(real, requested));
+      });
       const filename = basename(real);
       const mimeType = guessMimeType(filename);
       const title = params.title?.trim() || undefined;
-      const path = relative(workspace, real).split(sep).join("/");
+      const path = rel.split(sep).join("/");
       await o.attach.send({ bytes: new Uint8Array(bytes), filename, path, size: bytes.length, ...(title && { title }), ...(mimeType && { mimeType }) });
       return {
         content: [{ type: "text", text: `Attached ${filename} (${formatFileSize(bytes.length)}); it is posted in the channel.` }],

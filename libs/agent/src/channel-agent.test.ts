@@ -2,11 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider, type FauxProviderRegistration } from "@mariozechner/pi-ai";
 import { AuthStorage, ModelRegistry } from "@mariozechner/pi-coding-agent";
 import type { LogEntry, OutboundEventBody } from "@mom/contracts";
-import { WorkspaceLayout } from "@mom/store";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Sandbox } from "@mom/sandbox";
+import { type ChannelStore, WorkspaceLayout } from "@mom/store";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChannelAgent } from "./channel-agent.js";
+
+const runnerFiles = (s: ChannelStore) => [s.logFile, s.contextFile, s.receiptsFile];
 
 const entry = (id: string, text: string, userName = "mario"): LogEntry => ({
   id,
@@ -35,12 +38,14 @@ describe("ChannelAgent", () => {
     const layout = new WorkspaceLayout(join(dir, "workspace"));
     await layout.ensureWorkspace();
     const store = layout.channel({ adapter: "cli", channelId: `c${Math.random().toString(36).slice(2)}` });
+    const sandbox = new Sandbox({ type: "bwrap" }, { dataDir: dir, workspaceDir: layout.workspaceDir }).forChannel(store.dir, runnerFiles(store));
     const authStorage = AuthStorage.inMemory();
     authStorage.setRuntimeApiKey("faux-agent", "k");
     const agent = await ChannelAgent.create({
       qualifiedChannelId: "cli/test",
       workspaceDir: layout.workspaceDir,
       store,
+      sandbox,
       resolved: { model: faux.getModel() as never, authStorage, modelRegistry: ModelRegistry.inMemory(authStorage) },
       agentDir: join(dir, "pi"),
     });
@@ -90,6 +95,58 @@ describe("ChannelAgent", () => {
     const outcome = await agent.run(entry("e1", "hello"), () => {});
     expect(outcome.stopReason).toBe("error");
     expect(outcome.errorMessage).toContain("provider exploded");
+    agent.dispose();
+  });
+
+  it("runs every tool in the channel's sandbox: no secrets, no other channel, no tool code, and says so in the prompt", async () => {
+    const other = await setup();
+    await other.store.appendLog(entry("o1", "the other channel's secret plan"));
+    writeFileSync(join(other.store.dir, "MEMORY.md"), "other channel memory");
+    other.agent.dispose();
+    const { store, agent, layout } = await setup();
+    mkdirSync(join(layout.workspaceDir, "tools", "t"), { recursive: true });
+    writeFileSync(join(layout.workspaceDir, "tools", "t", "index.mjs"), "export default {};\n");
+    symlinkSync(join(other.store.dir, "MEMORY.md"), join(store.dir, "MEMORY.md"));
+    process.env.MOM_AGENT_TEST_SECRET = "agent-test-secret-77";
+    await store.appendLog(entry("s1", "@mom try things"));
+    const otherLog = join("..", other.store.ref.channelId, "log.jsonl");
+    let systemPrompt = "";
+    faux.setResponses([
+      (ctx) => {
+        systemPrompt = ctx.systemPrompt ?? "";
+        return fauxAssistantMessage(
+          [
+            fauxToolCall("bash", { label: "Look around", command: `env; ls ..; cat ${otherLog}; echo x > ${join(layout.workspaceDir, "tools/t/index.mjs")}; rm log.jsonl; echo end` }),
+            fauxToolCall("read", { label: "Read theirs", path: otherLog }),
+            fauxToolCall("write", { label: "Plant a tool", path: "../../../tools/t/index.mjs", content: "evil" }),
+            fauxToolCall("write", { label: "Write mine", path: "scratch/ok.txt", content: "fine" }),
+          ],
+          { stopReason: "toolUse" },
+        );
+      },
+      fauxAssistantMessage([fauxText("Done.")]),
+    ]);
+    const events: OutboundEventBody[] = [];
+    try {
+      await agent.run(entry("s1", "@mom try things"), (e) => events.push(e));
+    } finally {
+      delete process.env.MOM_AGENT_TEST_SECRET;
+    }
+    const ends = events.filter((e): e is Extract<OutboundEventBody, { type: "tool_execution_end" }> => e.type === "tool_execution_end");
+    // pi runs the calls at once; they end in any order.
+    const [bash, read, plant, mine] = ["Look around", "Read theirs", "Plant a tool", "Write mine"].map((label) => ends.find((e) => e.label === label));
+    expect(systemPrompt).toContain("Sandbox: bubblewrap");
+    expect(systemPrompt).not.toContain("other channel memory");
+    expect(bash!.resultText).not.toContain("agent-test-secret-77");
+    expect(bash!.resultText).not.toContain("secret plan");
+    expect(bash!.resultText).toMatch(/^[^\n]*PATH=|\nPATH=/);
+    expect(bash!.resultText).toContain("Read-only file system");
+    expect(bash!.resultText).toMatch(/rm: cannot remove 'log.jsonl': (Device or resource busy|Read-only file system)/);
+    expect(read).toMatchObject({ isError: true, resultText: expect.stringContaining("not visible to this channel") });
+    expect(plant).toMatchObject({ isError: true, resultText: expect.stringContaining("read-only for this channel") });
+    expect(mine).toMatchObject({ isError: false });
+    expect(readFileSync(join(layout.workspaceDir, "tools", "t", "index.mjs"), "utf8")).toBe("export default {};\n");
+    expect(readFileSync(store.logFile, "utf8")).toContain("try things");
     agent.dispose();
   });
 });

@@ -2,6 +2,7 @@ import type { ThinkingLevel } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage, ImageContent, Usage as PiUsage } from "@mariozechner/pi-ai";
 import { type AgentSession, createAgentSession, SessionManager, SettingsManager, type ToolDefinition } from "@mariozechner/pi-coding-agent";
 import type { LogEntry, OutboundEventBody, StopReason, Usage } from "@mom/contracts";
+import type { ChannelSandbox } from "@mom/sandbox";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type AttachOptions, createAttachTool } from "./attach-tool.js";
@@ -28,13 +29,14 @@ export interface AgentChannelStore {
   readLogSince(cursor: SyncCursor | undefined): Promise<{ entries: PlacedLogEntry[] }>;
   /** The log's recent entries (its last MiB): who has been talking. */
   readLogTail(): Promise<LogEntry[]>;
-  readMemory(): Promise<{ global: string; channel: string }>;
 }
 
 export interface ChannelAgentOptions {
   qualifiedChannelId: string;
   workspaceDir: string;
   store: AgentChannelStore;
+  /** Where the channel's tools run and which files they reach (@mom/sandbox). */
+  sandbox: ChannelSandbox;
   resolved: ResolvedModel;
   thinkingLevel?: ThinkingLevel;
   /** Where pi may keep its own files; never the operator's ~/.pi. */
@@ -133,9 +135,9 @@ export class ChannelAgent {
       settingsManager,
       tools: [...MOM_TOOL_NAMES, ...(opts.extraTools ?? []).map((t) => t.name)],
       customTools: [
-        ...createMomTools(opts.store.dir, opts.store.scratchDir, opts.gate),
+        ...createMomTools(opts.sandbox, opts.store.scratchDir, opts.gate),
         ...(opts.extraTools ?? []),
-        withLabel(gatedIf(createAttachTool({ cwd: opts.store.dir, workspaceDir: opts.workspaceDir, attach: opts.attach }) as Parameters<typeof withLabel>[0], opts.gate)),
+        withLabel(gatedIf(createAttachTool({ sandbox: opts.sandbox, workspaceDir: opts.workspaceDir, attach: opts.attach }) as Parameters<typeof withLabel>[0], opts.gate)),
       ],
     });
     // Before every model call, the run's receipts so far ride along on the last message, so the
@@ -188,14 +190,15 @@ export class ChannelAgent {
         if (added.length) this.session.agent.state.messages = [...this.session.agent.state.messages, ...added];
         for (const { entry } of entries) this.noteUser(entry);
       }
-      const { skills, problems } = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir);
+      const { skills, problems } = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir, this.opts.sandbox.files);
       if (problems.length) this.opts.onSkillProblems?.(problems);
       this.loader.skills = skills;
       this.loader.systemPrompt = buildSystemPrompt({
         qualifiedChannelId: this.opts.qualifiedChannelId,
         workspaceDir: this.opts.workspaceDir,
         channelDir: this.opts.store.dir,
-        memory: await this.opts.store.readMemory(),
+        memory: await this.readMemory(),
+        sandbox: this.opts.sandbox.description,
         users: await this.users(),
         channels: this.opts.listChannels?.() ?? [],
         now: new Date(),
@@ -227,6 +230,13 @@ export class ChannelAgent {
     if (!this.running) return false;
     await this.session.steer(formatChatLine(trigger), await this.imagesOf(trigger));
     return true;
+  }
+
+  // Through the sandbox's file access: a MEMORY.md the agent turned into a symlink to another
+  // channel's memory must not put that memory into this channel's prompt.
+  private async readMemory(): Promise<{ global: string; channel: string }> {
+    const read = (file: string) => this.opts.sandbox.files.readFile(file).then(String, () => "");
+    return { global: await read(join(this.opts.workspaceDir, "MEMORY.md")), channel: await read(join(this.opts.store.dir, "MEMORY.md")) };
   }
 
   private async imagesOf(trigger: RunTrigger): Promise<ImageContent[] | undefined> {

@@ -1,5 +1,6 @@
 import type { ToolDefinition } from "@mariozechner/pi-coding-agent";
-import { copyFile, mkdir, unlink } from "node:fs/promises";
+import type { ConfinedFiles } from "@mom/sandbox";
+import { readFile, unlink } from "node:fs/promises";
 import { basename, join } from "node:path";
 
 type AnyTool = ToolDefinition<any, any, any>;
@@ -8,13 +9,15 @@ type AnyTool = ToolDefinition<any, any, any>;
  * pi's bash tool keeps the last lines of a long output for the model and writes the whole output
  * to a file in the host's temp dir. That file belongs with the channel, where the agent (and a
  * sandbox that hides /tmp) can read it later: it is moved into `scratchDir` and every mention of
- * its old path in the result is rewritten.
+ * its old path in the result is rewritten. It is written through the channel's confined file
+ * access, so a `scratch` the agent turned into a symlink cannot send it anywhere else. (The file
+ * is at most the executor's output cap.)
  */
-export function keepFullOutputIn(scratchDir: string, tool: AnyTool): AnyTool {
+export function keepFullOutputIn(scratchDir: string, files: ConfinedFiles, tool: AnyTool): AnyTool {
   const relocate = async (from: string, toolCallId: string): Promise<string> => {
-    await mkdir(scratchDir, { recursive: true });
+    await files.mkdir(scratchDir);
     const to = join(scratchDir, `${tool.name}-${toolCallId.replace(/[^A-Za-z0-9_-]/g, "_")}-${basename(from)}`);
-    await copyFile(from, to); // rename fails across filesystems (tmpfs /tmp)
+    await files.writeFile(to, await readFile(from));
     await unlink(from).catch(() => {});
     return to;
   };
@@ -26,7 +29,7 @@ export function keepFullOutputIn(scratchDir: string, tool: AnyTool): AnyTool {
         const result = await tool.execute(toolCallId, params, signal, onUpdate, ctx);
         const from = (result.details as { fullOutputPath?: string } | undefined)?.fullOutputPath;
         if (!from) return result;
-        const to = await relocate(from, toolCallId);
+        const to = await relocate(from, toolCallId).catch(() => from);
         return {
           ...result,
           details: { ...(result.details as object), fullOutputPath: to },

@@ -5,9 +5,11 @@ import {
   createWriteToolDefinition,
   type ToolDefinition,
 } from "@mariozechner/pi-coding-agent";
+import type { ChannelSandbox } from "@mom/sandbox";
 import type { ToolGate } from "@mom/tools";
 import { keepFullOutputIn } from "./full-output.js";
 import { gated } from "./gated-tools.js";
+import { sandboxedBash, sandboxedFileOperations } from "./sandboxed-tools.js";
 
 // Adapters show "→ <label>" while a tool runs, so every tool call must say in a few words what it
 // does. pi's own tool definitions are reused unchanged; only a required `label` is added in front.
@@ -43,16 +45,19 @@ export function withLabel(tool: AnyTool): AnyTool {
 }
 
 /**
- * bash, read, write and edit working in `cwd` on the host (the sandbox executors replace this).
- * bash keeps the tail of long output for the model and the whole of it in `scratchDir`; read
- * shows the head of a long file and how to read on (the file itself is the full output).
+ * bash, read, write and edit of one channel, all through its sandbox: bash runs in the executor,
+ * the file tools go through its confined file access. bash keeps the tail of long output for the
+ * model and the whole of it in `scratchDir`; read shows the head of a long file and how to read
+ * on (the file itself is the full output).
  */
-export function createMomTools(cwd: string, scratchDir: string, gate?: ToolGate): AnyTool[] {
+export function createMomTools(sandbox: ChannelSandbox, scratchDir: string, gate?: ToolGate): AnyTool[] {
+  const cwd = sandbox.executor.view.channelDir;
+  const files = sandboxedFileOperations(sandbox);
   return [
-    keepFullOutputIn(scratchDir, createBashToolDefinition(cwd) as AnyTool),
-    createReadToolDefinition(cwd),
-    createWriteToolDefinition(cwd),
-    createEditToolDefinition(cwd),
+    keepFullOutputIn(scratchDir, sandbox.files, createBashToolDefinition(cwd, { operations: sandboxedBash(sandbox) }) as AnyTool),
+    createReadToolDefinition(cwd, { operations: files.read }),
+    createWriteToolDefinition(cwd, { operations: files.write }),
+    createEditToolDefinition(cwd, { operations: files.edit }),
   ].map((t) => withLabel(gate ? gated(t as AnyTool, gate) : (t as AnyTool)));
 }
 

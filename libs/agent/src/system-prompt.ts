@@ -13,6 +13,8 @@ export interface SystemPromptInput {
   channels: string[];
   now: Date;
   timezone: string;
+  /** What the sandbox is (from @mom/sandbox), so the agent knows what its commands can do. */
+  sandbox: string;
   /** Appended as is (custom tools). */
   extra?: string;
 }
@@ -49,7 +51,7 @@ ${channels}
 - Tools: bash, read, write, edit, attach. Each call needs a short \`label\` saying what it does; people see it while you work.
 - Files: what people share is saved in ${ch}/attachments/ and listed under their message by path relative to your working directory (images are also shown to you). To send people a file (report, chart, export), write it into the workspace and call \`attach\` with its path; only files inside ${ws} can be attached.
 - Your working directory is this channel's directory: ${ch}
-- Sandbox: none — commands run directly on the runner's host as the runner's user, so be careful with system changes and never touch other channels' directories.
+- Sandbox: ${p.sandbox}
 - Long output: bash keeps the last lines of a long output and saves all of it under ${ch}/scratch/ (the path is in the result); read shows the start of a long file and tells you the offset to continue from. Use grep, head, tail or offsets rather than dumping huge files.
 
 ## Workspace layout

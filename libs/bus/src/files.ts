@@ -68,6 +68,11 @@ export function fileObjectName(ref: ChannelRef, filename: string): string {
   return `${ref.adapter}/${escapeChannelToken(ref.channelId)}/${randomUUID()}/${seg}`;
 }
 
+/** Whether an object name is one `fileObjectName` made for this channel (the runner fetches no other). */
+export function fileBelongsTo(ref: ChannelRef, objectName: string): boolean {
+  return objectName.startsWith(`${ref.adapter}/${escapeChannelToken(ref.channelId)}/`);
+}
+
 const STREAM_NAME_IN_USE = 10058;
 
 /**

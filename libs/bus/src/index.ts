@@ -9,6 +9,7 @@ export {
   type FileSource,
   FileTooLargeError,
   filesBucketName,
+  fileBelongsTo,
   fileObjectName,
   type PutFileMeta,
   type PutFileResult,

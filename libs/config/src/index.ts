@@ -1,6 +1,6 @@
 export * from "./schema.js";
 export { defaultConfig } from "./defaults.js";
-export { loadConfig, type LoadedConfig, type ConfigPaths } from "./load-config.js";
+export { loadConfig, unsetEnvRefs, type LoadedConfig, type ConfigPaths, type SecretsToResolve } from "./load-config.js";
 export { ConfigError } from "./config-error.js";
 export type { Issue as ConfigIssue } from "./schema-issues.js";
 export { parseModelRef, type ModelRef } from "./model-ref.js";

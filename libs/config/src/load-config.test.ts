@@ -2,7 +2,7 @@ import { describe, expect, it, beforeEach, afterEach } from "@jest/globals";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, defaultConfig, loadConfig } from "./index.js";
+import { ConfigError, defaultConfig, loadConfig, unsetEnvRefs } from "./index.js";
 
 let dataDir: string;
 let file: string;
@@ -45,7 +45,7 @@ describe("loadConfig", () => {
       thinkingLevel: "high",
       nats: { url: "nats://nats:4222", namespace: "mom-test", streams: { maxAgeHours: 24, duplicateWindowSeconds: 60, replicas: 3 } },
       adapters: { cli: { type: "cli", admins: ["alice"], dm: ["alice", "bob"], busy: "steer" }, "cli-2": { type: "cli", dm: "none" } },
-      sandbox: { type: "host" },
+      sandbox: { type: "bwrap", network: true, env: { GIT_AUTHOR_NAME: "mom" }, shared: ["skills"], maxOutputBytes: 1000, maxProcesses: 64 },
       runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10, leaseSeconds: 10, shutdownGraceSeconds: 5, maxCrashes: 2, publishRetrySeconds: 30 },
       attachments: { maxBytes: 1024 },
       scheduler: { graceMinutes: 0, maxQueuedPerChannel: 5, maxPerMinutePerChannel: 2, watch: "poll", pollIntervalMs: 500 },
@@ -143,7 +143,9 @@ describe("ConfigError messages name file, path and expectation", () => {
       `${file}: /thinkingLevel: expected one of "off", "minimal", "low", "medium", "high", "xhigh", got "max"`,
     );
     expect(errorFor(JSON.stringify({ log: { level: "verbose" } })).message).toContain('/log/level: expected one of "fatal", "error"');
-    expect(errorFor(JSON.stringify({ sandbox: { type: "docker" } })).message).toContain('/sandbox/type: expected one of "host", got "docker"');
+    expect(errorFor(JSON.stringify({ sandbox: { type: "podman" } })).message).toContain('/sandbox/type: expected one of "auto", "bwrap", "host", "docker", got "podman"');
+    expect(errorFor(JSON.stringify({ sandbox: { type: "docker" } })).message).toContain('/sandbox/image: missing required key "image"');
+    expect(errorFor(JSON.stringify({ sandbox: { type: "host", network: true } })).message).toContain('/sandbox/network: unknown key "network"');
   });
 
   it("bad NATS url and namespace", () => {
@@ -238,16 +240,45 @@ describe("platform adapters", () => {
         },
       }),
     );
-    const { config } = loadConfig(dir, { ACME_BOT: "xoxb-from-env", DISCORD_TOKEN: "dtok" });
+    const { config } = loadConfig(dir, { ACME_BOT: "xoxb-from-env", DISCORD_TOKEN: "dtok" }, { adapters: ["slack-acme", "discord"] });
     expect(config.adapters["slack-acme"]).toMatchObject({ type: "slack", botToken: "xoxb-from-env", appToken: "xapp-literal" });
     expect(config.adapters.discord).toMatchObject({ type: "discord", botToken: "dtok", busy: "reject" });
-    expect(() => loadConfig(dir, { ACME_BOT: "x" })).toThrow(/\/adapters\/discord\/botToken: environment variable DISCORD_TOKEN is not set/);
+    expect(() => loadConfig(dir, { ACME_BOT: "x" }, { adapters: ["discord"] })).toThrow(/\/adapters\/discord\/botToken: environment variable DISCORD_TOKEN is not set/);
+  });
+
+  it("resolves only the secrets the service asks for, and never needs the others", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mom-cfg-"));
+    writeFileSync(
+      join(dir, "config.json"),
+      JSON.stringify({
+        adapters: { slack: { type: "slack", botToken: "env:SLACK_BOT_TOKEN", appToken: "env:SLACK_APP_TOKEN" }, discord: { type: "discord", botToken: "env:DISCORD_BOT_TOKEN" } },
+        sandbox: { type: "bwrap", env: { GIT_AUTHOR_NAME: "mom", GH_TOKEN: "env:MOM_GH_TOKEN" } },
+      }),
+    );
+    const env = { SLACK_BOT_TOKEN: "xoxb-1", SLACK_APP_TOKEN: "xapp-1", DISCORD_BOT_TOKEN: "d-1", MOM_GH_TOKEN: "gh-1" };
+    // The runner and the scheduler: no platform token at all, even when none is set.
+    const runner = loadConfig(dir, { MOM_GH_TOKEN: "gh-1" }, { sandbox: true }).config;
+    expect(JSON.stringify(runner)).not.toMatch(/xoxb-1|xapp-1|d-1/);
+    expect(runner.sandbox.env).toEqual({ GIT_AUTHOR_NAME: "mom", GH_TOKEN: "gh-1" });
+    expect(JSON.stringify(loadConfig(dir, {}).config)).not.toMatch(/xoxb-1|xapp-1|d-1|gh-1/);
+    // An ingress: its own tokens only.
+    const slack = loadConfig(dir, env, { adapters: ["slack"] }).config;
+    expect(slack.adapters.slack).toMatchObject({ botToken: "xoxb-1", appToken: "xapp-1" });
+    expect(slack.adapters.discord).toMatchObject({ botToken: "env:DISCORD_BOT_TOKEN" });
+    expect(slack.sandbox.env?.GH_TOKEN).toBe("env:MOM_GH_TOKEN");
+    expect(() => loadConfig(dir, { SLACK_BOT_TOKEN: "x", SLACK_APP_TOKEN: "y" }, { adapters: ["discord"] })).toThrow(/\/adapters\/discord\/botToken: environment variable DISCORD_BOT_TOKEN is not set/);
+    expect(unsetEnvRefs(loadConfig(dir, {}).config, { SLACK_APP_TOKEN: "y" })).toEqual([
+      { path: "/adapters/slack/botToken", variable: "SLACK_BOT_TOKEN" },
+      { path: "/adapters/discord/botToken", variable: "DISCORD_BOT_TOKEN" },
+      { path: "/sandbox/env/GH_TOKEN", variable: "MOM_GH_TOKEN" },
+    ]);
   });
 
   it("names a missing token", () => {
     const dir = mkdtempSync(join(tmpdir(), "mom-cfg-"));
     writeFileSync(join(dir, "config.json"), JSON.stringify({ adapters: { s: { type: "slack", botToken: "xoxb" } } }));
     expect(() => loadConfig(dir, {})).toThrow(/\/adapters\/s.*appToken/);
+    expect(() => loadConfig(dir, {}, { adapters: ["s"] })).toThrow(/\/adapters\/s.*appToken/);
   });
 });
 

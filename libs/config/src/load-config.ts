@@ -26,10 +26,21 @@ const checkFile = schemaChecker(MomConfigFile);
 const checkModel = Compile(MomConfig.properties.model);
 
 /**
+ * Which `"env:NAME"` references a service resolves: only the secrets it uses. The others stay
+ * as written, so a service never holds (nor needs) another service's tokens.
+ */
+export interface SecretsToResolve {
+  /** Adapters whose tokens this service uses (an ingress: its own). */
+  adapters?: string[];
+  /** `sandbox.env` (the runner). */
+  sandbox?: boolean;
+}
+
+/**
  * Reads `<dataDir>/config.json` (absent means all defaults), validates it, fills defaults and
  * applies env overrides. Throws ConfigError naming file or variable, JSON path and expectation.
  */
-export function loadConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+export function loadConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env, secrets: SecretsToResolve = {}): LoadedConfig {
   const abs = resolve(dataDir);
   const paths: ConfigPaths = {
     dataDir: abs,
@@ -42,7 +53,7 @@ export function loadConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env
   // Messages show the path the way the operator typed it (data/config.json), not the absolute one.
   const shown = join(dataDir, "config.json");
   const config = withDefaults(readConfigFile(paths.configFile, shown));
-  resolveEnvTokens(config, env, shown);
+  resolveEnvRefs(config, env, shown, secrets);
   applyEnv(config, env);
   return { config, paths };
 }
@@ -63,24 +74,42 @@ function semanticProblems(raw: unknown): Issue[] {
 
 const ENV_REF = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
 
-/** Replaces "env:NAME" token values with the variable's value; a missing one names field and variable. */
-function resolveEnvTokens(config: MomConfig, env: NodeJS.ProcessEnv, shown: string): void {
+/** Replaces the asked-for "env:NAME" values with the variable's value; a missing one names field and variable. */
+function resolveEnvRefs(config: MomConfig, env: NodeJS.ProcessEnv, shown: string, secrets: SecretsToResolve): void {
   const issues: Issue[] = [];
-  for (const [name, adapter] of Object.entries(config.adapters)) {
-    const fields = adapter as Record<string, unknown>;
-    for (const key of ["botToken", "appToken"]) {
+  const resolveIn = (fields: Record<string, unknown>, keys: string[], at: string) => {
+    for (const key of keys) {
       const value = fields[key];
       const ref = typeof value === "string" ? ENV_REF.exec(value) : null;
       if (!ref) continue;
       const resolved = env[ref[1]!];
       if (resolved) fields[key] = resolved;
-      else issues.push({ path: `/adapters/${name}/${key}`, message: `environment variable ${ref[1]} is not set` });
+      else issues.push({ path: `${at}/${key}`, message: `environment variable ${ref[1]} is not set` });
     }
+  };
+  for (const name of secrets.adapters ?? []) {
+    const adapter = config.adapters[name];
+    if (adapter) resolveIn(adapter as Record<string, unknown>, ["botToken", "appToken"], `/adapters/${name}`);
   }
+  const sandboxEnv = config.sandbox.env;
+  if (secrets.sandbox && sandboxEnv) resolveIn(sandboxEnv, Object.keys(sandboxEnv), "/sandbox/env");
   if (issues.length > 0) throw new ConfigError(shown, issues);
 }
 
-// An empty variable counts as unset: compose files and k8s manifests often declare `NAME=`.
+/** The `env:` variables the config names that are not set, by JSON path (for `mom doctor`). */
+export function unsetEnvRefs(config: MomConfig, env: NodeJS.ProcessEnv = process.env): { path: string; variable: string }[] {
+  const out: { path: string; variable: string }[] = [];
+  const check = (fields: Record<string, unknown>, at: string) => {
+    for (const [key, value] of Object.entries(fields)) {
+      const ref = typeof value === "string" ? ENV_REF.exec(value) : null;
+      if (ref && !env[ref[1]!]) out.push({ path: `${at}/${key}`, variable: ref[1]! });
+    }
+  };
+  for (const [name, adapter] of Object.entries(config.adapters)) check(adapter as Record<string, unknown>, `/adapters/${name}`);
+  if (config.sandbox.env) check(config.sandbox.env, "/sandbox/env");
+  return out;
+}
+
 function applyEnv(config: MomConfig, env: NodeJS.ProcessEnv): void {
   const model = env.MOM_MODEL;
   if (model) {

@@ -89,8 +89,43 @@ export type DiscordAdapterConfig = Static<typeof DiscordAdapterConfig>;
 export const AdapterConfig = Type.Union([CliAdapterConfig, SlackAdapterConfig, DiscordAdapterConfig]);
 export type AdapterConfig = Static<typeof AdapterConfig>;
 
-/** Discriminated by `type`; bwrap and docker join as further members. */
-export const SandboxConfig = Type.Union([Type.Object({ type: Type.Literal("host") }, closed)]);
+const sandboxCommon = {
+  env: Type.Optional(
+    Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }), Type.String({ description: 'literal or "env:NAME"' }), {
+      ...closed,
+      keyName: "variable name",
+      keyExpected: "a shell variable name like GIT_AUTHOR_NAME",
+      description: "Variables every command gets on top of PATH, HOME and LANG (nothing else of the runner's environment)",
+    }),
+  ),
+  shared: Type.Optional(
+    Type.Array(Type.String({ minLength: 1 }), { expected: 'an array of workspace-relative paths like "MEMORY.md", "skills"', description: "What every channel may write besides its own directory" }),
+  ),
+  maxOutputBytes: Type.Optional(positiveInt("Most output one command may print (more stops it), and the largest file read returns")),
+  maxProcesses: Type.Optional(positiveInt("Most processes one command may have at once, where a pids cgroup can be made")),
+};
+
+/**
+ * Where tools run (docs/sandbox.md), discriminated by `type`: `auto` (bwrap where bubblewrap
+ * works, else host), `bwrap`, `docker`, `host` (development only).
+ */
+export const SandboxConfig = Type.Union([
+  Type.Object({ type: Type.Literal("auto"), network: Type.Optional(Type.Boolean({ description: "bwrap: commands get the host's network" })), ...sandboxCommon }, closed),
+  Type.Object({ type: Type.Literal("bwrap"), network: Type.Optional(Type.Boolean({ description: "Commands get the host's network" })), ...sandboxCommon }, closed),
+  Type.Object({ type: Type.Literal("host"), ...sandboxCommon }, closed),
+  Type.Object(
+    {
+      type: Type.Literal("docker"),
+      image: Type.String({ minLength: 1, description: "Image of the channels' containers; must have bash" }),
+      socketPath: Type.Optional(Type.String({ minLength: 1, description: "Docker engine socket (default /var/run/docker.sock)" })),
+      network: Type.Optional(Type.Boolean({ description: "Containers get the host's network (default none)" })),
+      memoryMb: Type.Optional(positiveInt("Memory of each channel's container, in MiB")),
+      cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "CPUs of each channel's container" })),
+      ...sandboxCommon,
+    },
+    closed,
+  ),
+]);
 export type SandboxConfig = Static<typeof SandboxConfig>;
 
 export const RunnerConfig = Type.Object(

@@ -149,7 +149,24 @@ exports.tool = { id: "test.named.run", description: "cjs named export", risk: "w
     const { registry } = setup([dir], { loadTimeoutMs: 300 });
     await registry.reload();
     expect(registry.tools().map((t) => t.id)).toEqual(["test.good.run"]);
-    expect(registry.problems()).toEqual([{ path: hang, error: "loading took longer than 300 ms" }]);
+    expect(registry.problems()).toEqual([{ path: hang, error: "loading did not finish within 300 ms (a loop at import or in the factory?); not loaded" }]);
+  });
+
+  it("survives a tool that loops or calls process.exit while loading, and reports it", async () => {
+    const dir = tempDir();
+    const loop = writeTool(dir, "loop", `while (true) {}\nexport default {};`);
+    const exitAtImport = writeTool(dir, "exit", `process.exit(3);\nexport default {};`);
+    const exitInFactory = writeTool(dir, "exitf", `export default () => { process.exit(0); };`);
+    const loopInFactory = writeTool(dir, "loopf", `export default () => { for (;;) {} };`);
+    writeTool(dir, "good", toolSource("test.good.run", "good"));
+    const { registry } = setup([dir], { loadTimeoutMs: 500 });
+    await registry.reload();
+    expect(registry.tools().map((t) => t.id)).toEqual(["test.good.run"]);
+    const problems = new Map(registry.problems().map((p) => [p.path, p.error]));
+    expect(problems.get(loop)).toMatch(/did not finish within 500 ms/);
+    expect(problems.get(loopInFactory)).toMatch(/did not finish within 500 ms/);
+    expect(problems.get(exitAtImport)).toBe("loading ended the process (exit code 3, e.g. process.exit at import); not loaded");
+    expect(problems.get(exitInFactory)).toMatch(/loading ended the process \(exit code 0/);
   });
 
   it("lets a later dir override an earlier one and records the override", async () => {

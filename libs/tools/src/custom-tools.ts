@@ -7,6 +7,7 @@ import * as typeboxCompile from "typebox/compile";
 import * as typeboxValue from "typebox/value";
 import * as contract from "./tool-contract.js";
 import type { CustomToolApi, MomTool } from "./tool-contract.js";
+import { ToolProbe } from "./probe-tool.js";
 import { errorMessage, toolContractErrors } from "./tool-schema.js";
 
 /** A file that did not give a usable tool, and why. */
@@ -45,7 +46,7 @@ export const TOOL_ENTRY_FILES = ["index.ts", "index.mts", "index.js", "index.mjs
  * schemas are built by the same TypeBox that validates them) and `@mom/tools`' constants.
  * Type-only imports (`import type { MomTool } from "@mom/tools"`) are erased anyway.
  */
-const VIRTUAL_MODULES: Record<string, unknown> = {
+export const VIRTUAL_MODULES: Record<string, unknown> = {
   typebox,
   "typebox/compile": typeboxCompile,
   "typebox/value": typeboxValue,
@@ -83,6 +84,7 @@ export class CustomToolRegistry implements ToolSource {
   private debounceTimer?: NodeJS.Timeout;
   private lastSignature?: string;
   private polling = false;
+  private readonly probe: ToolProbe;
 
   constructor(
     dirs: string[],
@@ -94,6 +96,7 @@ export class CustomToolRegistry implements ToolSource {
     this.pollIntervalMs = opts.pollIntervalMs ?? 2000;
     this.loadTimeoutMs = opts.loadTimeoutMs ?? 10_000;
     this.logger = opts.logger;
+    this.probe = new ToolProbe({ dataDir: api.dataDir, workspaceDir: api.workspaceDir });
   }
 
   /** The loaded tools, sorted by id. */
@@ -157,6 +160,7 @@ export class CustomToolRegistry implements ToolSource {
   /** Stops watching. Loaded tools stay available. */
   close(): void {
     this.watching = false;
+    this.probe.stop();
     if (this.pollTimer) clearInterval(this.pollTimer);
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
     this.pollTimer = this.debounceTimer = undefined;
@@ -228,6 +232,9 @@ export class CustomToolRegistry implements ToolSource {
   }
 
   private async loadFile(jiti: Jiti, path: string): Promise<{ tool: MomTool } | { error: string }> {
+    // A loop or process.exit while loading must cost a worker, never the runner.
+    const problem = await this.probe.check(path, this.loadTimeoutMs);
+    if (problem) return { error: problem };
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`loading took longer than ${this.loadTimeoutMs} ms`)), this.loadTimeoutMs);

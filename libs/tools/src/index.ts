@@ -7,3 +7,4 @@ export * from "./invoke-tool.js";
 export * from "./prompt.js";
 export * from "./timeout.js";
 export { CUSTOM_TOOL_ID, describeType, prepareToolArgs, toolContractErrors } from "./tool-schema.js";
+export * from "./approval-text.js";

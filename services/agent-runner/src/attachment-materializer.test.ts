@@ -43,7 +43,7 @@ function setup(maxBytes = 1024) {
   const files = new FakeFiles();
   const deps: MaterializeDeps = {
     files,
-    store: { attachmentsDir, findLogEntry: async (id: string) => log.find((e) => e.id === id) },
+    store: { ref: { adapter: "cli", channelId: "local" }, attachmentsDir, findLogEntry: async (id: string) => log.find((e) => e.id === id) },
     workspaceDir,
     maxBytes,
     log: pino({ level: "silent" }),
@@ -60,18 +60,18 @@ const incoming = (filename: string, objectKey: string, extra: Partial<Attachment
 describe("materializeAttachments", () => {
   it("writes the bytes under attachments/ as <timestamp>-<name> and records a workspace-relative localPath", async () => {
     const t = setup();
-    t.files.put("k1", "%PDF-1.4 hello", "application/pdf");
-    const out = await materializeAttachments(message([incoming("report.pdf", "k1")]), t.deps);
+    t.files.put("cli/local/u/k1", "%PDF-1.4 hello", "application/pdf");
+    const out = await materializeAttachments(message([incoming("report.pdf", "cli/local/u/k1")]), t.deps);
     const a = out.attachments[0]!;
-    expect(a).toEqual({ filename: "report.pdf", localPath: `channels/cli/local/attachments/${STAMP}-report.pdf`, objectKey: "k1", size: 14, mimeType: "application/pdf" });
+    expect(a).toEqual({ filename: "report.pdf", localPath: `channels/cli/local/attachments/${STAMP}-report.pdf`, objectKey: "cli/local/u/k1", size: 14, mimeType: "application/pdf" });
     expect(readFileSync(join(t.workspaceDir, a.localPath), "utf8")).toBe("%PDF-1.4 hello");
   });
 
   it("sanitises names: no traversal, no directories, something usable when nothing is left", async () => {
     const t = setup();
-    for (const k of ["k1", "k2", "k3", "k4"]) t.files.put(k, k);
+    for (const k of ["cli/local/u/k1", "cli/local/u/k2", "cli/local/u/k3", "cli/local/u/k4"]) t.files.put(k, k);
     const out = await materializeAttachments(
-      message([incoming("../../etc/passwd", "k1"), incoming("a/b/c.txt", "k2"), incoming("..", "k3"), incoming("$(reboot).sh", "k4")]),
+      message([incoming("../../etc/passwd", "cli/local/u/k1"), incoming("a/b/c.txt", "cli/local/u/k2"), incoming("..", "cli/local/u/k3"), incoming("$(reboot).sh", "cli/local/u/k4")]),
       t.deps,
     );
     expect(out.attachments.map((a) => a.localPath)).toEqual([
@@ -86,11 +86,11 @@ describe("materializeAttachments", () => {
 
   it("never overwrites: the same name twice (or an existing file) gets -2, -3", async () => {
     const t = setup();
-    t.files.put("k1", "first");
-    t.files.put("k2", "second");
-    t.files.put("k3", "third");
-    const one = await materializeAttachments(message([incoming("x.txt", "k1"), incoming("x.txt", "k2")]), t.deps);
-    const two = await materializeAttachments(message([incoming("x.txt", "k3")], "m2"), t.deps);
+    t.files.put("cli/local/u/k1", "first");
+    t.files.put("cli/local/u/k2", "second");
+    t.files.put("cli/local/u/k3", "third");
+    const one = await materializeAttachments(message([incoming("x.txt", "cli/local/u/k1"), incoming("x.txt", "cli/local/u/k2")]), t.deps);
+    const two = await materializeAttachments(message([incoming("x.txt", "cli/local/u/k3")], "m2"), t.deps);
     const paths = [...one.attachments, ...two.attachments].map((a) => a.localPath.split("/").at(-1));
     expect(paths).toEqual([`${STAMP}-x.txt`, `${STAMP}-x-2.txt`, `${STAMP}-x-3.txt`]);
     expect(readFileSync(join(t.attachmentsDir, `${STAMP}-x.txt`), "utf8")).toBe("first");
@@ -99,11 +99,11 @@ describe("materializeAttachments", () => {
 
   it("does not fetch a file that is too large (declared, stored or read) and says so in a note", async () => {
     const t = setup(1024);
-    t.files.put("big", new Uint8Array(4096));
-    const declared = await materializeAttachments(message([incoming("huge.zip", "big", { size: 31 * 1024 * 1024 })]), t.deps);
+    t.files.put("cli/local/u/big", new Uint8Array(4096));
+    const declared = await materializeAttachments(message([incoming("huge.zip", "cli/local/u/big", { size: 31 * 1024 * 1024 })]), t.deps);
     expect(declared.attachments[0]).toMatchObject({ localPath: "", note: "too large: 31 MB > 1 KB limit" });
     expect(t.files.reads).toBe(0);
-    const stored = await materializeAttachments(message([incoming("huge.zip", "big")], "m2"), t.deps);
+    const stored = await materializeAttachments(message([incoming("huge.zip", "cli/local/u/big")], "m2"), t.deps);
     expect(stored.attachments[0]).toMatchObject({ localPath: "", note: "too large: 4 KB > 1 KB limit" });
     expect(t.files.reads).toBe(0);
     expect(existsSync(t.attachmentsDir) ? readdirSync(t.attachmentsDir) : []).toEqual([]);
@@ -111,13 +111,13 @@ describe("materializeAttachments", () => {
 
   it("notes a file missing from the object store or failing to fetch, and keeps the others", async () => {
     const t = setup();
-    t.files.put("ok", "fine");
-    const out = await materializeAttachments(message([incoming("gone.txt", "nope"), incoming("fine.txt", "ok")]), t.deps);
+    t.files.put("cli/local/u/ok", "fine");
+    const out = await materializeAttachments(message([incoming("gone.txt", "cli/local/u/nope"), incoming("fine.txt", "cli/local/u/ok")]), t.deps);
     expect(out.attachments[0]).toMatchObject({ filename: "gone.txt", localPath: "", note: "not found in the object store" });
     expect(out.attachments[1]!.localPath).toBe(`channels/cli/local/attachments/${STAMP}-fine.txt`);
 
     t.files.failWith = new Error("NATS is down");
-    const failed = await materializeAttachments(message([incoming("fine.txt", "ok")], "m2"), t.deps);
+    const failed = await materializeAttachments(message([incoming("fine.txt", "cli/local/u/ok")], "m2"), t.deps);
     expect(failed.attachments[0]).toMatchObject({ localPath: "", note: "could not be fetched: NATS is down" });
   });
 
@@ -129,10 +129,10 @@ describe("materializeAttachments", () => {
 
   it("reuses what was logged for a redelivered message instead of writing the files again", async () => {
     const t = setup();
-    t.files.put("k1", "data");
-    const first = await materializeAttachments(message([incoming("a.txt", "k1")]), t.deps);
+    t.files.put("cli/local/u/k1", "data");
+    const first = await materializeAttachments(message([incoming("a.txt", "cli/local/u/k1")]), t.deps);
     t.log.push({ id: "m1", date: TS, user: "u1", userName: "alice", text: "see attached", attachments: first.attachments, isBot: false });
-    const again = await materializeAttachments(message([incoming("a.txt", "k1")]), t.deps);
+    const again = await materializeAttachments(message([incoming("a.txt", "cli/local/u/k1")]), t.deps);
     expect(again.attachments).toEqual(first.attachments);
     expect(readdirSync(t.attachmentsDir)).toEqual([`${STAMP}-a.txt`]);
   });
@@ -144,15 +144,37 @@ describe("materializeAttachments", () => {
   });
 });
 
+describe("materializeAttachments: another channel's objects", () => {
+  it("refuses an objectKey that belongs to another channel (or to no channel), and reads nothing", async () => {
+    const t = setup();
+    t.files.put("cli/other/u/secret.txt", "another channel's file");
+    t.files.put("cli/local-2/u/x.txt", "a channel whose id starts like ours");
+    t.files.put("k9", "no channel at all");
+    t.files.put("cli/local/u/mine.txt", "ours");
+    const out = await materializeAttachments(
+      message([incoming("secret.txt", "cli/other/u/secret.txt"), incoming("x.txt", "cli/local-2/u/x.txt"), incoming("k9.txt", "k9"), incoming("mine.txt", "cli/local/u/mine.txt")]),
+      t.deps,
+    );
+    expect(out.attachments.slice(0, 3).map((a) => [a.localPath, a.note])).toEqual([
+      ["", "refused: the file belongs to another channel"],
+      ["", "refused: the file belongs to another channel"],
+      ["", "refused: the file belongs to another channel"],
+    ]);
+    expect(out.attachments[3]!.localPath).toBe(`channels/cli/local/attachments/${STAMP}-mine.txt`);
+    expect(t.files.reads).toBe(1);
+    expect(readdirSync(t.attachmentsDir)).toEqual([`${STAMP}-mine.txt`]);
+  });
+});
+
 describe("channelMaterializer", () => {
   it("resolves in call order, so a slow download does not let a later message be logged first", async () => {
     const t = setup();
-    t.files.put("k1", "slow");
+    t.files.put("cli/local/u/k1", "slow");
     t.files.delayMs = 150;
     const materialize = channelMaterializer(t.deps);
     const order: string[] = [];
     await Promise.all([
-      materialize(message([incoming("a.txt", "k1")], "m1")).then((m) => order.push(m.id)),
+      materialize(message([incoming("a.txt", "cli/local/u/k1")], "m1")).then((m) => order.push(m.id)),
       materialize(message([], "m2")).then((m) => order.push(m.id)),
     ]);
     expect(order).toEqual(["m1", "m2"]);

@@ -1,11 +1,12 @@
-import { type FileSource, FileTooLargeError } from "@mom/bus";
-import type { Attachment, ChannelMessage, LogEntry } from "@mom/contracts";
+import { fileBelongsTo, type FileSource, FileTooLargeError } from "@mom/bus";
+import type { Attachment, ChannelMessage, ChannelRef, LogEntry } from "@mom/contracts";
 import { formatSizeOverLimit, guessMimeType, safeFileName, writeNewFile } from "@mom/store";
 import { join, relative, sep } from "node:path";
 import type { Logger } from "pino";
 
 /** What the materialiser needs of a channel's store (ChannelStore implements it). */
 export interface MaterializeStore {
+  readonly ref: ChannelRef;
   readonly attachmentsDir: string;
   /** A recently logged entry by id (the log's tail): how a message read again keeps its files. */
   findLogEntry(id: string): Promise<LogEntry | undefined>;
@@ -34,6 +35,8 @@ export interface MaterializeDeps {
  *   read), one missing from the store (expired, never put) or one that cannot be fetched or
  *   written is not written: it keeps `localPath: ""` and gets a `note` saying why. Never throws.
  * - A `localPath` set by the sender is cleared: only the runner decides where files are.
+ * - An `objectKey` outside this channel's part of the bucket (`fileObjectName`) is refused with a
+ *   note and never read: a message must not fetch another channel's file.
  * - A redelivered message that is already logged gets the attachments that were logged, so a
  *   redelivery does not write the files twice.
  */
@@ -71,6 +74,7 @@ async function fetchOne(a: Attachment & { objectKey: string }, stamp: number, de
     log.warn({ filename: a.filename, note }, "attachment not materialised");
     return { ...a, localPath: "", note };
   };
+  if (!fileBelongsTo(deps.store.ref, a.objectKey)) return unavailable("refused: the file belongs to another channel");
   if (a.size !== undefined && a.size > maxBytes) return unavailable(tooLarge(a.size, maxBytes));
   let bytes: Uint8Array | undefined;
   let storedType: string | undefined;

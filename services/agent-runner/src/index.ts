@@ -4,3 +4,4 @@ export * from "./runner-options.js";
 export * from "./runner.module.js";
 export * from "./runner.service.js";
 export * from "./start-runner.js";
+export { channelSandbox } from "./workspace-sandbox.js";

@@ -32,6 +32,8 @@ import { RunPublisher } from "./run-publisher.js";
 import { ChannelToolGate } from "./tool-gate.js";
 import { ModelGuard } from "./model-guard.js";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
+import { channelSandbox, workspaceSandbox } from "./workspace-sandbox.js";
+import type { Sandbox } from "@mom/sandbox";
 
 /** One channel this runner owns: its reader, its worker and the ledger they report to. */
 interface OwnedChannel {
@@ -72,6 +74,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private closing = false;
   /** Spend limits, auth profiles and cooldowns around every model call. */
   private guard?: ModelGuard;
+  private readonly sandbox: Sandbox;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -82,6 +85,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     this.log = opts.logger.child({ runner: this.runnerId });
     this.runSlot = pLimit(opts.loaded.config.runner.maxConcurrentRuns);
     const { paths, config } = opts.loaded;
+    this.sandbox = workspaceSandbox(opts.loaded, this.log);
     this.customTools = new CustomToolRegistry(
       [...(config.tools.globalDir ? [config.tools.globalDir] : []), join(paths.workspaceDir, "tools")],
       createHostToolApi({ dataDir: paths.dataDir, workspaceDir: paths.workspaceDir }),
@@ -376,6 +380,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           qualifiedChannelId: key,
           workspaceDir: this.layout.workspaceDir,
           store,
+          sandbox: channelSandbox(this.sandbox, store),
           resolved,
           thinkingLevel,
           agentDir: join(loaded.paths.dataDir, ".pi"),

@@ -1,7 +1,7 @@
 import type { Bus } from "@mom/bus";
 import type { ChannelRef, Receipt, ReceiptType } from "@mom/contracts";
 import type { ChannelStore } from "@mom/store";
-import { argsHash, DEFAULT_TOOL_TIMEOUT_MS, decide, type GateCall, makeReceipt, type PolicyLayers, type ToolGate } from "@mom/tools";
+import { approvalText, argsHash, DEFAULT_TOOL_TIMEOUT_MS, decide, type GateCall, makeReceipt, type PolicyLayers, type ToolGate } from "@mom/tools";
 import type { Logger } from "pino";
 import type { ApprovalBroker, PendingApproval } from "./approval-broker.js";
 import type { ActiveRun, RunInProgress } from "./active-run.js";
@@ -23,11 +23,6 @@ export interface ChannelToolGateDeps {
   /** The channel's run in progress. */
   active: ActiveRun;
   log: Logger;
-}
-
-function summarise(args: unknown): string {
-  const json = JSON.stringify(args ?? {});
-  return json.length > 300 ? `${json.slice(0, 297)}...` : json;
 }
 
 /**
@@ -55,10 +50,16 @@ export class ChannelToolGate implements ToolGate {
         await receipt("tool.call.denied", { detail: "approval needed but no run to ask in" });
         throw new Error(`${call.toolId} needs approval, but there is nobody to ask`);
       }
+      const shown = approvalText(call.toolId, call.args);
+      if (!shown.ok) {
+        await receipt("tool.call.denied", { detail: shown.reason });
+        throw new Error(`${call.toolId} was not run: ${shown.reason}.`);
+      }
       const requester = run.message.sender;
       const approvers = this.deps.approvers(requester.id);
+      const askedHash = argsHash(call.args);
       const { approvalId, outcome } = this.deps.broker.request(
-        { channel: this.deps.channel, runId: rc.runId, toolCallId: call.toolCallId, risk: call.risk, toolId: call.toolId, argsHash: argsHash(call.args), approvers: new Set(approvers) },
+        { channel: this.deps.channel, runId: rc.runId, toolCallId: call.toolCallId, risk: call.risk, toolId: call.toolId, argsHash: askedHash, approvers: new Set(approvers) },
         this.deps.approvalTimeoutMs,
         signal,
       );
@@ -67,7 +68,7 @@ export class ChannelToolGate implements ToolGate {
         approvalId,
         toolId: call.toolId,
         risk: call.risk,
-        argsSummary: summarise(call.args),
+        argsSummary: shown.text,
         requestedBy: { id: requester.id, username: requester.username },
         expiresAt: new Date(Date.now() + this.deps.approvalTimeoutMs).toISOString(),
         approvers,
@@ -79,6 +80,12 @@ export class ChannelToolGate implements ToolGate {
         run.publisher.emit({ type: "approval_resolved", approvalId, outcome: expired ? "expired" : "denied", ...(result.by && { decidedBy: result.by }) });
         await receipt("tool.call.denied", { detail: result.reason, ...(result.by && { actor: result.by }) });
         throw new Error(`${call.toolId} was not run: ${result.reason}.`);
+      }
+      // What the approver saw is what runs: arguments that changed while waiting are not approved.
+      if (argsHash(call.args) !== askedHash) {
+        run.publisher.emit({ type: "approval_resolved", approvalId, outcome: "denied", decidedBy: result.by });
+        await receipt("tool.call.denied", { detail: "the arguments changed after approval was asked" });
+        throw new Error(`${call.toolId} was not run: its arguments changed after approval was asked.`);
       }
       run.publisher.emit({ type: "approval_resolved", approvalId, outcome: "approved", decidedBy: result.by });
       await receipt("tool.call.approved", { actor: result.by });

@@ -1,5 +1,6 @@
 import { startRunner } from "@mom/agent-runner";
 import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl } from "@mom/config";
+import { Sandbox } from "@mom/sandbox";
 import { startCliIngress } from "@mom/ingress-cli";
 import { slackOptionsFromConfig, startSlackIngress } from "@mom/ingress-slack";
 import { discordOptionsFromConfig, startDiscordIngress } from "@mom/ingress-discord";
@@ -68,7 +69,8 @@ async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, 
 
 /** `mom up`: NATS (own or given), runner and terminal chat in one process; logs go to a file. */
 export async function up(dataDir: string): Promise<never> {
-  const loaded = loadConfig(dataDir);
+  // Runner, scheduler and the terminal chat: only the runner's sandbox.env is needed.
+  const loaded = loadConfig(dataDir, process.env, { sandbox: true });
   mkdirSync(join(loaded.paths.dataDir, "logs"), { recursive: true });
   const logFile = join(loaded.paths.dataDir, "logs", "mom.log");
   const logger = createLogger("mom", { level: loaded.config.log.level, destination: openSync(logFile, "a") });
@@ -92,13 +94,16 @@ export async function up(dataDir: string): Promise<never> {
   }
   const cli = await terminalChat(cliAdapterName(loaded), loaded, url, logger.child({ service: "ingress-cli" }));
   closers.push(() => cli.close());
-  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`);
+  // The runner's warning goes to the log file here; a terminal user must see it too.
+  const sandbox = new Sandbox(loaded.config.sandbox, loaded.paths).kind;
+  const sandboxNote = sandbox === "host" ? "sandbox OFF: tools run on this host as you — install bubblewrap (docs/sandbox.md)" : `sandbox ${sandbox}`;
+  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}, ${sandboxNote}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`);
   return shutdownOn(closers, cli.ended);
 }
 
 /** `mom runner`: the agent runner alone, as deployed; pino logs to stderr. */
 export async function runner(dataDir: string): Promise<never> {
-  const loaded = loadConfig(dataDir);
+  const loaded = loadConfig(dataDir, process.env, { sandbox: true });
   const logger = createLogger("agent-runner", { level: loaded.config.log.level });
   const service = await startRunner({ loaded, bus: busOptions(loaded, loaded.config.nats.url, "agent-runner", logger), logger });
   return shutdownOn([() => service.close()]);
@@ -119,7 +124,7 @@ export function events(dataDir: string): string {
 
 /** `mom ingress <adapter>`: one ingress service for one configured adapter. */
 export async function ingress(adapter: string, dataDir: string): Promise<never> {
-  const loaded = loadConfig(dataDir);
+  const loaded = loadConfig(dataDir, process.env, { adapters: [adapter] });
   const entry = loaded.config.adapters[adapter];
   if (!entry) {
     const known = Object.keys(loaded.config.adapters);

@@ -34,6 +34,22 @@ describe("mom doctor", () => {
     expect(checks.config!.ok).toBe(true);
     expect(checks.model).toMatchObject({ ok: true, detail: expect.stringContaining("credentials found") });
     expect(checks.NATS).toMatchObject({ ok: true, detail: expect.stringMatching(/nats-server \d+\.\d+.*JetStream on.*scale-out available/) });
+    expect(checks.sandbox).toMatchObject({ ok: true, detail: expect.stringMatching(/^bwrap \(auto: bubblewrap works here\); network off/) });
+    expect(checks.secrets).toBeUndefined();
+  });
+
+  it("says loudly when tools run on the host, and names unset secrets without needing them", async () => {
+    const d = join(dir, "host");
+    require_dir(d);
+    writeFileSync(join(d, "models.json"), JSON.stringify(llm.modelsJson()));
+    writeFileSync(
+      join(d, "config.json"),
+      JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace }, sandbox: { type: "host" }, adapters: { acme: { type: "slack", botToken: "env:MOM_DOCTOR_UNSET_BOT", appToken: "xapp-1" } } }),
+    );
+    const checks = byName(await runDoctor(d));
+    expect(checks.config!.ok).toBe(true);
+    expect(checks.sandbox).toMatchObject({ ok: false, optional: true, detail: expect.stringContaining("tools run unsandboxed") });
+    expect(checks.secrets).toMatchObject({ optional: true, detail: expect.stringContaining("MOM_DOCTOR_UNSET_BOT (/adapters/acme/botToken, needed by `mom ingress acme`)") });
   });
 
   it("names what to set when credentials are missing and when NATS is down", async () => {

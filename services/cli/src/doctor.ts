@@ -2,7 +2,8 @@ import { ModelSetupError, resolveModel } from "@mom/agent";
 import { Bus } from "@mom/bus";
 import { runnersBucket } from "@mom/contracts";
 import { authConfigIssues } from "@mom/auth";
-import { type AuthProfile, ConfigError, createLogger, type LoadedConfig, loadAuthProfiles, loadConfig, parseModelRef, redactNatsUrl } from "@mom/config";
+import { type AuthProfile, ConfigError, createLogger, type LoadedConfig, loadAuthProfiles, loadConfig, parseModelRef, redactNatsUrl, unsetEnvRefs } from "@mom/config";
+import { Sandbox } from "@mom/sandbox";
 import { spawnSync } from "node:child_process";
 import { CustomToolRegistry, createHostToolApi } from "@mom/tools";
 import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
@@ -111,17 +112,35 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
     checks.push({ name: "workspace", ok: false, detail: `${loaded.paths.workspaceDir}: ${(err as Error).message}` });
   }
   checks.push(await checkCustomTools(loaded));
-  checks.push(
-    hasCommand("bash", ["-c", "true"])
-      ? { name: "sandbox (host)", ok: true, detail: "bash available for the host executor" }
-      : { name: "sandbox (host)", ok: false, detail: "bash not found: install bash" },
-  );
-  checks.push(
-    hasCommand("bwrap", ["--version"])
-      ? { name: "sandbox (bwrap)", ok: true, detail: "bubblewrap available", optional: true }
-      : { name: "sandbox (bwrap)", ok: false, detail: "bubblewrap not found (only needed for sandbox type bwrap): sudo apt-get install -y bubblewrap", optional: true },
-  );
+  checks.push(await checkSandbox(loaded));
+  const unset = unsetEnvRefs(loaded.config);
+  if (unset.length) {
+    const list = unset.map((u) => `${u.variable} (${u.path}, needed by ${u.path.startsWith("/adapters/") ? `\`mom ingress ${u.path.split("/")[2]}\`` : "the runner"})`);
+    checks.push({ name: "secrets", ok: false, optional: true, detail: `not set here: ${list.join(", ")}; each service needs only its own` });
+  }
   return checks;
+}
+
+/** Which executor the runner will use, why, and what it cannot do here. */
+async function checkSandbox(loaded: LoadedConfig): Promise<Check> {
+  const wanted = loaded.config.sandbox.type;
+  let sandbox: Sandbox;
+  try {
+    sandbox = new Sandbox(loaded.config.sandbox, loaded.paths);
+  } catch (err) {
+    return { name: "sandbox", ok: false, detail: (err as Error).message };
+  }
+  const pids = sandbox.cgroupBase ? "process limit per command on" : "no process limit (no pids cgroup may be created here)";
+  if (sandbox.kind === "host") {
+    const hint = hasCommand("bwrap", ["--version"]) ? "bubblewrap is installed but cannot create namespaces here (in a container: allow user namespaces)" : "install bubblewrap: sudo apt-get install -y bubblewrap";
+    return wanted === "host"
+      ? { name: "sandbox", ok: false, optional: true, detail: `host (configured): tools run unsandboxed as the runner's user, for development only; ${pids}` }
+      : { name: "sandbox", ok: false, optional: true, detail: `host — ${sandbox.reason}; ${hint}` };
+  }
+  const problem = await sandbox.check();
+  if (problem) return { name: "sandbox", ok: false, detail: `${sandbox.kind}: ${problem}` };
+  if (sandbox.kind !== "docker" && !hasCommand("bash", ["-c", "true"])) return { name: "sandbox", ok: false, detail: "bash not found: install bash" };
+  return { name: "sandbox", ok: true, detail: `${sandbox.kind} (${sandbox.reason}); network ${loaded.config.sandbox.type !== "host" && loaded.config.sandbox.network ? "on" : "off"}; ${pids}` };
 }
 
 export function formatChecks(checks: Check[]): string {

@@ -1,0 +1,168 @@
+import { constants } from "node:fs";
+import { lstat, mkdir, open, readlink, realpath, type FileHandle } from "node:fs/promises";
+import { basename, dirname, join, relative, resolve } from "node:path";
+import { modeAt, type MountMode, type SandboxView } from "./view.js";
+
+/** A path the file tools refuse; the message is written for the model. */
+export class PathRefusedError extends Error {}
+
+// O_NONBLOCK: opening a FIFO must never wait for a writer (it would hold a libuv thread, and four
+// of those stall every file operation of the runner). O_NOFOLLOW: the last component was resolved
+// already; a symlink swapped in since is refused, not followed.
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+
+/**
+ * The file operations of read, write, edit, attach and scratch files, done by the runner on the
+ * host but only where the channel's view allows: every path is resolved through its symlinks
+ * first and judged where it really is, and the opened file is judged again by what the kernel
+ * says it is (/proc/self/fd), so a symlink swapped in between cannot lead out. Only regular files
+ * are read or written (FIFOs, devices and sockets are refused before anything waits on them),
+ * and a read returns at most `maxBytes`.
+ */
+export class ConfinedFiles {
+  constructor(
+    private readonly view: SandboxView,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** Whether the view shows an absolute path whose symlinks are already resolved. */
+  isVisible(realPath: string): boolean {
+    return modeAt(this.view, realPath) !== "hidden";
+  }
+
+  /** The real path of an existing file the view shows; refused otherwise. */
+  async resolveVisible(path: string): Promise<string> {
+    const real = await this.realExisting(path);
+    this.require(path, real, "ro");
+    return real;
+  }
+
+  async access(path: string, want: "read" | "write"): Promise<void> {
+    const real = await this.realExisting(path);
+    this.require(path, real, want === "write" ? "rw" : "ro");
+  }
+
+  /** The whole file, if it is a regular file of at most `maxBytes` (default: the executor's cap). */
+  async readFile(path: string, maxBytes = this.maxBytes): Promise<Buffer> {
+    const real = await this.resolveVisible(path);
+    const fh = await this.openChecked(path, real, READ_FLAGS, "ro");
+    try {
+      const { size } = await fh.stat();
+      if (size > maxBytes) throw new PathRefusedError(`${path}: too large to read whole (${size} bytes; the limit is ${maxBytes}). Use bash (head, tail, grep, sed -n) to read parts of it.`);
+      const buf = Buffer.alloc(Math.min(size, maxBytes) + 1);
+      let total = 0;
+      while (total < buf.length) {
+        const { bytesRead } = await fh.read(buf, total, buf.length - total, null);
+        if (bytesRead === 0) break;
+        total += bytesRead;
+      }
+      // It grew while we read: what fits the limit is still the file's start, but say so.
+      if (total > maxBytes) throw new PathRefusedError(`${path}: grew past the ${maxBytes}-byte read limit while being read`);
+      return buf.subarray(0, total);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** The first `n` bytes (for sniffing a file type); same rules as readFile. */
+  async readHead(path: string, n: number): Promise<Buffer> {
+    const real = await this.resolveVisible(path);
+    const fh = await this.openChecked(path, real, READ_FLAGS, "ro");
+    try {
+      const buf = Buffer.alloc(n);
+      const { bytesRead } = await fh.read(buf, 0, n, 0);
+      return buf.subarray(0, bytesRead);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async writeFile(path: string, content: string | Uint8Array): Promise<void> {
+    const abs = resolve(this.view.channelDir, path);
+    let parent: string;
+    try {
+      parent = await realpath(dirname(abs));
+    } catch {
+      throw new PathRefusedError(`${path}: the directory ${dirname(abs)} does not exist`);
+    }
+    let target = join(parent, basename(abs));
+    const existing = await lstat(target).catch(() => undefined);
+    if (existing?.isSymbolicLink()) {
+      target = await realpath(target).catch(() => {
+        throw new PathRefusedError(`${path}: is a symlink to a missing file; write to a real path`);
+      });
+    }
+    this.require(path, target, "rw");
+    const fh = await this.openChecked(path, target, WRITE_FLAGS, "rw");
+    try {
+      await fh.truncate(0);
+      await fh.writeFile(content);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** `mkdir -p` where the view lets this channel write. */
+  async mkdir(dir: string): Promise<void> {
+    const abs = resolve(this.view.channelDir, dir);
+    let existing = abs;
+    while ((await lstat(existing).catch(() => undefined)) === undefined) {
+      const up = dirname(existing);
+      if (up === existing) break;
+      existing = up;
+    }
+    const real = await realpath(existing);
+    const rest = relative(existing, abs);
+    if (!rest) {
+      this.require(dir, real, "ro");
+      return;
+    }
+    this.require(dir, join(real, rest), "rw");
+    await mkdir(join(real, rest), { recursive: true });
+  }
+
+  private async realExisting(path: string): Promise<string> {
+    const abs = resolve(this.view.channelDir, path);
+    try {
+      return await realpath(abs);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // Do not say whether a hidden path exists.
+      if (modeAt(this.view, abs) === "hidden") throw this.refused(path, "hidden");
+      if (code === "ENOENT") throw new PathRefusedError(`${path}: no such file or directory`);
+      throw new PathRefusedError(`${path}: ${(err as Error).message}`);
+    }
+  }
+
+  private async openChecked(shown: string, real: string, flags: number, need: MountMode): Promise<FileHandle> {
+    let fh: FileHandle;
+    try {
+      fh = await open(real, flags, 0o644);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ELOOP") throw new PathRefusedError(`${shown}: changed into a symlink while being opened; refused`);
+      throw new PathRefusedError(`${shown}: ${(err as Error).message}`);
+    }
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) throw new PathRefusedError(`${shown}: not a regular file (directories, FIFOs, devices and sockets cannot be ${need === "rw" ? "written" : "read"} with this tool)`);
+      const actual = await readlink(`/proc/self/fd/${fh.fd}`).catch(() => real);
+      this.require(shown, actual, need);
+      return fh;
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+  }
+
+  private require(shown: string, real: string, need: MountMode): void {
+    const mode = modeAt(this.view, real);
+    if (mode === "hidden" || (need === "rw" && mode !== "rw")) throw this.refused(shown, mode);
+  }
+
+  private refused(shown: string, mode: MountMode): PathRefusedError {
+    return mode === "hidden"
+      ? new PathRefusedError(`${shown}: not visible to this channel (its own directory ${this.view.channelDir}, the shared workspace files and the system are)`)
+      : new PathRefusedError(`${shown}: read-only for this channel (it may write only in ${this.view.channelDir} and the shared workspace files)`);
+  }
+}

@@ -1,0 +1,83 @@
+import { readdir, readFile } from "node:fs/promises";
+
+interface ProcInfo {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  sid: number;
+}
+
+async function procInfo(pid: number): Promise<ProcInfo | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may contain spaces and parentheses: fields start after the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // A zombie is already dead; only its parent can reap it.
+    if (fields[0] === "Z") return undefined;
+    return { pid, ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]) };
+  } catch {
+    return undefined;
+  }
+}
+
+async function hasMarker(pid: number, marker: string): Promise<boolean> {
+  try {
+    return (await readFile(`/proc/${pid}/environ`, "latin1")).split("\0").includes(marker);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Every process that belongs to one command started on the host: the root's descendants (by
+ * parent), its process group and session, and — for those that re-parented themselves with
+ * `setsid` plus a double fork — every process that still carries the command's environment marker.
+ */
+export async function commandProcesses(rootPid: number, marker: string): Promise<number[]> {
+  let pids: number[];
+  try {
+    pids = (await readdir("/proc")).filter((n) => /^\d+$/.test(n)).map(Number);
+  } catch {
+    return [rootPid]; // no /proc: the process group is the best we can do
+  }
+  const infos = (await Promise.all(pids.map(procInfo))).filter((p): p is ProcInfo => p !== undefined && p.pid !== process.pid);
+  const found = new Set<number>();
+  for (const p of infos) if (p.pid === rootPid || p.pgid === rootPid || p.sid === rootPid) found.add(p.pid);
+  const marked = await Promise.all(infos.map((p) => hasMarker(p.pid, marker)));
+  infos.forEach((p, i) => marked[i] && found.add(p.pid));
+  // Descendants of anything found so far, to a fixed point.
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const p of infos) {
+      if (!found.has(p.pid) && found.has(p.ppid)) {
+        found.add(p.pid);
+        grew = true;
+      }
+    }
+  }
+  return [...found];
+}
+
+/** SIGKILLs every process of the command, again until none is left (a fork between scans is caught next round). */
+export async function killCommandTree(rootPid: number, marker: string): Promise<void> {
+  try {
+    process.kill(-rootPid, "SIGKILL"); // the process group, also where there is no /proc to scan
+  } catch {
+    // no such group any more
+  }
+  for (let round = 0; round < 5; round++) {
+    const pids = await commandProcesses(rootPid, marker);
+    let alive = 0;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+        alive++;
+      } catch {
+        // already gone
+      }
+    }
+    if (alive === 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

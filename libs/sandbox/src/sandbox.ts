@@ -1,0 +1,156 @@
+import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { join } from "node:path";
+import Dockerode from "dockerode";
+import { BwrapExecutor, bwrapAvailable } from "./bwrap-executor.js";
+import { DockerExecutor } from "./docker-executor.js";
+import { ConfinedFiles } from "./confined-files.js";
+import { DEFAULT_MAX_OUTPUT_BYTES, type Executor, type ExecutorKind } from "./executor.js";
+import { HostExecutor } from "./host-executor.js";
+import { pidsCgroupBase } from "./pids-cgroup.js";
+import { channelView } from "./view.js";
+
+/** config.json `sandbox`, with `env:` references already resolved by the runner. */
+export interface SandboxSettings {
+  type: "auto" | "host" | "bwrap" | "docker";
+  /** docker: the image of the channels' containers (must have bash). */
+  image?: string;
+  /** docker: the engine's socket. Default /var/run/docker.sock. */
+  socketPath?: string;
+  memoryMb?: number;
+  cpus?: number;
+  /** bwrap: give commands the host's network. Default false. */
+  network?: boolean;
+  /** Variables every command gets on top of PATH, HOME and LANG. */
+  env?: Record<string, string>;
+  /** Workspace-relative paths every channel may write. Default DEFAULT_SHARED. */
+  shared?: string[];
+  maxOutputBytes?: number;
+  /** Most processes one command may have at once (a fork bomb stops there). Default DEFAULT_MAX_PROCESSES. */
+  maxProcesses?: number;
+}
+
+export const DEFAULT_MAX_PROCESSES = 512;
+
+/** What every channel may change besides its own directory: global memory, skills, event files. */
+export const DEFAULT_SHARED = ["MEMORY.md", "skills", "events"];
+
+/** One channel's executor and the file access that goes with it. */
+export interface ChannelSandbox {
+  executor: Executor;
+  files: ConfinedFiles;
+  /** For the system prompt: what the agent's commands can and cannot do. */
+  description: string;
+}
+
+/**
+ * The workspace's sandbox, chosen once at start: `auto` is bwrap where bubblewrap works, else
+ * the host. Hands each channel an executor whose view shows that channel only.
+ */
+export class Sandbox {
+  readonly kind: ExecutorKind;
+  /** Why `auto` chose what it chose, for the start-up log and `mom doctor`. */
+  readonly reason: string;
+  /** Where per-command pids cgroups are made; undefined when this process may not make any. */
+  readonly cgroupBase = pidsCgroupBase();
+
+  constructor(
+    private readonly settings: SandboxSettings,
+    private readonly paths: { dataDir: string; workspaceDir: string },
+    hasBwrap: () => boolean = bwrapAvailable,
+  ) {
+    if (settings.type === "auto") {
+      const ok = hasBwrap();
+      this.kind = ok ? "bwrap" : "host";
+      this.reason = ok ? "auto: bubblewrap works here" : "auto: bubblewrap is not installed or cannot create namespaces here, so commands run on the host";
+    } else {
+      // Refusing to start beats failing every command later with bwrap's own error.
+      if (settings.type === "docker" && !settings.image) throw new Error('sandbox.type "docker" needs sandbox.image');
+      if (settings.type === "bwrap" && !hasBwrap()) {
+        throw new Error('sandbox.type is "bwrap" but bubblewrap is not installed or cannot create namespaces here: install it (apt-get install -y bubblewrap), allow user namespaces, or use "auto"');
+      }
+      this.kind = settings.type;
+      this.reason = `configured: sandbox.type ${settings.type}`;
+    }
+  }
+
+  private dockerClient?: Dockerode;
+
+  get shared(): string[] {
+    return this.settings.shared ?? DEFAULT_SHARED;
+  }
+
+  /**
+   * `runnerFiles`: files in the channel's directory that only the runner writes (log.jsonl,
+   * context.jsonl, receipts.jsonl). They are created when missing and are read-only to the
+   * channel's tools, so a command can neither change them nor swap in a symlink to another
+   * channel's file for the runner to read or append to.
+   */
+  forChannel(channelDir: string, runnerFiles: string[] = []): ChannelSandbox {
+    mkdirSync(channelDir, { recursive: true });
+    this.ensureShared();
+    for (const f of runnerFiles) closeSync(openSync(f, "a"));
+    const view = channelView({ ...this.paths, channelDir, shared: this.shared, readOnly: runnerFiles });
+    const o = {
+      view,
+      env: this.settings.env ?? {},
+      maxOutputBytes: this.settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+      ...(this.cgroupBase && { pidsLimit: { cgroupBase: this.cgroupBase, maxProcesses: this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES } }),
+    };
+    const network = this.settings.network ?? false;
+    const executor =
+      this.kind === "bwrap"
+        ? new BwrapExecutor({ ...o, network })
+        : this.kind === "docker"
+          ? new DockerExecutor({
+              ...o,
+              network,
+              docker: (this.dockerClient ??= new Dockerode({ socketPath: this.settings.socketPath ?? "/var/run/docker.sock" })),
+              image: this.settings.image!,
+              workspaceDir: this.paths.workspaceDir,
+              maxProcesses: this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES,
+              limits: { ...(this.settings.memoryMb && { memoryBytes: this.settings.memoryMb * 1024 * 1024 }), ...(this.settings.cpus && { cpus: this.settings.cpus }) },
+            })
+          : new HostExecutor(o);
+    return { executor, files: new ConfinedFiles(view, o.maxOutputBytes), description: this.describe() };
+  }
+
+  /** What stops commands from running, found now (the docker engine or image), or undefined. */
+  async check(): Promise<string | undefined> {
+    if (this.kind !== "docker") return undefined;
+    const docker = (this.dockerClient ??= new Dockerode({ socketPath: this.settings.socketPath ?? "/var/run/docker.sock" }));
+    try {
+      await docker.ping();
+    } catch (err) {
+      return `no Docker engine at ${this.settings.socketPath ?? "/var/run/docker.sock"}: ${(err as Error).message}`;
+    }
+    try {
+      await docker.getImage(this.settings.image!).inspect();
+    } catch {
+      return `the Docker engine has no image ${this.settings.image} (mom never pulls one: docker pull or docker import it first)`;
+    }
+    return undefined;
+  }
+
+  /** One line for the system prompt: what the agent's commands can and cannot do. */
+  describe(): string {
+    if (this.kind === "host") {
+      return "none — commands run directly on the runner's host as the runner's user (development mode). The file tools still only reach this channel's directory, the shared workspace files and the system.";
+    }
+    const net = this.settings.network ? "with the host's network" : "without network";
+    if (this.kind === "docker") {
+      return `docker — commands run in this channel's own container (image ${this.settings.image}): this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace read-only, other channels hidden, a read-only root with a private /tmp, ${net}. Background processes end with the command.`;
+    }
+    return `bubblewrap — each command runs in a fresh sandbox: this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace and the system read-only, other channels hidden, a private /tmp emptied after every command, ${net}. Background processes end with the command.`;
+  }
+
+  // bwrap binds only what exists; a shared path must be there to be writable.
+  private ensureShared(): void {
+    for (const p of this.shared) {
+      const full = join(this.paths.workspaceDir, p);
+      if (existsSync(full)) continue;
+      // A name with an extension (MEMORY.md) is a file, anything else a directory.
+      if (/\.[a-z0-9]+$/i.test(p)) closeSync(openSync(full, "a"));
+      else mkdirSync(full, { recursive: true });
+    }
+  }
+}

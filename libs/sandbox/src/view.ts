@@ -1,0 +1,72 @@
+import { existsSync } from "node:fs";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
+
+export type MountMode = "ro" | "rw" | "hidden";
+
+/** One entry of what a channel's commands can see; a deeper path overrides the paths above it. */
+export interface Mount {
+  path: string;
+  mode: MountMode;
+}
+
+/**
+ * The files one channel's tools may touch: the same list builds the bwrap mounts and decides
+ * every path the file tools (read, write, edit, attach, scratch files) accept, so the two never
+ * disagree. Paths not under any mount are not visible at all.
+ */
+export interface SandboxView {
+  readonly mounts: readonly Mount[];
+  /** The channel's directory: the working directory and HOME of its commands. */
+  readonly channelDir: string;
+}
+
+export interface ViewInput {
+  dataDir: string;
+  workspaceDir: string;
+  channelDir: string;
+  /** Workspace-relative paths every channel may change (global memory, skills, events). */
+  shared: readonly string[];
+  /** Files inside the channel's directory that stay read-only (the runner's own). */
+  readOnly?: readonly string[];
+}
+
+/** Where the system's programs and libraries live; bound read-only when they exist. */
+export const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
+/** Files under the system dirs that hold other secrets of the host (password hashes). */
+export const MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-"];
+
+/**
+ * The view of one channel, in bwrap's order (parents before children): the system read-only,
+ * the data dir (config.json, models.json, auth.json) hidden, the workspace read-only, every
+ * channel hidden, then this channel and the shared paths writable.
+ */
+export function channelView(input: ViewInput): SandboxView {
+  const workspaceDir = resolve(input.workspaceDir);
+  const channelDir = resolve(input.channelDir);
+  const mounts: Mount[] = [
+    ...SYSTEM_DIRS.filter((d) => existsSync(d)).map((path) => ({ path, mode: "ro" as const })),
+    ...MASKED_FILES.filter((f) => existsSync(f)).map((path) => ({ path, mode: "hidden" as const })),
+    { path: resolve(input.dataDir), mode: "hidden" },
+    { path: workspaceDir, mode: "ro" },
+    { path: join(workspaceDir, "channels"), mode: "hidden" },
+    ...input.shared.map((p) => ({ path: resolve(workspaceDir, p), mode: "rw" as const })).filter((m) => inside(workspaceDir, m.path)),
+    { path: channelDir, mode: "rw" },
+    ...(input.readOnly ?? []).map((f) => ({ path: resolve(f), mode: "ro" as const })).filter((m) => inside(channelDir, m.path)),
+  ];
+  return { mounts, channelDir };
+}
+
+export function inside(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
+}
+
+/** What the view allows at `path` (absolute, symlinks already resolved): the deepest mount decides. */
+export function modeAt(view: SandboxView, path: string): MountMode {
+  let best: Mount | undefined;
+  for (const m of view.mounts) {
+    if (inside(m.path, path) && (!best || m.path.length >= best.path.length)) best = m;
+  }
+  return best?.mode ?? "hidden";
+}
+
