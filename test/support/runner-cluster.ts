@@ -215,7 +215,7 @@ export function expectExactlyOnceInOrder(c: RunnerCluster, channels: string[], p
     expect({ ch, replies }).toEqual({ ch, replies: Array.from({ length: perChannel }, (_, k) => answer(ch, k + 1)) });
     expect(existsSync(join(dir, "context.jsonl"))).toBe(true);
     const ctx = readFileSync(join(dir, "context.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-    expect(ctx.filter((e) => e.type === "session")).toHaveLength(1);
+    expect({ ch, sessions: ctx.filter((e) => e.type === "session").length, ctx: ctx.length > 0 && ctx.filter((e) => e.type === "session").length !== 1 ? ctx.map((e) => `${e.type}:${e.message?.role ?? e.customType ?? ""}`).join(" ") : "" }).toEqual({ ch, sessions: 1, ctx: "" });
     const userText = ctx
       .filter((e) => e.type === "message" && e.message.role === "user")
       .map((e) => (e.message.content as { text?: string }[]).map((x) => x.text ?? "").join(""));

@@ -3,7 +3,7 @@ import type { AssistantMessage, ImageContent, Usage as PiUsage } from "@mariozec
 import { type AgentSession, createAgentSession, SessionManager, SettingsManager, type ToolDefinition } from "@mariozechner/pi-coding-agent";
 import type { LogEntry, OutboundEventBody, StopReason, Usage } from "@mom/contracts";
 import type { ChannelSandbox } from "@mom/sandbox";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { type AttachOptions, createAttachTool } from "./attach-tool.js";
 import { createMomTools, MOM_TOOL_NAMES, withLabel } from "./labelled-tools.js";
@@ -116,6 +116,10 @@ export class ChannelAgent {
 
   static async create(opts: ChannelAgentOptions): Promise<ChannelAgent> {
     mkdirSync(opts.store.dir, { recursive: true });
+    // The sandbox creates context.jsonl empty (so it can be mounted read-only for the tools). pi
+    // starts a new session in an empty file by writing its header, then writes the header again
+    // with the first answer; a missing file gets it once. No tool runs before that first answer.
+    removeIfEmpty(opts.store.contextFile);
     const sessionManager = SessionManager.open(opts.store.contextFile, opts.store.dir, opts.store.dir);
     linearGetBranch(sessionManager);
     const loader = new MomResourceLoader();
@@ -293,4 +297,12 @@ export class ChannelAgent {
 
 function gatedIf(tool: Parameters<typeof gated>[0], gate: ToolGate | undefined) {
   return gate ? gated(tool, gate) : tool;
+}
+
+function removeIfEmpty(file: string): void {
+  try {
+    if (statSync(file).size === 0) unlinkSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
 }

@@ -13,7 +13,7 @@ import { PullConsumption } from "./consumption.js";
 import { buildDeadLetter, type DeadLetterInput } from "./dead-letter.js";
 import { type FileInfo, type FileSource, filesBucketName, type PutFileMeta, type PutFileResult, provisionFilesBucket, readObject } from "./files.js";
 import { type BusOptions, DEFAULT_DRAIN_TIMEOUT_MS } from "./options.js";
-import { provisionStreams } from "./provision.js";
+import { provisionStreams, STREAM_NAME_IN_USE } from "./provision.js";
 
 export interface PublishResult {
   seq: number;
@@ -167,15 +167,19 @@ export class Bus implements FileSource {
    * Opens a key-value bucket, creating it when missing. `ttlMs` expires every key that long after
    * its last write (NATS 2.9 has no per-key TTL: a bucket is either all leases or all records).
    */
-  async keyValue(bucket: string, opts: { ttlMs?: number; history?: number } = {}): Promise<KV> {
-    const s = this.opts.streams ?? {};
+  async keyValue(bucket: string, opts: { ttlMs?: number; history?: number; replicas?: number } = {}): Promise<KV> {
+    const replicas = opts.replicas ?? this.opts.streams?.replicas;
+    const kvm = new Kvm(this.js);
     try {
-      return await new Kvm(this.js).create(bucket, {
+      // An existing bucket is used as it is (another release or replica may have made it).
+      return await kvm.create(bucket, {
         history: opts.history ?? 1,
         ...(opts.ttlMs !== undefined && { ttl: opts.ttlMs }),
-        ...(s.replicas !== undefined && { replicas: s.replicas }),
+        ...(replicas !== undefined && { replicas }),
       });
     } catch (err) {
+      // Lost a creation race to a replica with other settings: theirs will do.
+      if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(bucket);
       const reason = err instanceof Error ? err.message : String(err);
       throw new Error(`cannot open key-value bucket ${bucket}: ${reason}`, { cause: err });
     }

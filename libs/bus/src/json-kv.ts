@@ -1,7 +1,4 @@
-import { JetStreamApiError } from "@nats-io/jetstream";
-import { type KV, Kvm } from "@nats-io/kv";
 import type { Bus } from "./bus.js";
-import { STREAM_NAME_IN_USE } from "./provision.js";
 
 /** A JetStream KV bucket holding JSON values; what services use for small shared state. */
 export interface JsonKv<T> {
@@ -43,15 +40,7 @@ export function namespacedName(bus: Bus, suffix: string): string {
 /** Creates the bucket when it does not exist yet (safe to race), else opens it. */
 export async function openJsonKv<T>(bus: Bus, opts: JsonKvOptions): Promise<JsonKv<T>> {
   const bucket = namespacedName(bus, opts.name);
-  const kvm = new Kvm(bus.js);
-  // An existing bucket made with other settings (an older release, another replica's config) is
-  // used as it is rather than refused.
-  const kv: KV = await kvm
-    .create(bucket, { history: 1, ...(opts.ttlMs !== undefined && { ttl: opts.ttlMs }), ...(opts.replicas !== undefined && { replicas: opts.replicas }) })
-    .catch((err: unknown) => {
-      if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(bucket);
-      throw err;
-    });
+  const kv = await bus.keyValue(bucket, { ...(opts.ttlMs !== undefined && { ttlMs: opts.ttlMs }), ...(opts.replicas !== undefined && { replicas: opts.replicas }) });
   const get = async (key: string): Promise<T | undefined> => {
     const e = await kv.get(key);
     if (!e || e.operation !== "PUT" || e.length === 0) return undefined;

@@ -75,16 +75,25 @@ export class ChannelLedger {
     return this.save((r) => (r.run ? { ...r, run: { ...r.run, phase: "handed-over" } } : r));
   }
 
-  /** The message at `seq` is fully handled. Run ends are saved at once, the rest within 250 ms. */
+  /**
+   * The message at `seq` is fully handled; saved within 250 ms, together with whatever else
+   * finished meanwhile. (A crash before the save is harmless: the next owner finds the run's answer
+   * in the log and announces its end again under the same msg-id.)
+   */
   done(seq: number): Promise<void> {
     this.pending.delete(seq);
-    const endsRun = this.v.record.run?.seq === seq;
-    if (endsRun) return this.save((r) => this.advanced(r));
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
       void this.save((r) => this.advanced(r)).catch(() => {});
     }, SAVE_DEBOUNCE_MS);
     return Promise.resolve();
+  }
+
+  /** Saves what is done now (tests, shutdown). */
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    return this.save((r) => this.advanced(r));
   }
 
   /** Gives the channel to `owner` (null: nobody, `pending` saying whether work is left). */
