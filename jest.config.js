@@ -9,6 +9,7 @@ const packages = {
   testing: "libs/testing",
   format: "libs/format",
   tools: "libs/tools",
+  render: "libs/render",
   "agent-runner": "services/agent-runner",
   "ingress-cli": "services/ingress-cli",
   "ingress-slack": "services/ingress-slack",
