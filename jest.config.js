@@ -14,6 +14,7 @@ const packages = {
   "ingress-cli": "services/ingress-cli",
   "ingress-slack": "services/ingress-slack",
   "ingress-discord": "services/ingress-discord",
+  "ingress-telegram": "services/ingress-telegram",
   scheduler: "services/scheduler",
   cli: "services/cli",
 };

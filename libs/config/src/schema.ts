@@ -85,8 +85,14 @@ export type SlackAdapterConfig = Static<typeof SlackAdapterConfig>;
 export const DiscordAdapterConfig = Type.Object({ type: Type.Literal("discord"), botToken: token("Bot token"), apiUrl, ...adapterAccess }, closed);
 export type DiscordAdapterConfig = Static<typeof DiscordAdapterConfig>;
 
-/** Discriminated by `type`; telegram joins as a further member. */
-export const AdapterConfig = Type.Union([CliAdapterConfig, SlackAdapterConfig, DiscordAdapterConfig]);
+export const TelegramAdapterConfig = Type.Object(
+  { type: Type.Literal("telegram"), botToken: token("Bot token from @BotFather (123456:ABC-…)"), apiUrl, ...adapterAccess },
+  closed,
+);
+export type TelegramAdapterConfig = Static<typeof TelegramAdapterConfig>;
+
+/** Discriminated by `type`. */
+export const AdapterConfig = Type.Union([CliAdapterConfig, SlackAdapterConfig, DiscordAdapterConfig, TelegramAdapterConfig]);
 export type AdapterConfig = Static<typeof AdapterConfig>;
 
 /** Discriminated by `type`; bwrap and docker join as further members. */

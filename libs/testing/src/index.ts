@@ -3,3 +3,4 @@ export * from "./fake-llm.js";
 export * from "./call-recorder.js";
 export * from "./fake-discord.js";
 export * from "./fake-slack.js";
+export * from "./fake-telegram.js";

@@ -3,6 +3,7 @@ import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl } from "@mom
 import { startCliIngress } from "@mom/ingress-cli";
 import { slackOptionsFromConfig, startSlackIngress } from "@mom/ingress-slack";
 import { discordOptionsFromConfig, startDiscordIngress } from "@mom/ingress-discord";
+import { startTelegramIngress, telegramOptionsFromConfig } from "@mom/ingress-telegram";
 import { formatEventListing, listEvents, startScheduler } from "@mom/scheduler";
 import { mkdirSync, openSync } from "node:fs";
 import type { Logger } from "pino";
@@ -138,6 +139,10 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
     case "slack": {
       const slack = await startSlackIngress(slackOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
       return shutdownOn([() => slack.close()]);
+    }
+    case "telegram": {
+      const telegram = await startTelegramIngress(telegramOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      return shutdownOn([() => telegram.close()]);
     }
     default:
       throw new Error(`adapter type "${(entry as { type: string }).type}" has no ingress service in this build`);

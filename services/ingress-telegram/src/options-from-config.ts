@@ -1,0 +1,18 @@
+import type { LoadedConfig } from "@mom/config";
+import type { Logger } from "pino";
+import type { TelegramIngressOptions } from "./telegram-options.js";
+
+/** The ingress options of adapter `name` (type "telegram") in a loaded config.json. */
+export function telegramOptionsFromConfig(name: string, loaded: LoadedConfig, logger: Logger): TelegramIngressOptions {
+  const entry = loaded.config.adapters[name];
+  if (!entry || entry.type !== "telegram") throw new Error(`${loaded.paths.configFile}: /adapters/${name}: not a telegram adapter`);
+  return {
+    adapter: name,
+    botToken: entry.botToken,
+    ...(entry.apiUrl && { apiUrl: entry.apiUrl }),
+    ...(entry.admins && { admins: entry.admins }),
+    ...(entry.dm !== undefined && { dm: entry.dm }),
+    maxAttachmentBytes: loaded.config.attachments.maxBytes,
+    logger,
+  };
+}
