@@ -15,6 +15,7 @@ const packages = {
   "ingress-slack": "services/ingress-slack",
   "ingress-discord": "services/ingress-discord",
   "ingress-telegram": "services/ingress-telegram",
+  "ingress-whatsapp": "services/ingress-whatsapp",
   scheduler: "services/scheduler",
   cli: "services/cli",
 };

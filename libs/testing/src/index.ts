@@ -4,3 +4,4 @@ export * from "./call-recorder.js";
 export * from "./fake-discord.js";
 export * from "./fake-slack.js";
 export * from "./fake-telegram.js";
+export * from "./fake-whatsapp.js";
