@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger, loadConfig } from "@mom/config";
-import { ControlMessage, parsePayload, validator } from "@mom/contracts";
 import { busOptions } from "@mom/cli";
 import { startTelegramIngress, telegramOptionsFromConfig } from "@mom/ingress-telegram";
 import { DM_REFUSAL } from "@mom/render";
@@ -8,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { eventually } from "../support/discord-stack.js";
 import { inboundMessages } from "../support/inbound.js";
+import { controlMessagesOf } from "../support/streams.js";
 import { startTelegramStack, TG, TG_ADAPTER, type TelegramStack } from "../support/telegram-stack.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -28,19 +28,7 @@ describe("Telegram ingress end to end (fake Bot API, unmodified grammY, real NAT
   /** The bot message whose visible text is `text`, or matches it. */
   const botText = (chatId: number, text: string | RegExp) =>
     eventually(() => s.telegram.botMessages(chatId).find((m) => (typeof text === "string" ? m.text === text : text.test(m.text ?? ""))), `bot text ${String(text)} in ${chatId}`);
-  const controls = async (chatId: number) => {
-    const stream = s.bus.subjects.stream("CTL");
-    const subject = s.bus.subjects.channel("ctl", { adapter: TG_ADAPTER, channelId: String(chatId) });
-    const info = await s.bus.jsm.streams.info(stream);
-    const v = validator(ControlMessage);
-    const out: ControlMessage[] = [];
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const m = await s.bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
-      const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
-      if (r?.ok) out.push(r.value);
-    }
-    return out;
-  };
+  const controls = (chatId: number) => controlMessagesOf(s.bus, { adapter: TG_ADAPTER, channelId: String(chatId) });
 
   it("group: every message is logged, a mention gets a progress reply that becomes the answer (Telegram HTML)", async () => {
     s.telegram.say({ chat: TG.team, from: TG.bob, text: "the build is red again" });

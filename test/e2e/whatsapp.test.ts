@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { ControlMessage, parsePayload, validator } from "@mom/contracts";
 import { DM_REFUSAL } from "@mom/render";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { eventually } from "../support/discord-stack.js";
 import { inboundMessages } from "../support/inbound.js";
+import { controlMessagesOf } from "../support/streams.js";
 import { startWhatsAppStack, WA, WA_ADAPTER, type WhatsAppStack } from "../support/whatsapp-stack.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -23,19 +23,7 @@ describe("WhatsApp ingress end to end (fake Cloud API + signed webhook posts, re
 
   const inbound = async (waId: string) => (await inboundMessages(s.bus)).filter((m) => m.channelId === waId);
   const sentText = (waId: string, text: RegExp) => eventually(() => s.whatsapp.sentTo(waId).find((m) => text.test(m.text ?? "")), `a message ${String(text)} to ${waId}`);
-  const controls = async (waId: string) => {
-    const stream = s.bus.subjects.stream("CTL");
-    const subject = s.bus.subjects.channel("ctl", { adapter: WA_ADAPTER, channelId: waId });
-    const info = await s.bus.jsm.streams.info(stream);
-    const v = validator(ControlMessage);
-    const out: ControlMessage[] = [];
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const m = await s.bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
-      const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
-      if (r?.ok) out.push(r.value);
-    }
-    return out;
-  };
+  const controls = (waId: string) => controlMessagesOf(s.bus, { adapter: WA_ADAPTER, channelId: String(waId) });
 
   it("verifies the webhook URL with the verify token only", async () => {
     expect(await s.whatsapp.verify(s.whatsapp.verifyToken, "8472")).toEqual({ status: 200, body: "8472" });

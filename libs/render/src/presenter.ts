@@ -1,5 +1,5 @@
-import type { FileSource } from "@mom/bus";
-import type { OutboundEvent } from "@mom/contracts";
+import type { Bus, Consumption, FileSource } from "@mom/bus";
+import { OutboundEvent } from "@mom/contracts";
 import type { Logger } from "pino";
 import { ChannelQueue } from "./channel-queue.js";
 import type { Dialect } from "./dialect.js";
@@ -101,12 +101,6 @@ export class Presenter<S, P = unknown> {
   /** A pending approval prompt (who may decide, where it is). */
   approval(approvalId: string): PendingApproval<P> | undefined {
     return this.approvals.get(approvalId);
-  }
-
-  /** The run in progress in a channel, if any. */
-  currentRun(channel: string): string | undefined {
-    for (const [runId, r] of this.live) if (r.channel === channel && r.view.sawStart) return runId;
-    return undefined;
   }
 
   /** Stops timers and waits for queued platform calls. */
@@ -216,4 +210,22 @@ export class Presenter<S, P = unknown> {
     run.timer = undefined;
     run.typing = undefined;
   }
+}
+
+/**
+ * An ingress's `mom.out.<adapter>.*` consumer: every event goes to the presenter. Channels draw
+ * side by side; within a channel the presenter's queue keeps the order (handlers start in
+ * delivery order). Starts at new events: a restarted ingress does not redraw old runs.
+ */
+export function drawOutbound(bus: Bus, adapter: string, presenter: Pick<Presenter<unknown>, "handle">): Promise<Consumption> {
+  return bus.consume({
+    stream: "OUT",
+    durable: `ingress-${adapter}`,
+    deliver: "new",
+    filterSubject: bus.subjects.wildcard("out", adapter),
+    schema: OutboundEvent,
+    stage: `ingress-${adapter}`,
+    maxInFlight: 64,
+    handler: (d) => presenter.handle(d.channel!.channelId, d.data),
+  });
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { Bus, type Consumption } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, OutboundEvent } from "@mom/contracts";
-import { ChannelQueue, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds, RecentMap, readDownload } from "@mom/render";
+import type { ChannelMessage, ChannelRef } from "@mom/contracts";
+import { ChannelQueue, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds, RecentMap, readDownload } from "@mom/render";
 import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, type User } from "discord.js";
 import type { Logger } from "pino";
 import { type DiscordApi, RestDiscordApi } from "./discord-api.js";
@@ -93,17 +93,7 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
       clearTimeout(timer);
     }
     this.log.info({ bot: client.user?.username, botId: client.user?.id, guilds: client.guilds.cache.size }, "discord ingress ready");
-    this.consumption = await this.bus.consume({
-      stream: "OUT",
-      durable: `ingress-${opts.adapter}`,
-      deliver: "new",
-      filterSubject: this.bus.subjects.wildcard("out", opts.adapter),
-      schema: OutboundEvent,
-      stage: `ingress-${opts.adapter}`,
-      // Channels render independently; the renderer keeps each channel's events in order.
-      maxInFlight: 64,
-      handler: (d) => this.renderer.handle(d.channel!.channelId, d.data),
-    });
+    this.consumption = await drawOutbound(this.bus, opts.adapter, this.renderer);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,8 +1,8 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { Bus, type Consumption } from "@mom/bus";
-import { type Attachment, type ChannelMessage, OutboundEvent } from "@mom/contracts";
+import type { Attachment, ChannelMessage } from "@mom/contracts";
 import { markdownToMrkdwn } from "@mom/format";
-import { ChannelQueue, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds } from "@mom/render";
+import { ChannelQueue, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds } from "@mom/render";
 import { WorkspaceLayout } from "@mom/store";
 import { App, SocketModeReceiver } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
@@ -105,20 +105,7 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
       updateIntervalMs: this.opts.updateIntervalMs ?? DEFAULT_UPDATE_INTERVAL_MS,
       messageLimit: this.opts.messageLimit ?? DEFAULT_MESSAGE_LIMIT,
     });
-    this.consumption = await this.bus.consume({
-      stream: "OUT",
-      durable: `ingress-${this.opts.adapter}`,
-      deliver: "new",
-      filterSubject: this.bus.subjects.wildcard("out", this.opts.adapter),
-      schema: OutboundEvent,
-      stage: `ingress-${this.opts.adapter}`,
-      // Channels render side by side; within a channel the renderer's queue keeps the order
-      // (handlers start in delivery order).
-      maxInFlight: 64,
-      handler: async (d) => {
-        if (d.channel) await this.renderer.handle(d.channel.channelId, d.data);
-      },
-    });
+    this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.renderer);
 
     app.event("message", async ({ event }) => this.onEvent(event as unknown as SlackMessageEvent));
     app.event("app_mention", async ({ event }) => this.onEvent(event as unknown as SlackMessageEvent));

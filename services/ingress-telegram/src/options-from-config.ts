@@ -1,11 +1,10 @@
-import type { LoadedConfig } from "@mom/config";
+import { adapterEntry, type LoadedConfig } from "@mom/config";
 import type { Logger } from "pino";
 import type { TelegramIngressOptions } from "./telegram-options.js";
 
 /** The ingress options of adapter `name` (type "telegram") in a loaded config.json. */
 export function telegramOptionsFromConfig(name: string, loaded: LoadedConfig, logger: Logger): TelegramIngressOptions {
-  const entry = loaded.config.adapters[name];
-  if (!entry || entry.type !== "telegram") throw new Error(`${loaded.paths.configFile}: /adapters/${name}: not a telegram adapter`);
+  const entry = adapterEntry(loaded, name, "telegram");
   return {
     adapter: name,
     botToken: entry.botToken,

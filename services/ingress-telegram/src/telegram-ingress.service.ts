@@ -1,11 +1,11 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { Bus, type Consumption } from "@mom/bus";
-import { OutboundEvent } from "@mom/contracts";
 import {
   ChannelQueue,
   DEFAULT_MAX_ATTACHMENT_BYTES,
   DM_REFUSAL,
   decideApproval,
+  drawOutbound,
   importAttachment,
   MessageLayout,
   type MessageRun,
@@ -71,16 +71,7 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
     this.bot.on("callback_query:data", (ctx) => this.onButton(ctx));
     // A failing handler is logged; polling goes on.
     this.bot.catch((err) => this.log.error({ err: err.error, updateId: err.ctx.update.update_id }, `telegram update handling failed: ${(err.error as Error)?.message ?? err.error}`));
-    this.consumption = await this.bus.consume({
-      stream: "OUT",
-      durable: `ingress-${this.opts.adapter}`,
-      deliver: "new",
-      filterSubject: this.bus.subjects.wildcard("out", this.opts.adapter),
-      schema: OutboundEvent,
-      stage: `ingress-${this.opts.adapter}`,
-      maxInFlight: 64,
-      handler: (d) => this.presenter.handle(d.channel!.channelId, d.data),
-    });
+    this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.presenter);
     let started!: () => void;
     const running = new Promise<void>((resolve) => (started = resolve));
     this.polling = this.bot

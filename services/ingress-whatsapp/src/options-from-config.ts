@@ -1,11 +1,10 @@
-import type { LoadedConfig } from "@mom/config";
+import { adapterEntry, type LoadedConfig } from "@mom/config";
 import type { Logger } from "pino";
 import type { WhatsAppIngressOptions } from "./whatsapp-options.js";
 
 /** The ingress options of adapter `name` (type "whatsapp") in a loaded config.json. */
 export function whatsappOptionsFromConfig(name: string, loaded: LoadedConfig, logger: Logger): WhatsAppIngressOptions {
-  const entry = loaded.config.adapters[name];
-  if (!entry || entry.type !== "whatsapp") throw new Error(`${loaded.paths.configFile}: /adapters/${name}: not a whatsapp adapter`);
+  const entry = adapterEntry(loaded, name, "whatsapp");
   return {
     adapter: name,
     accessToken: entry.accessToken,

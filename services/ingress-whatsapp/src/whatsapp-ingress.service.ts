@@ -1,11 +1,11 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { Bus, type Consumption } from "@mom/bus";
-import { OutboundEvent } from "@mom/contracts";
 import {
   ChannelQueue,
   DEFAULT_MAX_ATTACHMENT_BYTES,
   DM_REFUSAL,
   decideApproval,
+  drawOutbound,
   importAttachment,
   MessageLayout,
   type MessageRun,
@@ -58,16 +58,7 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    this.consumption = await this.bus.consume({
-      stream: "OUT",
-      durable: `ingress-${this.opts.adapter}`,
-      deliver: "new",
-      filterSubject: this.bus.subjects.wildcard("out", this.opts.adapter),
-      schema: OutboundEvent,
-      stage: `ingress-${this.opts.adapter}`,
-      maxInFlight: 64,
-      handler: (d) => this.presenter.handle(d.channel!.channelId, d.data),
-    });
+    this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.presenter);
   }
 
   async onApplicationShutdown(): Promise<void> {
