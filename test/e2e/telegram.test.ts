@@ -4,6 +4,7 @@ import { busOptions } from "@mom/cli";
 import { startTelegramIngress, telegramOptionsFromConfig } from "@mom/ingress-telegram";
 import { DM_REFUSAL } from "@mom/render";
 import { readFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { eventually } from "../support/discord-stack.js";
 import { inboundMessages } from "../support/inbound.js";
@@ -164,3 +165,41 @@ describe("Telegram ingress end to end (fake Bot API, unmodified grammY, real NAT
     );
   });
 });
+
+describe("Telegram ingress in webhook mode", () => {
+  let s: TelegramStack;
+  let url: string;
+  beforeAll(async () => {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}/telegram-hook`;
+    s = await startTelegramStack({ ingress: { webhookUrl: url, webhookSecret: "hook-secret_1", webhookPort: port, webhookHost: "127.0.0.1" } });
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it("registers its webhook with the secret, takes posted updates, and refuses posts without the secret", async () => {
+    expect(s.telegram.calls.find((c) => c.method === "setWebhook")!.params).toMatchObject({ url, secret_token: "hook-secret_1", allowed_updates: ["message", "callback_query"] });
+    expect(s.telegram.calls.some((c) => c.method === "getUpdates")).toBe(false);
+    s.llm.enqueue({ text: "Hooked." });
+    const m = s.telegram.say({ chat: TG.dm(TG.ana), from: TG.ana, text: "hi over the hook" });
+    await eventually(() => s.telegram.botMessages(TG.ana.id).find((x) => x.text?.startsWith("Hooked.")), "the answer");
+    expect(s.telegram.webhookPosts.at(-1)!.status).toBe(200);
+
+    const forged = { update_id: 9999, message: { ...m, message_id: 999, text: "forged" } };
+    expect(await s.telegram.postUpdate(forged, "wrong")).toBe(401);
+    expect(await s.telegram.postUpdate(forged, "")).toBe(401);
+    await sleep(200);
+    expect((await inboundMessages(s.bus)).map((x) => x.text)).toEqual(["hi over the hook"]);
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject).listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}

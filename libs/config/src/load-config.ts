@@ -93,7 +93,7 @@ function resolveEnvTokens(config: MomConfig, env: NodeJS.ProcessEnv, shown: stri
   const issues: Issue[] = [];
   for (const [name, adapter] of Object.entries(config.adapters)) {
     const fields = adapter as Record<string, unknown>;
-    for (const key of ["botToken", "appToken", "accessToken", "appSecret", "verifyToken"]) {
+    for (const key of ["botToken", "appToken", "accessToken", "appSecret", "verifyToken", "webhookSecret"]) {
       const value = fields[key];
       const ref = typeof value === "string" ? ENV_REF.exec(value) : null;
       if (!ref) continue;

@@ -86,7 +86,15 @@ export const DiscordAdapterConfig = Type.Object({ type: Type.Literal("discord"),
 export type DiscordAdapterConfig = Static<typeof DiscordAdapterConfig>;
 
 export const TelegramAdapterConfig = Type.Object(
-  { type: Type.Literal("telegram"), botToken: token("Bot token from @BotFather (123456:ABC-…)"), apiUrl, ...adapterAccess },
+  {
+    type: Type.Literal("telegram"),
+    botToken: token("Bot token from @BotFather (123456:ABC-…)"),
+    webhookUrl: Type.Optional(Type.String({ pattern: "^https?://", expected: "the public https:// URL Telegram posts updates to", description: "Webhook mode instead of long polling" })),
+    webhookSecret: Type.Optional(token("Secret Telegram sends with every webhook post (X-Telegram-Bot-Api-Secret-Token); 1-256 of A-Z a-z 0-9 _ -")),
+    webhookPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: "Port of the webhook HTTP server (default 8080)" })),
+    apiUrl,
+    ...adapterAccess,
+  },
   closed,
 );
 export type TelegramAdapterConfig = Static<typeof TelegramAdapterConfig>;

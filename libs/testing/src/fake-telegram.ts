@@ -11,6 +11,9 @@
 //   400 "message is too long"; an edit to the same text is 400 "message is not modified".
 // - GET /file/bot<token>/<file_path> serves files people sent (`say({ document })`) or the bot uploaded.
 // - `rateLimit(method, times, retryAfter)` answers the next calls 429 with `retry_after`.
+// - setWebhook: from then on updates are POSTed to that URL with X-Telegram-Bot-Api-Secret-Token
+//   (their HTTP statuses in `webhookPosts`), and getUpdates answers 409 Conflict, as Telegram does;
+//   deleteWebhook goes back to polling.
 //
 // People are simulated with `say()` (a message update) and `click()` (a callback_query update).
 // Every Bot API call is recorded, so tests assert on what Telegram would have seen.
@@ -126,6 +129,9 @@ export class FakeTelegram {
   private readonly limits = new Map<string, { times: number; retryAfter: number }>();
   private readonly callbackAnswers = new Map<string, Record<string, unknown>>();
   private nextUpdate = 1;
+  private webhook?: { url: string; secret?: string };
+  /** Updates posted to the webhook, with the status the bot answered. */
+  readonly webhookPosts: Array<{ updateId: number; status: number }> = [];
   private nextMessage = new Map<number, number>();
   private nextFile = 1;
   private server?: ReturnType<typeof createServer>;
@@ -228,8 +234,19 @@ export class FakeTelegram {
   }
 
   private push(update: Record<string, unknown>): void {
-    this.updates.push({ update_id: this.nextUpdate++, ...update });
+    const u = { update_id: this.nextUpdate++, ...update };
+    if (this.webhook) return void this.postUpdate(u);
+    this.updates.push(u);
     for (const wake of this.pollers) wake();
+  }
+
+  /** Posts an update to the webhook, as Telegram does (retried on failure there; here the status is recorded). */
+  async postUpdate(update: Record<string, unknown>, secret = this.webhook?.secret): Promise<number> {
+    const res = await fetch(this.webhook!.url, { method: "POST", headers: { "content-type": "application/json", ...(secret && { "x-telegram-bot-api-secret-token": secret }) }, body: JSON.stringify(update) }).catch(() => undefined);
+    await res?.arrayBuffer();
+    const status = res?.status ?? 0;
+    this.webhookPosts.push({ updateId: Number(update.update_id), status });
+    return status;
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -268,10 +285,17 @@ export class FakeTelegram {
       case "getMe":
         return { result: { ...this.bot, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false } };
       case "deleteWebhook":
+        this.webhook = undefined;
+        return { result: true };
+      case "setWebhook":
+        if (typeof p.url !== "string" || !p.url) return { error: "Bad Request: bad webhook: URL is empty", status: 400 };
+        this.webhook = { url: p.url, ...(typeof p.secret_token === "string" && { secret: p.secret_token }) };
+        return { result: true };
       case "setMyCommands":
       case "sendChatAction":
         return { result: true };
       case "getUpdates":
+        if (this.webhook) return { error: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first", status: 409 };
         return { result: await this.getUpdates(Number(p.offset ?? 0), Number(p.timeout ?? 0), Number(p.limit ?? 100)) };
       case "sendMessage":
         return this.sendMessage(p);

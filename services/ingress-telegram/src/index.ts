@@ -6,3 +6,4 @@ export * from "./telegram-ingress.module.js";
 export * from "./telegram-ingress.service.js";
 export * from "./telegram-options.js";
 export * from "./telegram-surface.js";
+export * from "./telegram-updates.js";

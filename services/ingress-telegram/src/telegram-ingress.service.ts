@@ -22,9 +22,10 @@ import type { Logger } from "pino";
 import { type BotIdentity, senderOf, type TelegramFile, toTelegramInbound } from "./telegram-inbound.js";
 import { TELEGRAM_OPTIONS, type TelegramIngressOptions } from "./telegram-options.js";
 import { parseApprovalButton, TelegramSurface } from "./telegram-surface.js";
+import { startPolling, startWebhook, type UpdateSource } from "./telegram-updates.js";
 
 /**
- * One Telegram bot: updates from getUpdates long polling become ChannelMessages on
+ * One Telegram bot: updates (getUpdates long polling, or a webhook) become ChannelMessages on
  * `mom.in.<adapter>.<chat id>` (in order per chat), and `mom.out.<adapter>.*` is drawn back with
  * the shared presenter over the Bot API (see docs/telegram.md).
  */
@@ -36,7 +37,7 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
   private readonly inbound = new ChannelQueue();
   private readonly seen = new RecentIds();
   private consumption?: Consumption;
-  private polling?: Promise<void>;
+  private updates?: UpdateSource;
   private me!: BotIdentity;
 
   constructor(
@@ -69,21 +70,16 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
     this.me = { id: this.bot.botInfo.id, username: this.bot.botInfo.username };
     this.bot.on("message", (ctx) => this.onMessage(ctx.message));
     this.bot.on("callback_query:data", (ctx) => this.onButton(ctx));
-    // A failing handler is logged; polling goes on.
+    // A failing handler is logged; receiving goes on.
     this.bot.catch((err) => this.log.error({ err: err.error, updateId: err.ctx.update.update_id }, `telegram update handling failed: ${(err.error as Error)?.message ?? err.error}`));
     this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.presenter);
-    let started!: () => void;
-    const running = new Promise<void>((resolve) => (started = resolve));
-    this.polling = this.bot
-      .start({ allowed_updates: ["message", "callback_query"], timeout: this.opts.pollTimeoutSeconds ?? 30, onStart: () => started() })
-      .catch((err: unknown) => this.log.error({ err }, `telegram polling stopped: ${(err as Error).message}`));
-    await running;
-    this.log.info({ adapter: this.opts.adapter, bot: this.me.username }, "telegram ingress polling");
+    const o = this.opts;
+    this.updates = o.webhookUrl ? await startWebhook(this.bot, { ...o, webhookUrl: o.webhookUrl }, this.log) : await startPolling(this.bot, o, this.log);
+    this.log.info({ adapter: o.adapter, bot: this.me.username, via: this.updates.describe }, "telegram ingress receiving");
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.bot.stop().catch((err: unknown) => this.log.warn({ err }, "stopping telegram polling failed"));
-    await this.polling;
+    await this.updates?.stop();
     await this.inbound.idle();
     await this.consumption?.stop();
     await this.presenter.close();

@@ -20,6 +20,13 @@ export interface TelegramIngressOptions {
   typingIntervalMs?: number;
   /** getUpdates long-polling timeout in seconds (default 30). */
   pollTimeoutSeconds?: number;
+  /** Webhook mode: the public URL Telegram posts updates to (it reaches this service's webhook server). */
+  webhookUrl?: string;
+  /** Checked on every webhook post (X-Telegram-Bot-Api-Secret-Token); required with webhookUrl. */
+  webhookSecret?: string;
+  /** Port of the webhook server (default 8080; 0 picks a free one). */
+  webhookPort?: number;
+  webhookHost?: string;
 }
 
 /** Telegram's limit for one message, in characters after entity parsing. */
