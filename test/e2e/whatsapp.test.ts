@@ -99,16 +99,24 @@ describe("WhatsApp ingress end to end (fake Cloud API + signed webhook posts, re
     expect(outcome).toMatchObject({ text: "✓ Allowed once by @Carol.", context: prompt.id });
     expect(readFileSync(join(s.loaded.paths.workspaceDir, "channels", WA_ADAPTER, WA.carol.waId, "scratch", "plan.txt"), "utf8")).toBe("final\n");
 
-    s.llm.enqueue({ toolCalls: [{ name: "edit", arguments: { label: "Again", path: "scratch/x.txt", oldText: "a", newText: "b" } }] }, { text: "ok" });
-    await s.whatsapp.say(WA.ana, { text: "edit x" });
+    // Ana asks: the prompt is in her chat and in Carol's (a WhatsApp chat belongs to one person)
+    s.llm.enqueue(
+      { toolCalls: [{ name: "write", arguments: { label: "Draft", path: "scratch/plan.txt", content: "draft\n" } }] },
+      { toolCalls: [{ name: "edit", arguments: { label: "Finish", path: "scratch/plan.txt", oldText: "draft", newText: "done" } }] },
+      { text: "ok, done" },
+    );
+    const carolPrompts = s.whatsapp.sentTo(WA.carol.waId).filter((m) => m.type === "interactive").length;
+    await s.whatsapp.say(WA.ana, { text: "edit the plan" });
     const anaPrompt = await eventually(() => s.whatsapp.sentTo(WA.ana.waId).find((m) => m.type === "interactive"), "ana's prompt");
+    const copy = await eventually(() => s.whatsapp.sentTo(WA.carol.waId).filter((m) => m.type === "interactive")[carolPrompts], "carol's copy of the prompt");
+    expect(copy.buttons).toEqual(anaPrompt.buttons);
     await s.whatsapp.clickButton(WA.ana, anaPrompt, "Allow once");
     await sentText(WA.ana.waId, new RegExp(`^Only \\+${WA.carol.waId} can decide this\\.$`));
-    expect((await controls(WA.ana.waId)).filter((c) => c.type === "approval_decision")).toHaveLength(1);
-    // Ana stops the run that waits for Carol; the model's scripted "ok" is never asked for
-    await s.whatsapp.say(WA.ana, { text: "stop" });
-    await sentText(WA.ana.waId, /■ _Stopped/);
-    s.llm.reset();
+    await s.whatsapp.clickButton(WA.carol, copy, "Allow once");
+    await sentText(WA.ana.waId, /^ok, done/);
+    expect(readFileSync(join(s.loaded.paths.workspaceDir, "channels", WA_ADAPTER, WA.ana.waId, "scratch", "plan.txt"), "utf8")).toBe("done\n");
+    const decisions = (await controls(WA.ana.waId)).filter((c) => c.type === "approval_decision");
+    expect(decisions.map((d) => d.type === "approval_decision" && d.decidedBy.id)).toEqual([WA.ana.waId, WA.carol.waId]);
   });
 
   it("rate limits are waited out; a closed 24-hour window is said clearly and nothing is sent", async () => {

@@ -24,8 +24,12 @@ export interface ChatSurface {
   delete?(channel: string, messageId: string): Promise<void>;
   upload(channel: string, file: SharedFile, at: Placement): Promise<void>;
   typing?(channel: string, at: Placement): Promise<void>;
-  /** Posts `text` with Allow once / Deny buttons that carry `approvalId`; resolves with the message id. */
-  prompt(channel: string, text: string, approvalId: string, at: Placement): Promise<string>;
+  /**
+   * Posts `text` with Allow once / Deny buttons that carry `approvalId`; resolves with the message
+   * id. `approvers` are who may decide (a platform where they cannot see the chat may reach them
+   * elsewhere).
+   */
+  prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string>;
   /** The prompt without its buttons, reading `text`. */
   closePrompt(channel: string, messageId: string, text: string): Promise<void>;
   deadline?(expiresAt: string): string;
@@ -96,7 +100,7 @@ export class MessageLayout implements Layout<MessageRun, string> {
 
   prompt(channel: string, view: RunView, _run: MessageRun | undefined, ev: Ev<"approval_requested">, text: string): Promise<string> {
     const at = this.at(view);
-    return this.surface.prompt(channel, text, ev.approvalId, { ...((ev.replyTo ?? at.thread) && { thread: ev.replyTo ?? at.thread }) });
+    return this.surface.prompt(channel, text, ev.approvalId, { ...((ev.replyTo ?? at.thread) && { thread: ev.replyTo ?? at.thread }) }, ev.approvers);
   }
 
   resolvePrompt(channel: string, messageId: string, text: string): Promise<void> {

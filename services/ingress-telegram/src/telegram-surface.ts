@@ -71,6 +71,7 @@ export class TelegramSurface implements ChatSurface {
   }
 
   async prompt(channel: string, text: string, approvalId: string, at: Placement): Promise<string> {
+    // Approvers are members of the chat (admins): they see the prompt there.
     const keyboard = [[{ text: "Allow once", callback_data: approvalButton("allow", approvalId) }, { text: "Deny", callback_data: approvalButton("deny", approvalId) }]];
     const m = await this.api.sendMessage(channel, markdownToTelegramHtml(text), { parse_mode: "HTML", reply_markup: { inline_keyboard: keyboard }, ...this.where(at) });
     return String(m.message_id);

@@ -48,7 +48,7 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
       log: this.log,
       retryForMs: opts.rateLimitRetryMs ?? 120_000,
     });
-    this.surface = new WhatsAppSurface(this.api);
+    this.surface = new WhatsAppSurface(this.api, this.log);
     // No edits on WhatsApp: nothing is redrawn, so the interval only paces typing renewals.
     this.presenter = new Presenter(new MessageLayout(this.surface), { files: bus, maxBytes: this.maxBytes, log: this.log, editIntervalMs: 1000, typingIntervalMs: 20_000 });
   }

@@ -1,5 +1,6 @@
 import { type ChatSurface, clip, type Dialect, fenceSafe, type Placement, RecentMap, type SharedFile, UNICODE_MARKS } from "@mom/render";
 import { GraphApi, GraphError, WINDOW_CLOSED } from "./graph-api.js";
+import type { Logger } from "pino";
 import { markdownToWhatsApp } from "./whatsapp-format.js";
 import { WHATSAPP_MESSAGE_LIMIT } from "./whatsapp-options.js";
 
@@ -45,7 +46,10 @@ export class WhatsAppSurface implements ChatSurface {
   /** wa_id -> when they last wrote. */
   private readonly lastInbound = new RecentMap<number>(50_000);
 
-  constructor(private readonly api: GraphApi) {}
+  constructor(
+    private readonly api: GraphApi,
+    private readonly log: Logger,
+  ) {}
 
   /** Called for every message someone sends: it opens (or extends) their window. */
   wrote(waId: string, at = Date.now()): void {
@@ -76,13 +80,24 @@ export class WhatsAppSurface implements ChatSurface {
     if (at.replyTo) await this.api.markRead(at.replyTo, true);
   }
 
-  prompt(channel: string, text: string, approvalId: string, at: Placement): Promise<string> {
+  /**
+   * In the asker's chat, and in the chat of every approver who is not the asker: a WhatsApp chat
+   * belongs to one person, so approvers would not see the prompt otherwise. An approver who
+   * cannot be reached (their 24-hour window is closed) is logged; the asker's copy must go out.
+   */
+  async prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string> {
     const buttons = [
       { type: "reply", reply: { id: approvalButtonId("allow", approvalId), title: "Allow once" } },
       { type: "reply", reply: { id: approvalButtonId("deny", approvalId), title: "Deny" } },
     ];
-    return this.send(channel, { type: "interactive", interactive: { type: "button", body: { text: clip(text, 1024) }, action: { buttons } } }, at);
+    const body = { type: "interactive", interactive: { type: "button", body: { text: clip(text, 1024) }, action: { buttons } } };
+    const id = await this.send(channel, body, at);
+    for (const approver of approvers.filter((a) => a !== channel)) {
+      await this.send(approver, body, {}).catch((err: unknown) => this.log.warn({ err, approver }, `could not show an approval prompt to approver ${approver}: ${(err as Error).message}`));
+    }
+    return id;
   }
+
 
   /** Buttons cannot be taken back: the outcome is a reply to the prompt. */
   async closePrompt(channel: string, messageId: string, text: string): Promise<void> {
