@@ -18,7 +18,7 @@ import type { Logger } from "pino";
 import { GraphApi } from "./graph-api.js";
 import { DEFAULT_GRAPH_VERSION, WHATSAPP_OPTIONS, type WhatsAppIngressOptions } from "./whatsapp-options.js";
 import { parseApprovalButton, WhatsAppSurface } from "./whatsapp-surface.js";
-import { toWhatsAppInbound, type WebhookMessage, webhookMessages } from "./whatsapp-webhook.js";
+import { failedDeliveries, toWhatsAppInbound, type WebhookMessage, webhookMessages } from "./whatsapp-webhook.js";
 
 /**
  * One WhatsApp business number: signed webhook posts become ChannelMessages on
@@ -69,6 +69,10 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
 
   /** A verified webhook body: each message is queued behind the earlier ones of its sender. */
   accept(body: unknown): void {
+    for (const f of failedDeliveries(body)) {
+      const why = f.errors.map((e) => `${e.code ?? "?"} ${e.title ?? e.message ?? ""}`.trim()).join("; ") || "no reason given";
+      this.log.error({ messageId: f.messageId, to: f.recipient, errors: f.errors }, `WhatsApp could not deliver a message to ${f.recipient}: ${why}`);
+    }
     for (const w of webhookMessages(body)) {
       if (w.phoneNumberId && w.phoneNumberId !== this.opts.phoneNumberId) continue;
       if (!this.seen.add(w.message.id)) continue;

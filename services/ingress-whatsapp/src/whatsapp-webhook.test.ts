@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { createHmac } from "node:crypto";
-import { toWhatsAppInbound, validSignature, webhookMessages } from "./whatsapp-webhook.js";
+import { failedDeliveries, toWhatsAppInbound, validSignature, webhookMessages } from "./whatsapp-webhook.js";
 
 const body = (message: object) => ({
   object: "whatsapp_business_account",
@@ -32,6 +32,8 @@ describe("whatsapp webhook", () => {
     const [doc] = webhookMessages(body({ from: "491701", id: "wamid.2", timestamp: "1700000000", type: "document", document: { id: "77", filename: "a.pdf", mime_type: "application/pdf", caption: "see" } }));
     expect(toWhatsAppInbound(doc!)).toMatchObject({ text: "see", media: { mediaId: "77", filename: "a.pdf", mimeType: "application/pdf" } });
     expect(webhookMessages({ object: "page", entry: [] })).toEqual([]);
-    expect(webhookMessages({ object: "whatsapp_business_account", entry: [{ changes: [{ field: "messages", value: { statuses: [{ id: "x" }] } }] }] })).toEqual([]);
+    const statuses = { object: "whatsapp_business_account", entry: [{ changes: [{ field: "messages", value: { statuses: [{ id: "x", status: "read" }, { id: "y", status: "failed", recipient_id: "491701", errors: [{ code: 131047, title: "Re-engagement message" }] }] } }] }] };
+    expect(webhookMessages(statuses)).toEqual([]);
+    expect(failedDeliveries(statuses)).toEqual([{ messageId: "y", recipient: "491701", errors: [{ code: 131047, title: "Re-engagement message" }] }]);
   });
 });

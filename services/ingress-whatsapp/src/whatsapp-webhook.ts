@@ -98,3 +98,22 @@ export function toWhatsAppInbound(w: WebhookMessage): WhatsAppInbound | undefine
     ...(media && { media: { mediaId: media.id, filename: media.filename || `${kind}-${media.id}.${EXT[kind!] ?? "bin"}`, ...(media.mime_type && { mimeType: media.mime_type }) } }),
   };
 }
+
+/** A message the business sent that WhatsApp later reports as failed (status "failed"), with why. */
+export interface FailedDelivery {
+  messageId: string;
+  recipient: string;
+  errors: Array<{ code?: number; title?: string; message?: string }>;
+}
+
+/** The failed statuses of a webhook post: some send errors (e.g. 131047, the 24-hour window) arrive only this way. */
+export function failedDeliveries(body: unknown): FailedDelivery[] {
+  const root = body as { object?: string; entry?: Array<{ changes?: Array<{ field?: string; value?: { statuses?: Array<Record<string, unknown>> } }> }> };
+  if (root?.object !== "whatsapp_business_account") return [];
+  return (root.entry ?? [])
+    .flatMap((e) => e.changes ?? [])
+    .filter((c) => c.field === "messages")
+    .flatMap((c) => c.value?.statuses ?? [])
+    .filter((s) => s.status === "failed")
+    .map((s) => ({ messageId: String(s.id ?? ""), recipient: String(s.recipient_id ?? ""), errors: (s.errors as FailedDelivery["errors"]) ?? [] }));
+}
