@@ -3,8 +3,8 @@ import { createLogger, loadConfig } from "@mom/config";
 import { busOptions } from "@mom/cli";
 import { startTelegramIngress, telegramOptionsFromConfig } from "@mom/ingress-telegram";
 import { DM_REFUSAL } from "@mom/render";
+import { freePort } from "@mom/testing";
 import { readFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { eventually } from "../support/discord-stack.js";
 import { inboundMessages } from "../support/inbound.js";
@@ -193,13 +193,3 @@ describe("Telegram ingress in webhook mode", () => {
     expect((await inboundMessages(s.bus)).map((x) => x.text)).toEqual(["hi over the hook"]);
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject).listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
