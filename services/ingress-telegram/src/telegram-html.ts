@@ -27,8 +27,9 @@ const telegram = new Marked({
     html({ text }) {
       return escape(text);
     },
+    // No longer than the Markdown it replaces: messages are split on Markdown length.
     hr() {
-      return "——————\n\n";
+      return "———\n\n";
     },
     list(token: Tokens.List) {
       const start = typeof token.start === "number" ? token.start : 1;
