@@ -16,7 +16,7 @@ import {
   readDownload,
 } from "@mom/render";
 import { autoRetry } from "@grammyjs/auto-retry";
-import { Bot, type Context } from "grammy";
+import { Bot, type Context, GrammyError } from "grammy";
 import type { Message } from "grammy/types";
 import type { Logger } from "pino";
 import { type BotIdentity, senderOf, type TelegramFile, toTelegramInbound } from "./telegram-inbound.js";
@@ -65,7 +65,8 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
     try {
       await this.bot.init();
     } catch (err) {
-      throw new Error(`telegram adapter "${this.opts.adapter}": the bot token was refused (getMe: ${(err as Error).message})`, { cause: err });
+      const why = err instanceof GrammyError && err.error_code === 401 ? "the bot token was refused" : "could not reach the Bot API";
+      throw new Error(`telegram adapter "${this.opts.adapter}": ${why} (getMe: ${(err as Error).message})`, { cause: err });
     }
     this.me = { id: this.bot.botInfo.id, username: this.bot.botInfo.username };
     this.bot.on("message", (ctx) => this.onMessage(ctx.message));
