@@ -12,10 +12,13 @@ const packages = {
   auth: "libs/auth",
   usage: "libs/usage",
   sandbox: "libs/sandbox",
+  render: "libs/render",
   "agent-runner": "services/agent-runner",
   "ingress-cli": "services/ingress-cli",
   "ingress-slack": "services/ingress-slack",
   "ingress-discord": "services/ingress-discord",
+  "ingress-telegram": "services/ingress-telegram",
+  "ingress-whatsapp": "services/ingress-whatsapp",
   scheduler: "services/scheduler",
   cli: "services/cli",
 };

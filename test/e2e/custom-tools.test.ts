@@ -83,7 +83,7 @@ export default () => ({ id: "demo.scratch.wipe", description: "Empties scratch",
     await s.startRunner();
     s.llm.enqueue(invoke("demo.scratch.wipe", { confirm: "definitely" }), invoke("demo.scratch.wipe", { confirm: true }), { text: "all clean" });
     s.type("wipe scratch");
-    await s.output.waitFor("⚠ mom wants to run demo.scratch.wipe (destructive)");
+    await s.output.waitFor("🔐 Approval needed: mom wants to run demo.scratch.wipe (destructive)");
     expect(JSON.stringify(s.llm.requests[1]!.messages.at(-1))).toMatch(/confirm/);
     s.type("y");
     await s.output.waitFor("all clean");

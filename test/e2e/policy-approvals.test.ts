@@ -91,10 +91,10 @@ describe("tool policy, approvals and receipts", () => {
     const st = await stack({ ask: ["bash"] });
     st.llm.enqueue(bashCall("echo approved-output", "Approved thing"), { text: "ran it" });
     st.type("please run");
-    await st.output.waitFor("⚠ mom wants to run bash (destructive)");
+    await st.output.waitFor("🔐 Approval needed: mom wants to run bash (destructive)");
     st.type("y");
     await st.output.waitFor("ran it");
-    expect(st.output.text).toContain("✓ approved by @tester");
+    expect(st.output.text).toContain("✓ Allowed once by @tester.");
     expect(types(fileReceipts(st))).toEqual(["tool.call.requested", "tool.call.approved", "tool.call.started", "tool.call.succeeded"]);
     expect(fileReceipts(st)[1]).toMatchObject({ actor: "@tester" });
     expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("approved-output");
@@ -118,10 +118,10 @@ describe("tool policy, approvals and receipts", () => {
     const st = await stack({ ask: ["bash"] });
     st.llm.enqueue(bashCall("echo never"), { text: "ok, not doing it" });
     st.type("please run");
-    await st.output.waitFor("⚠ mom wants to run bash");
+    await st.output.waitFor("🔐 Approval needed: mom wants to run bash");
     st.type("n");
     await st.output.waitFor("ok, not doing it");
-    expect(st.output.text).toContain("⊘ denied by @tester");
+    expect(st.output.text).toContain("⊘ Denied by @tester.");
     expect(types(fileReceipts(st))).toEqual(["tool.call.requested", "tool.call.denied"]);
     expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("denied by @tester");
     expect(JSON.stringify(st.llm.requests[1]!.messages)).not.toContain("never\\n");
@@ -132,7 +132,7 @@ describe("tool policy, approvals and receipts", () => {
     st.llm.enqueue(bashCall("echo late"), { text: "timed out, sorry" });
     st.type("please run");
     await st.output.waitFor("timed out, sorry");
-    expect(st.output.text).toContain("⌛ approval expired");
+    expect(st.output.text).toContain("⌛ No decision in time: denied.");
     const rs = fileReceipts(st);
     expect(types(rs)).toEqual(["tool.call.requested", "tool.call.denied"]);
     expect(rs[1]!.detail).toMatch(/no decision within 1 s/);
@@ -142,7 +142,7 @@ describe("tool policy, approvals and receipts", () => {
     const st = await stack({ ask: ["bash"] });
     st.llm.enqueue(bashCall("echo fine"), { text: "finally ran" });
     st.type("please run");
-    await st.output.waitFor("⚠ mom wants to run bash");
+    await st.output.waitFor("🔐 Approval needed: mom wants to run bash");
     const requested = (await outboundEvents(st.bus)).map((e) => e.event).find((e) => e.type === "approval_requested") as { approvalId: string; approvers: string[] };
     expect(requested.approvers).toEqual(["u-tester"]);
     const ctl = st.bus.subjects.channel("ctl", { adapter: "cli", channelId: "local" });
@@ -171,7 +171,7 @@ describe("tool policy, approvals and receipts", () => {
   it("fails loudly when the policy leaves no callable tools", async () => {
     const st = await stack({ tools: { allow: ["nothing-matches-this"] } });
     st.type("hello?");
-    await st.output.waitFor("✗ error:");
+    await st.output.waitFor("✗ Error:");
     expect(st.output.text).toContain("leaves no callable tools for cli/local");
     expect(st.llm.requests).toHaveLength(0);
   });

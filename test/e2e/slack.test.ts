@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { ChannelMessage, ControlMessage, parsePayload, type TSchema, validator } from "@mom/contracts";
-import { DM_REFUSAL } from "@mom/ingress-slack";
+import { DM_REFUSAL } from "@mom/render";
 import type { FakeSlackMessage } from "@mom/testing";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -259,7 +259,7 @@ describe("Slack ingress end to end", () => {
     expect(JSON.stringify(s.llm.requests[before]!.messages)).toContain("big.bin (not available: too large");
   });
 
-  it("`stop` aborts the run at once (abort on mom.ctl too) and the answer says it stopped", async () => {
+  it("`stop` aborts the run at once (the runner decides it from the message) and the answer says it stopped", async () => {
     s.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Wait a long time", command: "sleep 20" } }] }, { text: "never" });
     s.mention("do the slow thing", { channel: "C0RANDOM" });
     await waitForBotText("C0RANDOM", /→ Wait a long time/);
@@ -270,7 +270,7 @@ describe("Slack ingress end to end", () => {
     expect(stopped.text).toMatch(/^:black_square_for_stop: _Stopped/);
     s.llm.reset(); // the scripted turn after the aborted tool call was never asked for
     const aborts = (await streamPayloads("CTL", ControlMessage, "C0RANDOM")).filter((c) => c.type === "abort");
-    expect(aborts.at(-1)).toMatchObject({ type: "abort", requestedBy: { id: "U0ALICE", username: "alice" }, runId: expect.any(String) });
+    expect(aborts).toEqual([]);
     expect((await inbound("C0RANDOM")).find((m) => m.id === ts)).toMatchObject({ text: "@mom stop", isMention: true });
   }, 30_000);
 

@@ -62,8 +62,8 @@ describe("terminal chat end to end (real NATS, fake LLM, runner + CLI ingress)",
     s.type("do something slow");
     await s.llm.waitForRequests(before + 1);
     s.type("stop");
-    await s.output.waitFor("■ stopped");
-    expect(s.output.text).not.toContain("✗ error");
+    await s.output.waitFor("■ Stopped");
+    expect(s.output.text).not.toContain("✗ Error");
   });
 
   it("queues messages sent during a run and answers them in order", async () => {
@@ -111,14 +111,14 @@ describe("terminal chat end to end (real NATS, fake LLM, runner + CLI ingress)",
     s.type("another slow one");
     await s.llm.waitForRequests(before + 1);
     await s.bus.publish(s.bus.subjects.channel("ctl", { adapter: "cli", channelId: "local" }), { type: "abort", ts: new Date().toISOString(), requestedBy: { id: "u-tester", username: "tester" } }, "abort-1");
-    await s.output.waitFor("■ stopped");
+    await s.output.waitFor("■ Stopped");
   });
 
   it("a provider error ends the run with the error, not silence", async () => {
     s.output.text = "";
     s.llm.enqueue({ error: { status: 400, message: "model is on fire" } });
     s.type("break please");
-    await s.output.waitFor("✗ error:");
+    await s.output.waitFor("✗ Error:");
     expect(s.output.text).toContain("model is on fire");
   });
 });

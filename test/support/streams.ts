@@ -1,5 +1,5 @@
 import type { Bus } from "@mom/bus";
-import { OutboundEvent, parsePayload, validator } from "@mom/contracts";
+import { ControlMessage, OutboundEvent, parsePayload, validator } from "@mom/contracts";
 
 /** Every valid outbound event of a channel so far, read back from the OUT stream in order. */
 export async function outboundEvents(bus: Bus, ref = { adapter: "cli", channelId: "local" }): Promise<OutboundEvent[]> {
@@ -15,4 +15,19 @@ export async function outboundEvents(bus: Bus, ref = { adapter: "cli", channelId
     if (r.ok) events.push(r.value);
   }
   return events;
+}
+
+/** Every valid ControlMessage of a channel so far, in stream order. */
+export async function controlMessagesOf(bus: Bus, ref: { adapter: string; channelId: string }): Promise<ControlMessage[]> {
+  const stream = bus.subjects.stream("CTL");
+  const subject = bus.subjects.channel("ctl", ref);
+  const info = await bus.jsm.streams.info(stream);
+  const v = validator(ControlMessage);
+  const out: ControlMessage[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
+    if (r?.ok) out.push(r.value);
+  }
+  return out;
 }

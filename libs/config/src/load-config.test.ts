@@ -127,7 +127,7 @@ describe("ConfigError messages name file, path and expectation", () => {
       `${file}: /adapters/Slack_Acme: invalid adapter name "Slack_Acme": expected lower-case letters, digits and '-' ([a-z0-9-]+)`,
     );
     expect(errorFor(JSON.stringify({ adapters: { acme: { type: "irc" } } })).message).toBe(
-      `${file}: /adapters/acme/type: expected one of "cli", "slack", "discord", got "irc"`,
+      `${file}: /adapters/acme/type: expected one of "cli", "slack", "discord", "telegram", "whatsapp", got "irc"`,
     );
     expect(errorFor(JSON.stringify({ adapters: { acme: {} } })).message).toContain('/adapters/acme/type: missing required key "type"');
     expect(errorFor(JSON.stringify({ adapters: { acme: { type: "cli", dm: "some" } } })).message).toContain(
@@ -229,7 +229,7 @@ describe("issue-3 settings", () => {
 });
 
 describe("platform adapters", () => {
-  it("reads slack and discord adapters, with tokens from the environment", () => {
+  it("reads slack, discord and telegram adapters, with tokens from the environment", () => {
     const dir = mkdtempSync(join(tmpdir(), "mom-cfg-"));
     writeFileSync(
       join(dir, "config.json"),
@@ -237,12 +237,17 @@ describe("platform adapters", () => {
         adapters: {
           "slack-acme": { type: "slack", botToken: "env:ACME_BOT", appToken: "xapp-literal", admins: ["U1"], dm: "everyone" },
           discord: { type: "discord", botToken: "env:DISCORD_TOKEN", busy: "reject" },
+          tg: { type: "telegram", botToken: "env:TG_TOKEN", admins: ["42"], dm: "none" },
+          wa: { type: "whatsapp", accessToken: "env:WA_TOKEN", appSecret: "env:WA_SECRET", verifyToken: "verify-me", phoneNumberId: "1098765" },
         },
       }),
     );
-    const { config } = loadConfig(dir, { ACME_BOT: "xoxb-from-env", DISCORD_TOKEN: "dtok" }, { adapters: ["slack-acme", "discord"] });
+    const { config } = loadConfig(dir, { ACME_BOT: "xoxb-from-env", DISCORD_TOKEN: "dtok", TG_TOKEN: "123:abc", WA_TOKEN: "EAAG", WA_SECRET: "s3cret" }, { adapters: ["slack-acme", "discord", "tg", "wa"] });
     expect(config.adapters["slack-acme"]).toMatchObject({ type: "slack", botToken: "xoxb-from-env", appToken: "xapp-literal" });
     expect(config.adapters.discord).toMatchObject({ type: "discord", botToken: "dtok", busy: "reject" });
+    expect(config.adapters.tg).toMatchObject({ type: "telegram", botToken: "123:abc", admins: ["42"], dm: "none" });
+    expect(config.adapters.wa).toMatchObject({ type: "whatsapp", accessToken: "EAAG", appSecret: "s3cret", verifyToken: "verify-me", phoneNumberId: "1098765" });
+    expect(() => loadConfig(dir, { ACME_BOT: "x" }, { adapters: ["wa"] })).toThrow(/\/adapters\/wa\/accessToken: environment variable WA_TOKEN is not set/);
     expect(() => loadConfig(dir, { ACME_BOT: "x" }, { adapters: ["discord"] })).toThrow(/\/adapters\/discord\/botToken: environment variable DISCORD_TOKEN is not set/);
   });
 

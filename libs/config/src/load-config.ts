@@ -73,6 +73,8 @@ function semanticProblems(raw: unknown): Issue[] {
 }
 
 const ENV_REF = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
+/** The adapter fields that may hold a secret as "env:NAME". */
+const ADAPTER_SECRET_KEYS = ["botToken", "appToken", "accessToken", "appSecret", "verifyToken", "webhookSecret"];
 
 /** Replaces the asked-for "env:NAME" values with the variable's value; a missing one names field and variable. */
 function resolveEnvRefs(config: MomConfig, env: NodeJS.ProcessEnv, shown: string, secrets: SecretsToResolve): void {
@@ -89,7 +91,7 @@ function resolveEnvRefs(config: MomConfig, env: NodeJS.ProcessEnv, shown: string
   };
   for (const name of secrets.adapters ?? []) {
     const adapter = config.adapters[name];
-    if (adapter) resolveIn(adapter as Record<string, unknown>, ["botToken", "appToken"], `/adapters/${name}`);
+    if (adapter) resolveIn(adapter as Record<string, unknown>, ADAPTER_SECRET_KEYS, `/adapters/${name}`);
   }
   const sandboxEnv = config.sandbox.env;
   if (secrets.sandbox && sandboxEnv) resolveIn(sandboxEnv, Object.keys(sandboxEnv), "/sandbox/env");

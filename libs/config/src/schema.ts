@@ -85,8 +85,38 @@ export type SlackAdapterConfig = Static<typeof SlackAdapterConfig>;
 export const DiscordAdapterConfig = Type.Object({ type: Type.Literal("discord"), botToken: token("Bot token"), apiUrl, ...adapterAccess }, closed);
 export type DiscordAdapterConfig = Static<typeof DiscordAdapterConfig>;
 
-/** Discriminated by `type`; telegram joins as a further member. */
-export const AdapterConfig = Type.Union([CliAdapterConfig, SlackAdapterConfig, DiscordAdapterConfig]);
+export const TelegramAdapterConfig = Type.Object(
+  {
+    type: Type.Literal("telegram"),
+    botToken: token("Bot token from @BotFather (123456:ABC-…)"),
+    webhookUrl: Type.Optional(Type.String({ pattern: "^https?://", expected: "the public https:// URL Telegram posts updates to", description: "Webhook mode instead of long polling" })),
+    webhookSecret: Type.Optional(token("Secret Telegram sends with every webhook post (X-Telegram-Bot-Api-Secret-Token); 1-256 of A-Z a-z 0-9 _ -")),
+    webhookPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: "Port of the webhook HTTP server (default 8080)" })),
+    apiUrl,
+    ...adapterAccess,
+  },
+  closed,
+);
+export type TelegramAdapterConfig = Static<typeof TelegramAdapterConfig>;
+
+export const WhatsAppAdapterConfig = Type.Object(
+  {
+    type: Type.Literal("whatsapp"),
+    accessToken: token("System-user access token of the Meta app (permanent), for the Graph API"),
+    appSecret: token("App secret of the Meta app: webhook posts are signed with it (X-Hub-Signature-256)"),
+    verifyToken: token("Any secret string; Meta sends it back when the webhook URL is verified"),
+    phoneNumberId: Type.String({ minLength: 1, pattern: "^[0-9]+$", expected: "the phone number id (digits) from WhatsApp > API Setup" }),
+    graphVersion: Type.Optional(Type.String({ pattern: "^v[0-9]+\\.[0-9]+$", expected: 'a Graph API version such as "v21.0"' })),
+    webhookPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: "Port of the webhook HTTP server (default 8080)" })),
+    apiUrl,
+    ...adapterAccess,
+  },
+  closed,
+);
+export type WhatsAppAdapterConfig = Static<typeof WhatsAppAdapterConfig>;
+
+/** Discriminated by `type`. */
+export const AdapterConfig = Type.Union([CliAdapterConfig, SlackAdapterConfig, DiscordAdapterConfig, TelegramAdapterConfig, WhatsAppAdapterConfig]);
 export type AdapterConfig = Static<typeof AdapterConfig>;
 
 const sandboxCommon = {

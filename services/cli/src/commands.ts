@@ -4,6 +4,8 @@ import { Sandbox } from "@mom/sandbox";
 import { startCliIngress } from "@mom/ingress-cli";
 import { slackOptionsFromConfig, startSlackIngress } from "@mom/ingress-slack";
 import { discordOptionsFromConfig, startDiscordIngress } from "@mom/ingress-discord";
+import { startTelegramIngress, telegramOptionsFromConfig } from "@mom/ingress-telegram";
+import { startWhatsAppIngress, whatsappOptionsFromConfig } from "@mom/ingress-whatsapp";
 import { formatEventListing, listEvents, startScheduler } from "@mom/scheduler";
 import { mkdirSync, openSync } from "node:fs";
 import type { Logger } from "pino";
@@ -143,6 +145,14 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
     case "slack": {
       const slack = await startSlackIngress(slackOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
       return shutdownOn([() => slack.close()]);
+    }
+    case "telegram": {
+      const telegram = await startTelegramIngress(telegramOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      return shutdownOn([() => telegram.close()]);
+    }
+    case "whatsapp": {
+      const whatsapp = await startWhatsAppIngress(whatsappOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      return shutdownOn([() => whatsapp.close()]);
     }
     default:
       throw new Error(`adapter type "${(entry as { type: string }).type}" has no ingress service in this build`);

@@ -5,7 +5,8 @@ import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
 import { parseAttachCommand, readUpload, saveDownload } from "./cli-files.js";
-import { CLI_OPTIONS, type CliIngressOptions, DEFAULT_MAX_ATTACHMENT_BYTES } from "./cli-options.js";
+import { CLI_OPTIONS, type CliIngressOptions } from "./cli-options.js";
+import { DEFAULT_MAX_ATTACHMENT_BYTES, decideApproval, plainDialect, publishInbound } from "@mom/render";
 import { CliRenderer } from "./cli-renderer.js";
 
 /** Terminal chat: every input line is a ChannelMessage; the channel's outbound events are drawn. */
@@ -61,9 +62,12 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
     const approvalId = this.awaitingApproval;
     if (!approvalId) return;
     this.awaitingApproval = undefined;
-    const control = { type: "approval_decision" as const, ts: new Date().toISOString(), approvalId, decision, decidedBy: { id: this.opts.user.id, username: this.opts.user.username } };
     try {
-      await this.bus.publish(this.bus.subjects.channel("ctl", this.ref), control, `${approvalId}:${decision}`);
+      await decideApproval(
+        { bus: this.bus, adapter: this.opts.adapter, dialect: plainDialect(), log: this.opts.logger },
+        undefined,
+        { approvalId, decision, user: { id: this.opts.user.id, username: this.opts.user.username }, channel: this.opts.channelId },
+      );
     } catch (err) {
       this.opts.output.write(`✗ could not send the decision (NATS): ${(err as Error).message}\n`);
     }
@@ -128,7 +132,7 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
       isDirect: true,
     };
     try {
-      await this.bus.publish(this.bus.subjects.channel("in", this.ref), message, message.id);
+      await publishInbound(this.bus, this.opts.adapter, message, { retryForMs: 0 });
     } catch (err) {
       this.opts.output.write(`✗ could not send (NATS): ${(err as Error).message}\n`);
       this.opts.logger.error({ err }, "publish failed");

@@ -22,4 +22,3 @@ export interface CliIngressOptions {
   maxAttachmentBytes?: number;
 }
 
-export const DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;

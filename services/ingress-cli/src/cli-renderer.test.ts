@@ -35,8 +35,8 @@ describe("CliRenderer", () => {
   });
 
   it("says when a run was stopped or failed", () => {
-    expect(render([{ type: "run_ended", stopReason: "aborted", finalText: "", usage, durationMs: 10 }])).toContain("■ stopped");
-    expect(render([{ type: "run_ended", stopReason: "error", errorMessage: "429 rate limited", finalText: "", usage, durationMs: 10 }])).toContain("✗ error: 429 rate limited");
+    expect(render([{ type: "run_ended", stopReason: "aborted", finalText: "", usage, durationMs: 10 }])).toContain("■ Stopped.");
+    expect(render([{ type: "run_ended", stopReason: "error", errorMessage: "429 rate limited", finalText: "", usage, durationMs: 10 }])).toContain("✗ Error: 429 rate limited");
     expect(render([{ type: "run_queued", trigger, position: 2 }])).toContain("position 2");
   });
 });

@@ -1,5 +1,8 @@
 import type { OutboundEvent } from "@mom/contracts";
 import { formatUsage } from "@mom/format";
+import { activityLines, approvalOutcomeLine, approvalPromptText, endNotes, plainDialect, RunTracker, statusText, stepLine } from "@mom/render";
+
+const TERMINAL = plainDialect();
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -17,59 +20,50 @@ export class CliRenderer {
   private status?: string;
   private frame = 0;
   private timer?: NodeJS.Timeout;
+  private readonly tracker = new RunTracker();
 
   constructor(private readonly out: RendererOutput) {}
 
   render(e: OutboundEvent): void {
     const ev = e.event;
+    if (ev.type === "run_rejected") return this.line(ev.text);
+    const accepted = this.tracker.accept(e);
+    if (!accepted) return;
+    const { view } = accepted;
+    const lastStep = view.steps.length > (accepted.before?.steps.length ?? 0) ? view.steps.at(-1) : undefined;
     switch (ev.type) {
       case "run_queued":
         this.line(`… queued behind the current run (position ${ev.position})`);
         break;
-      case "run_rejected":
-        this.line(ev.text);
-        break;
       case "run_started":
-        this.setStatus("working…");
-        break;
       case "tool_execution_start":
-        this.setStatus(`→ ${ev.label}`);
+      case "compaction_start":
+        this.setStatus(statusText(view.activity));
         break;
       case "tool_execution_end":
-        this.line(`  ${ev.isError ? "✗" : "✓"} ${ev.label} (${ev.durationMs} ms)${ev.isError ? `: ${firstLine(ev.resultText)}` : ""}`);
-        this.setStatus("working…");
-        break;
-      case "compaction_start":
-        this.setStatus("compacting context…");
-        break;
       case "compaction_end":
-        if (ev.errorMessage) this.line(`  ✗ compaction failed: ${firstLine(ev.errorMessage)}`);
-        this.setStatus("working…");
+        if (lastStep) this.line(`  ${stepLine(lastStep, TERMINAL)}`);
+        this.setStatus(statusText(view.activity));
         break;
       case "auto_retry_start":
-        this.line(`  ↻ provider error, retry ${ev.attempt}/${ev.maxAttempts} in ${Math.round(ev.delayMs / 1000)}s: ${firstLine(ev.errorMessage)}`);
+        if (lastStep) this.line(`  ${stepLine(lastStep, TERMINAL)}`);
         break;
       case "run_ended":
         this.clearStatus();
         if (ev.silent) break; // a scheduled check with nothing to report: no trace at all
         if (ev.finalText) this.out.write(`${ev.finalText}\n`);
-        if (ev.stopReason === "aborted") this.out.write(`■ stopped${ev.errorMessage ? `: ${ev.errorMessage}` : ""}\n`);
-        else if (ev.stopReason === "error") this.out.write(`✗ error: ${ev.errorMessage ?? "unknown error"}\n`);
-        // What the receipts say happened, whatever the answer claims.
-        for (const a of (ev.toolActivity ?? []).filter((x) => x.status !== "succeeded" || x.risk !== "read")) {
-          const mark = { succeeded: "✓", failed: "✗", denied: "⊘", pending: "…" }[a.status];
-          this.out.write(`  ${mark} ${a.toolId}${a.label ? ` — ${a.label}` : ""}: ${a.status}${a.detail ? ` (${firstLine(a.detail)})` : ""}\n`);
-        }
+        for (const note of endNotes(ev, TERMINAL)) this.out.write(`${note}\n`);
+        for (const a of activityLines(ev.toolActivity, TERMINAL)) this.out.write(`  ${a}\n`);
         this.out.write(`  ${formatUsage(ev.usage, ev.durationMs)}\n`);
         break;
       case "approval_requested":
-        this.line(`⚠ mom wants to run ${ev.toolId} (${ev.risk}): ${ev.argsSummary}\n  allow once? type y or n (expires ${ev.expiresAt.slice(11, 19)} UTC)`);
+        this.line(`${approvalPromptText(ev, TERMINAL)}\n  allow once? type y or n`);
         break;
       case "auth.profile.rotated":
         this.line(`  ↻ ${ev.provider} credential ${ev.from} refused (${ev.reason.replace("_", " ")}), continuing with ${ev.to}`);
         break;
       case "approval_resolved":
-        this.line(`  ${ev.outcome === "approved" ? "✓ approved" : ev.outcome === "denied" ? "⊘ denied" : "⌛ approval expired"}${ev.decidedBy ? ` by ${ev.decidedBy}` : ""}`);
+        this.line(`  ${approvalOutcomeLine(ev, TERMINAL)}`);
         break;
       default:
         break;
@@ -116,9 +110,4 @@ export class CliRenderer {
     if (this.out.isTTY && this.status !== undefined) this.out.write(`\r\x1b[2K${text}\n`), this.draw();
     else this.out.write(`${text}\n`);
   }
-}
-
-function firstLine(text: string): string {
-  const line = text.trim().split("\n")[0] ?? "";
-  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
 }

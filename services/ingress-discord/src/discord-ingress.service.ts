@@ -1,12 +1,11 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { Bus, type Consumption } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, type ControlMessage, OutboundEvent, isStopCommand } from "@mom/contracts";
+import type { ChannelMessage, ChannelRef } from "@mom/contracts";
+import { ChannelQueue, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds, RecentMap, readDownload } from "@mom/render";
 import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, type User } from "discord.js";
 import type { Logger } from "pino";
-import { DM_REFUSED, dmAllowed } from "./access.js";
 import { type DiscordApi, RestDiscordApi } from "./discord-api.js";
-import { DEFAULT_MAX_ATTACHMENT_BYTES, DISCORD_OPTIONS, type DiscordIngressOptions } from "./discord-options.js";
-import { importAttachment, RecentIds, RecentMap } from "./inbound.js";
+import { DISCORD_OPTIONS, type DiscordIngressOptions } from "./discord-options.js";
 import { namesForMentions } from "./mentions.js";
 import { DiscordRenderer, parseApprovalButton } from "./renderer.js";
 
@@ -36,7 +35,7 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
   private readonly messageChannels = new RecentMap<string>();
   /** Lower-case username -> user id, learnt from messages, for turning `@name` into `<@id>`. */
   private readonly userIds = new RecentMap<string>();
-  private readonly inboundTails = new Map<string, Promise<void>>();
+  private readonly inboundQueue = new ChannelQueue();
   private closing = false;
 
   constructor(
@@ -94,24 +93,14 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
       clearTimeout(timer);
     }
     this.log.info({ bot: client.user?.username, botId: client.user?.id, guilds: client.guilds.cache.size }, "discord ingress ready");
-    this.consumption = await this.bus.consume({
-      stream: "OUT",
-      durable: `ingress-${opts.adapter}`,
-      deliver: "new",
-      filterSubject: this.bus.subjects.wildcard("out", opts.adapter),
-      schema: OutboundEvent,
-      stage: `ingress-${opts.adapter}`,
-      // Channels render independently; the renderer keeps each channel's events in order.
-      maxInFlight: 64,
-      handler: (d) => this.renderer.handle(d.channel!, d.data),
-    });
+    this.consumption = await drawOutbound(this.bus, opts.adapter, this.renderer);
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
     await this.consumption?.stop();
-    await Promise.all([...this.inboundTails.values()]);
-    this.renderer.close();
+    await this.inboundQueue.idle();
+    await this.renderer.close();
     await this.client.destroy();
   }
 
@@ -127,17 +116,10 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
   /** Messages of one Discord channel are handled in order (attachments take time to download). */
   private inbound(m: Message): void {
     if (this.closing) return;
-    const key = m.channelId;
-    const next: Promise<void> = (this.inboundTails.get(key) ?? Promise.resolve())
-      .then(async () => void (await this.onMessage(m)))
-      .catch((err: unknown) => this.log.error({ err, msgId: m.id }, "could not hand a Discord message to mom"));
-    this.inboundTails.set(key, next);
-    void next.then(() => {
-      if (this.inboundTails.get(key) === next) this.inboundTails.delete(key);
-    });
+    void this.inboundQueue.push(m.channelId, () => this.onMessage(m)).catch((err: unknown) => this.log.error({ err, msgId: m.id }, "could not hand a Discord message to mom"));
   }
 
-  /** One Discord message -> one ChannelMessage (and an abort on mom.ctl for "stop"). */
+  /** One Discord message -> one ChannelMessage. */
   async onMessage(msg: Message): Promise<ChannelMessage | undefined> {
     const me = this.client.user;
     if (!me || msg.author.id === me.id) return undefined;
@@ -148,9 +130,9 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     for (const u of msg.mentions.users.values()) this.learn(u);
 
     const isDirect = msg.channel.type === ChannelType.DM || !msg.guildId;
-    if (isDirect && !dmAllowed(msg.author.id, this.opts.dm, this.opts.admins)) {
+    if (isDirect && !mayDirectMessage(msg.author.id, this.opts)) {
       this.log.info({ userId: msg.author.id, username: msg.author.username }, "direct message refused (dm policy)");
-      if (!msg.author.bot) await this.api.send(msg.channelId, { content: DM_REFUSED, replyTo: msg.id }).catch((err: unknown) => this.log.warn({ err }, "could not send the DM refusal"));
+      if (!msg.author.bot) await this.api.send(msg.channelId, { content: DM_REFUSAL, replyTo: msg.id }).catch((err: unknown) => this.log.warn({ err }, "could not send the DM refusal"));
       return undefined;
     }
 
@@ -179,7 +161,8 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     });
     const attachments = [];
     for (const a of msg.attachments.values()) {
-      attachments.push(await importAttachment({ name: a.name, url: a.url, size: a.size, contentType: a.contentType }, ref, { files: this.bus, maxBytes: this.maxBytes }));
+      const file = { filename: a.name, size: a.size, ...(a.contentType && { mimeType: a.contentType }), download: async (max: number) => readDownload(await fetch(a.url), max) };
+      attachments.push(await importAttachment(file, ref, { files: this.bus, maxBytes: this.maxBytes }));
     }
     if (!text.trim() && attachments.length === 0) return undefined;
 
@@ -197,12 +180,7 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
       ...(replyTo && { replyTo }),
     };
     this.messageChannels.set(msg.id, msg.channelId);
-    await this.bus.publish(this.bus.subjects.channel("in", ref), message, this.msgId(msg.id), { retryForMs: 30_000 });
-    this.log.debug({ msgId: msg.id, channel: `${ref.adapter}/${ref.channelId}`, isMention }, "message published");
-    if (isMention && isStopCommand(text)) {
-      const abort: ControlMessage = { type: "abort", ts: new Date().toISOString(), requestedBy: { id: msg.author.id, username: msg.author.username } };
-      await this.bus.publish(this.bus.subjects.channel("ctl", ref), abort, `abort:${this.msgId(msg.id)}`, { retryForMs: 30_000 });
-    }
+    await publishInbound(this.bus, this.opts.adapter, message, { log: this.log });
     return message;
   }
 
@@ -218,33 +196,13 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     const pending = this.renderer.approval(parsed.approvalId);
     const allowed = !pending || pending.approvers.includes(i.user.id);
     if (allowed) await i.deferUpdate();
-    else {
-      const who = pending.approvers.map((id) => `<@${id}>`).join(", ") || "nobody (adapters.<name>.admins is empty)";
-      await i.reply({ content: `Only ${who} can decide this.`, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
-    }
-    let channelId = pending?.channelId;
-    if (!channelId) {
-      const ch = i.channel;
-      channelId = ch?.isThread() && ch.parentId ? ch.parentId : i.channelId;
-    }
-    const decision: ControlMessage = {
-      type: "approval_decision",
-      ts: new Date().toISOString(),
-      approvalId: parsed.approvalId,
-      decision: parsed.decision,
-      decidedBy: { id: i.user.id, username: i.user.username },
-    };
-    const ref: ChannelRef = { adapter: this.opts.adapter, channelId };
-    await this.bus.publish(this.bus.subjects.channel("ctl", ref), decision, `${parsed.approvalId}:${parsed.decision}:${i.user.id}`, { retryForMs: 30_000 });
-    this.log.info({ approvalId: parsed.approvalId, decision: parsed.decision, by: i.user.username, approver: allowed }, "approval decision sent");
-  }
-
-  /**
-   * Nats-Msg-Id of a Discord message. Snowflakes are unique across Discord, but two mom bots in
-   * one server see the same message; the adapter name keeps their publishes apart in the
-   * stream-wide duplicate window.
-   */
-  private msgId(messageId: string): string {
-    return `${this.opts.adapter}:${messageId}`;
+    const ch = i.channel;
+    const channel = ch?.isThread() && ch.parentId ? ch.parentId : i.channelId;
+    const { refusal } = await decideApproval(
+      { bus: this.bus, adapter: this.opts.adapter, dialect: this.renderer.dialect, log: this.log },
+      pending,
+      { ...parsed, user: { id: i.user.id, username: i.user.username }, channel },
+    );
+    if (refusal) await i.reply({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
   }
 }

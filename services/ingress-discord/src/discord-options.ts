@@ -25,6 +25,5 @@ export interface DiscordIngressOptions {
   readyTimeoutMs?: number;
 }
 
-export const DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
 /** Discord's limit for one message's content. */
 export const DISCORD_MESSAGE_LIMIT = 2000;

@@ -1,4 +1,3 @@
-export * from "./access.js";
 export * from "./discord-api.js";
 export * from "./discord-ingress.module.js";
 export * from "./discord-ingress.service.js";

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "@jest/globals";
-import { dmAllowed } from "./access.js";
 import { idsForMentions, namesForMentions } from "./mentions.js";
 import { isStopCommand } from "@mom/contracts";
 
@@ -27,16 +26,6 @@ describe("idsForMentions", () => {
   });
 });
 
-describe("dmAllowed", () => {
-  it("follows the dm policy; admins always may", () => {
-    expect(dmAllowed("u1", undefined)).toBe(true);
-    expect(dmAllowed("u1", "everyone")).toBe(true);
-    expect(dmAllowed("u1", "none")).toBe(false);
-    expect(dmAllowed("u1", "none", ["u1"])).toBe(true);
-    expect(dmAllowed("u1", ["u2"])).toBe(false);
-    expect(dmAllowed("u2", ["u2"])).toBe(true);
-  });
-});
 
 describe("isStopCommand", () => {
   it("matches stop with or without a leading mention", () => {

@@ -1,11 +1,10 @@
-import type { LoadedConfig } from "@mom/config";
+import { adapterEntry, type LoadedConfig } from "@mom/config";
 import type { Logger } from "pino";
 import type { DiscordIngressOptions } from "./discord-options.js";
 
 /** The ingress options of adapter `name` (type "discord") in a loaded config.json. */
 export function discordOptionsFromConfig(name: string, loaded: LoadedConfig, logger: Logger): DiscordIngressOptions {
-  const entry = loaded.config.adapters[name];
-  if (!entry || entry.type !== "discord") throw new Error(`${loaded.paths.configFile}: /adapters/${name}: not a discord adapter`);
+  const entry = adapterEntry(loaded, name, "discord");
   return {
     adapter: name,
     botToken: entry.botToken,

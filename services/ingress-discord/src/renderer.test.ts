@@ -65,7 +65,7 @@ function setup(api: RecordingApi, over: Partial<RendererDeps> = {}) {
     ...over,
   });
   let seq = 0;
-  const emit = (event: OutboundEventBody, runId = "r1") => r.handle(ref, { runId, seq: seq++, ts: new Date().toISOString(), event } as OutboundEvent);
+  const emit = (event: OutboundEventBody, runId = "r1") => r.handle(ref.channelId, { runId, seq: seq++, ts: new Date().toISOString(), event } as OutboundEvent);
   return { r, emit };
 }
 
@@ -146,10 +146,10 @@ describe("DiscordRenderer", () => {
     expect(api.ops().at(-1)).toEqual({ op: "remove", channelId: "C1", messageId: "100" });
     await emit({ type: "run_started", trigger, model: "fake/x" }, "s2");
     await emit(ended("partial", { stopReason: "aborted" }), "s2");
-    expect(api.ops().at(-1)!.m!.content).toBe("partial\n\n■ Stopped.");
+    expect(api.ops().at(-1)!.m!.content).toBe("partial\n\n■ *Stopped.*");
     await emit({ type: "run_started", trigger, model: "fake/x" }, "s3");
     await emit(ended("", { stopReason: "error", errorMessage: "429 rate limited" }), "s3");
-    expect(api.ops().at(-1)!.m!.content).toBe("✗ Error: 429 rate limited");
+    expect(api.ops().at(-1)!.m!.content).toBe("✗ **Error:** 429 rate limited");
   });
 
   it("posts the answer anew when someone deleted the progress message", async () => {
@@ -164,7 +164,7 @@ describe("DiscordRenderer", () => {
   it("drops duplicate events and reuses the queued notice as the main message", async () => {
     const api = new RecordingApi();
     const { r } = setup(api);
-    const ev = (runId: string, seq: number, event: OutboundEventBody) => r.handle(ref, { runId, seq, ts: new Date().toISOString(), event } as OutboundEvent);
+    const ev = (runId: string, seq: number, event: OutboundEventBody) => r.handle(ref.channelId, { runId, seq, ts: new Date().toISOString(), event } as OutboundEvent);
     await ev("q", 0, { type: "run_queued", trigger, position: 1 });
     expect(api.ops()[0]!.m!.content).toContain("position 1");
     await ev("q", 1, { type: "run_started", trigger, model: "m" });

@@ -1,12 +1,10 @@
-import type { ChannelRef, OutboundEvent, OutboundEventBody } from "@mom/contracts";
 import { formatDuration, formatUsage, splitMessage } from "@mom/format";
+import { activityLines, answerText, clip, type Dialect, type Ev, fenceSafe, type FileOutcome, firstLine, type Layout, Presenter, progressText, type RunView, type ToolStep, toolSteps, UNICODE_MARKS } from "@mom/render";
 import type { APIEmbed } from "discord.js";
 import type { Logger } from "pino";
 import type { DiscordApi, OutFile } from "./discord-api.js";
 import { DISCORD_MESSAGE_LIMIT } from "./discord-options.js";
 import { idsForMentions } from "./mentions.js";
-
-type Ev<T extends OutboundEventBody["type"]> = Extract<OutboundEventBody, { type: T }>;
 
 export interface RendererDeps {
   api: DiscordApi;
@@ -22,45 +20,10 @@ export interface RendererDeps {
   log: Logger;
 }
 
-interface ToolDetail {
-  label: string;
-  toolName: string;
-  args?: unknown;
-  isError: boolean;
-  resultText: string;
-  durationMs: number;
-}
-
-interface RunView {
-  runId: string;
-  /** Where the run's messages go: the thread the trigger was in, else the channel. */
-  target: string;
-  triggerId?: string;
-  triggerText?: string;
-  mainId?: string;
-  lastSeq: number;
-  /** Finished steps, shown in the progress message. */
-  steps: string[];
-  status: string;
-  tools: ToolDetail[];
-  args: Map<string, unknown>;
-  files: Array<Ev<"attachment">>;
-  dirty: boolean;
-  lastEditAt: number;
-  editTimer?: NodeJS.Timeout;
-  typingTimer?: NodeJS.Timeout;
-  typingUntil: number;
-}
-
-/** A prompt with buttons waiting for an approver. */
-export interface PendingApproval {
-  /** The conversation's channel (the bus channel: a thread's parent). */
-  channelId: string;
-  /** Where the prompt message is (the channel or the thread). */
+/** Where an approval prompt is. */
+export interface DiscordPrompt {
   messageChannelId: string;
   messageId: string;
-  content: string;
-  approvers: string[];
 }
 
 /** Button custom ids: `mom-approval:allow:<approvalId>` / `mom-approval:deny:<approvalId>`. */
@@ -72,11 +35,8 @@ export function parseApprovalButton(customId: string): { decision: "allow-once" 
   return m ? { decision: m[1] === "allow" ? "allow-once" : "deny", approvalId: m[2]! } : undefined;
 }
 
-const WORKING = "⏳ Working…";
 /** Discord's error code for a message that does not exist (any more). */
 const UNKNOWN_MESSAGE = 10008;
-const MAX_STEPS_SHOWN = 12;
-const TYPING_MAX_MS = 60 * 60_000;
 const GREEN = 0x2ecc71;
 const RED = 0xe74c3c;
 const GREY = 0x95a5a6;
@@ -85,15 +45,11 @@ const EMBEDS_PER_MESSAGE = 10;
 const EMBED_CHARS_PER_MESSAGE = 6000;
 const FILES_PER_MESSAGE = 10;
 
-const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-/** Keeps text from closing the code fence it is shown in. */
-const fenceSafe = (s: string) => s.replace(/```/g, "``\u200b`");
-const oneLine = (s: string) => s.trim().split("\n")[0] ?? "";
 
 
 
 /** A finished tool call as an embed: label, tool and duration, arguments, the start of the result. */
-export function toolEmbed(t: ToolDetail): APIEmbed {
+export function toolEmbed(t: ToolStep): APIEmbed {
   const fields: NonNullable<APIEmbed["fields"]> = [{ name: "Tool", value: clip(`${t.toolName} · ${formatDuration(t.durationMs)}`, 1024), inline: true }];
   if (t.args !== undefined) {
     const json = JSON.stringify(t.args, null, 1) ?? "";
@@ -133,125 +89,100 @@ export function batchEmbeds(embeds: APIEmbed[]): APIEmbed[][] {
   return out;
 }
 
+
+/** Discord's Markdown; `@username` mentions become `<@id>`. */
+export function discordDialect(idOf: (username: string) => string | undefined): Dialect {
+  return {
+    limit: DISCORD_MESSAGE_LIMIT,
+    escape: (t) => t,
+    bold: (t) => `**${t}**`,
+    italic: (t) => `*${t}*`,
+    code: (t) => `\`${t}\``,
+    codeBlock: (t) => `\`\`\`\n${fenceSafe(t)}\n\`\`\``,
+    mention: (id) => `<@${id}>`,
+    fromMarkdown: (md) => idsForMentions(md, idOf),
+    marks: UNICODE_MARKS,
+  };
+}
+
+/** What Discord shows of one run. */
+interface DiscordRun {
+  /** Where the run's messages go: the thread the trigger was in, else the channel. */
+  target: string;
+  mainId?: string;
+  shown?: string;
+}
+
 /**
- * Draws one adapter's outbound events in Discord (see docs/discord.md, "How mom answers"):
+ * A run in Discord (see docs/discord.md, "How mom answers"):
  *
  * - A **main message** per run, a reply to the message that triggered it: "Working…", one line
- *   per finished step and `→ label` for the running one, edited at most once per
- *   `editIntervalMs`; at the end it becomes the answer (the first 2,000-character piece; more
- *   pieces follow as messages), with the files the agent attached and a usage embed on the last.
+ *   per finished step and `→ label` for the running one; at the end it becomes the answer (the
+ *   first 2,000-character piece; more pieces follow as messages), with the files the agent
+ *   attached and a usage embed on the last.
  * - **Tool details** (arguments, result, duration) as embeds when the run ends: in a thread on
  *   the main message in server text channels, else (DMs, threads: Discord has no threads there)
  *   as follow-up messages after the answer.
  * - The typing indicator is renewed while the run is active. Silent runs leave no trace.
- *
- * Events of one channel are applied strictly in order (callers serialise per channel; the
- * renderer's own timers go through `enqueue`). Duplicates (same run, seq not higher) are dropped.
  */
-export class DiscordRenderer {
-  private readonly runs = new Map<string, RunView>();
-  private readonly ended = new Set<string>();
+export class DiscordLayout implements Layout<DiscordRun, DiscordPrompt> {
+  readonly dialect: Dialect;
   /** Trigger message id -> "queued" notice, reused as the main message when its run starts. */
   private readonly queuedNotices = new Map<string, { channelId: string; messageId: string }>();
-  private readonly tails = new Map<string, Promise<void>>();
-  private readonly approvals = new Map<string, PendingApproval>();
 
-  constructor(private readonly deps: RendererDeps) {}
-
-  /** Applies one event after the earlier ones of its channel; resolves when it is applied. */
-  handle(ref: ChannelRef, e: OutboundEvent): Promise<void> {
-    return this.enqueue(ref.channelId, () => this.apply(ref, e));
+  constructor(private readonly deps: RendererDeps) {
+    this.dialect = discordDialect((u) => deps.idOf(u));
   }
 
-  /** Stops timers (typing, pending edits). */
-  close(): void {
-    for (const run of this.runs.values()) this.stopTimers(run);
+  private target(channel: string, view: RunView): string {
+    return view.replyTo ?? channel;
   }
 
-  private enqueue(key: string, fn: () => Promise<void>): Promise<void> {
-    const run = (this.tails.get(key) ?? Promise.resolve()).then(fn).catch((err: unknown) => this.deps.log.error({ err, channel: key }, "discord rendering failed"));
-    this.tails.set(key, run);
-    void run.then(() => {
-      if (this.tails.get(key) === run) this.tails.delete(key);
-    });
+  async queued(channel: string, ev: Ev<"run_queued">): Promise<void> {
+    const target = this.deps.channelOfMessage(ev.trigger.messageId) ?? channel;
+    const content = `⏳ Queued: I'll get to this after the current request (position ${ev.position}).`;
+    const existing = this.queuedNotices.get(ev.trigger.messageId);
+    if (existing) return this.deps.api.edit(existing.channelId, existing.messageId, { content });
+    const messageId = await this.deps.api.send(target, { content, replyTo: ev.trigger.messageId });
+    this.queuedNotices.set(ev.trigger.messageId, { channelId: target, messageId });
+  }
+
+  async rejected(channel: string, ev: Ev<"run_rejected">): Promise<void> {
+    const target = ev.replyTo ?? this.deps.channelOfMessage(ev.trigger.messageId) ?? channel;
+    await this.deps.api.send(target, { content: clip(this.dialect.fromMarkdown(ev.text), DISCORD_MESSAGE_LIMIT), replyTo: ev.trigger.messageId });
+  }
+
+  async open(channel: string, view: RunView): Promise<DiscordRun> {
+    const run: DiscordRun = { target: this.target(channel, view) };
+    const trigger = view.trigger!.messageId;
+    const notice = this.queuedNotices.get(trigger);
+    this.queuedNotices.delete(trigger);
+    run.shown = progressText(view, this.dialect);
+    if (notice && notice.channelId === run.target) {
+      run.mainId = notice.messageId;
+      await this.deps.api.edit(run.target, run.mainId, { content: run.shown });
+    } else {
+      if (notice) await this.deps.api.remove(notice.channelId, notice.messageId).catch(() => {});
+      run.mainId = await this.deps.api.send(run.target, { content: run.shown, replyTo: trigger });
+    }
     return run;
   }
 
-  private async apply(ref: ChannelRef, e: OutboundEvent): Promise<void> {
-    if (this.ended.has(e.runId)) return;
-    const known = this.runs.get(e.runId);
-    if (known && e.seq <= known.lastSeq) return;
-    const ev = e.event;
-    switch (ev.type) {
-      case "run_queued":
-        return this.queued(ref, ev);
-      case "run_rejected": {
-        const target = ev.replyTo ?? this.deps.channelOfMessage(ev.trigger.messageId) ?? ref.channelId;
-        await this.deps.api.send(target, { content: clip(this.mentions(ev.text), DISCORD_MESSAGE_LIMIT), replyTo: ev.trigger.messageId });
-        return;
-      }
-      case "run_started":
-        return this.started(ref, e.runId, e.seq, ev);
-      case "run_ended": {
-        const run = this.view(ref, e.runId, e.seq);
-        return this.finish(run, ev);
-      }
-      case "approval_requested":
-        return this.approvalRequested(ref, this.view(ref, e.runId, e.seq), ev);
-      case "approval_resolved":
-        return this.approvalResolved(ref, this.view(ref, e.runId, e.seq), ev);
-      default:
-        break;
-    }
-    const run = this.view(ref, e.runId, e.seq);
-    switch (ev.type) {
-      case "tool_execution_start":
-        run.args.set(ev.toolCallId, ev.args);
-        this.setStatus(ref, run, `→ ${clip(ev.label, 120)}`);
-        break;
-      case "tool_execution_end":
-        run.tools.push({ label: ev.label, toolName: ev.toolName, args: run.args.get(ev.toolCallId), isError: ev.isError, resultText: ev.resultText, durationMs: ev.durationMs });
-        run.args.delete(ev.toolCallId);
-        run.steps.push(`${ev.isError ? "✗" : "✓"} ${clip(ev.label, 120)} (${formatDuration(ev.durationMs)})${ev.isError ? `: ${clip(oneLine(ev.resultText), 120)}` : ""}`);
-        this.setStatus(ref, run, "");
-        break;
-      case "compaction_start":
-        this.setStatus(ref, run, "→ compacting the context…");
-        break;
-      case "compaction_end":
-        if (ev.errorMessage) run.steps.push(`✗ compaction failed: ${clip(oneLine(ev.errorMessage), 200)}`);
-        this.setStatus(ref, run, "");
-        break;
-      case "auto_retry_start":
-        run.steps.push(`↻ provider error, retry ${ev.attempt}/${ev.maxAttempts} in ${Math.round(ev.delayMs / 1000)}s: ${clip(oneLine(ev.errorMessage), 200)}`);
-        this.setStatus(ref, run, run.status);
-        break;
-      case "attachment":
-        run.files.push(ev);
-        break;
-      default:
-        break;
-    }
+  async progress(_channel: string, view: RunView, run: DiscordRun): Promise<void> {
+    const text = progressText(view, this.dialect);
+    if (!run.mainId || text === run.shown) return;
+    run.shown = text;
+    await this.deps.api.edit(run.target, run.mainId, { content: text });
   }
 
-  /** An approver's view of a pending approval (for the button handler). */
-  approval(approvalId: string): PendingApproval | undefined {
-    return this.approvals.get(approvalId);
+  async typing(channel: string, view: RunView): Promise<void> {
+    await this.deps.api.typing(this.target(channel, view));
   }
 
   /** A tool call waits for a person: a message with Allow once / Deny buttons that pings the approvers. */
-  private async approvalRequested(ref: ChannelRef, run: RunView, ev: Ev<"approval_requested">): Promise<void> {
-    const target = ev.replyTo ?? run.target;
-    const who = ev.approvers.length ? ev.approvers.map((id) => `<@${id}>`).join(", ") : "nobody is configured (adapters.<name>.admins)";
-    const expires = Math.floor(Date.parse(ev.expiresAt) / 1000);
-    const content = clip(
-      [
-        `🔐 **Approval needed**: mom wants to run \`${ev.toolId}\` (${ev.risk}), asked by @${ev.requestedBy.username}`,
-        `\`\`\`\n${fenceSafe(clip(ev.argsSummary, 1200))}\n\`\`\``,
-        `Who can decide: ${who}${Number.isFinite(expires) ? ` · no decision <t:${expires}:R> means deny` : ""}`,
-      ].join("\n"),
-      DISCORD_MESSAGE_LIMIT,
-    );
+  async prompt(channel: string, view: RunView, run: DiscordRun | undefined, ev: Ev<"approval_requested">, text: string): Promise<DiscordPrompt> {
+    const runTarget = run?.target ?? this.target(channel, view);
+    const target = ev.replyTo ?? runTarget;
     const components = [
       {
         type: 1,
@@ -261,145 +192,39 @@ export class DiscordRenderer {
         ],
       },
     ];
-    const messageId = await this.deps.api.send(target, { content: this.mentions(content), components, pingUsers: true, ...(run.mainId && target === run.target && { replyTo: run.mainId }) });
-    this.approvals.set(ev.approvalId, { channelId: ref.channelId, messageChannelId: target, messageId, content, approvers: ev.approvers });
-    this.setStatus(ref, run, `⏸ waiting for approval to run \`${ev.toolId}\``);
+    const content = clip(text, DISCORD_MESSAGE_LIMIT);
+    const messageId = await this.deps.api.send(target, { content, components, pingUsers: true, ...(run?.mainId && target === runTarget && { replyTo: run.mainId }) });
+    return { messageChannelId: target, messageId };
   }
 
-  private async approvalResolved(ref: ChannelRef, run: RunView, ev: Ev<"approval_resolved">): Promise<void> {
-    const a = this.approvals.get(ev.approvalId);
-    this.approvals.delete(ev.approvalId);
-    this.setStatus(ref, run, "");
-    if (!a) return;
-    const by = ev.decidedBy ? ` by ${ev.decidedBy}` : "";
-    const line = { approved: `✓ Allowed once${by}.`, denied: `⊘ Denied${by}.`, expired: "⌛ No decision in time: denied." }[ev.outcome];
-    await this.deps.api.edit(a.messageChannelId, a.messageId, { content: this.mentions(clip(`${a.content}\n${line}`, DISCORD_MESSAGE_LIMIT)), components: [] });
+  async resolvePrompt(_channel: string, p: DiscordPrompt, text: string): Promise<void> {
+    await this.deps.api.edit(p.messageChannelId, p.messageId, { content: clip(text, DISCORD_MESSAGE_LIMIT), components: [] });
   }
 
-  private async queued(ref: ChannelRef, ev: Ev<"run_queued">): Promise<void> {
-    const target = this.deps.channelOfMessage(ev.trigger.messageId) ?? ref.channelId;
-    const content = `⏳ Queued: I'll get to this after the current request (position ${ev.position}).`;
-    const existing = this.queuedNotices.get(ev.trigger.messageId);
-    if (existing) return this.deps.api.edit(existing.channelId, existing.messageId, { content });
-    const messageId = await this.deps.api.send(target, { content, replyTo: ev.trigger.messageId });
-    this.queuedNotices.set(ev.trigger.messageId, { channelId: target, messageId });
+  deadline(expiresAt: string): string {
+    return `<t:${Math.floor(Date.parse(expiresAt) / 1000)}:R>`;
   }
 
-  private async started(ref: ChannelRef, runId: string, seq: number, ev: Ev<"run_started">): Promise<void> {
-    const run = this.view(ref, runId, seq, ev.replyTo);
-    run.triggerId = ev.trigger.messageId;
-    run.triggerText = ev.trigger.text;
-    const notice = this.queuedNotices.get(ev.trigger.messageId);
-    this.queuedNotices.delete(ev.trigger.messageId);
-    if (notice && notice.channelId === run.target) {
-      run.mainId = notice.messageId;
-      await this.deps.api.edit(run.target, run.mainId, { content: this.progressText(run) });
-    } else {
-      if (notice) await this.deps.api.remove(notice.channelId, notice.messageId).catch(() => {});
-      run.mainId = await this.deps.api.send(run.target, { content: this.progressText(run), replyTo: ev.trigger.messageId });
-    }
-    run.lastEditAt = Date.now();
-    this.startTyping(run);
-  }
-
-  /** The run's view; created on first sight (also for a run whose start this process did not see). */
-  private view(ref: ChannelRef, runId: string, seq: number, replyTo?: string): RunView {
-    let run = this.runs.get(runId);
-    if (!run) {
-      run = {
-        runId,
-        target: replyTo ?? ref.channelId,
-        lastSeq: seq,
-        steps: [],
-        status: "",
-        tools: [],
-        args: new Map(),
-        files: [],
-        dirty: false,
-        lastEditAt: 0,
-        typingUntil: Date.now() + TYPING_MAX_MS,
-      };
-      this.runs.set(runId, run);
-    }
-    run.lastSeq = Math.max(run.lastSeq, seq);
-    return run;
-  }
-
-  private progressText(run: RunView): string {
-    const lines = [WORKING];
-    const hidden = run.steps.length - MAX_STEPS_SHOWN;
-    if (hidden > 0) lines.push(`… ${hidden} earlier step${hidden === 1 ? "" : "s"}`);
-    lines.push(...run.steps.slice(-MAX_STEPS_SHOWN));
-    if (run.status) lines.push(run.status);
-    return clip(lines.join("\n"), DISCORD_MESSAGE_LIMIT);
-  }
-
-  /** Records the new state and schedules one coalesced edit of the progress message. */
-  private setStatus(ref: ChannelRef, run: RunView, status: string): void {
-    run.status = status;
-    run.dirty = true;
-    if (run.editTimer || !run.mainId) return;
-    const wait = Math.max(0, run.lastEditAt + this.deps.editIntervalMs - Date.now());
-    run.editTimer = setTimeout(() => {
-      run.editTimer = undefined;
-      void this.enqueue(ref.channelId, () => this.flushProgress(run));
-    }, wait);
-  }
-
-  private async flushProgress(run: RunView): Promise<void> {
-    if (!run.dirty || !run.mainId || !this.runs.has(run.runId)) return;
-    run.dirty = false;
-    run.lastEditAt = Date.now();
-    await this.deps.api.edit(run.target, run.mainId, { content: this.progressText(run) });
-  }
-
-  private startTyping(run: RunView): void {
-    const beat = () => {
-      if (Date.now() > run.typingUntil) return this.stopTimers(run);
-      this.deps.api.typing(run.target).catch((err: unknown) => this.deps.log.debug({ err }, "typing indicator failed"));
-    };
-    beat();
-    run.typingTimer = setInterval(beat, this.deps.typingIntervalMs);
-    run.typingTimer.unref();
-  }
-
-  private stopTimers(run: RunView): void {
-    clearInterval(run.typingTimer);
-    clearTimeout(run.editTimer);
-    run.typingTimer = undefined;
-    run.editTimer = undefined;
-  }
-
-  private mentions(text: string): string {
-    return idsForMentions(text, (u) => this.deps.idOf(u));
-  }
-
-  private async finish(run: RunView, ev: Ev<"run_ended">): Promise<void> {
-    this.stopTimers(run);
-    this.runs.delete(run.runId);
-    this.ended.add(run.runId);
-    if (this.ended.size > 5000) this.ended.delete(this.ended.values().next().value!);
+  async finish(channel: string, view: RunView, state: DiscordRun | undefined, outcomes: FileOutcome[]): Promise<void> {
+    const end = view.end!;
+    const run: DiscordRun = state ?? { target: this.target(channel, view) };
     const { api } = this.deps;
-    if (ev.silent) {
+    if (end.silent) {
       if (run.mainId) await api.remove(run.target, run.mainId);
       return;
     }
-    const { files, problems } = await this.fetchFiles(run.files);
-    const parts = [ev.finalText.trim()];
-    if (ev.stopReason === "aborted") parts.push(`■ Stopped${ev.errorMessage ? `: ${ev.errorMessage}` : "."}`);
-    else if (ev.stopReason === "error") parts.push(`✗ Error: ${ev.errorMessage ?? "unknown error"}`);
-    parts.push(...problems);
-    let text = this.mentions(parts.filter(Boolean).join("\n\n"));
+    const files: OutFile[] = [];
+    const problems: string[] = [];
+    for (const o of outcomes) {
+      if ("problem" in o) problems.push(o.problem);
+      else files.push({ name: o.file.filename, data: o.file.bytes, ...(o.file.mimeType && { contentType: o.file.mimeType }) });
+    }
+    let text = answerText(end, this.dialect, problems);
     if (!text && !files.length) text = "✓ Done (no answer).";
     const chunks = text ? splitMessage(text, DISCORD_MESSAGE_LIMIT) : [""];
-    const usage: APIEmbed = { color: GREY, footer: { text: formatUsage(ev.usage, ev.durationMs) } };
-    // What the receipts say happened (whatever the answer claims): everything but successful reads.
-    const activity = (ev.toolActivity ?? []).filter((a) => a.status !== "succeeded" || a.risk !== "read");
-    if (activity.length) {
-      const mark = { succeeded: "✓", failed: "✗", denied: "⊘", pending: "…" } as const;
-      const lines = activity.map((a) => `${mark[a.status]} \`${a.toolId}\`${a.label ? ` — ${clip(a.label, 120)}` : ""}: ${a.status}${a.detail ? ` (${clip(oneLine(a.detail), 200)})` : ""}`);
-      usage.description = clip(lines.join("\n"), 4000);
-    }
+    const usage: APIEmbed = { color: GREY, footer: { text: formatUsage(end.usage, end.durationMs) } };
+    const activity = activityLines(end.toolActivity, this.dialect);
+    if (activity.length) usage.description = clip(activity.join("\n"), 4000);
     const fileGroups: OutFile[][] = [];
     for (let i = 0; i < files.length; i += FILES_PER_MESSAGE) fileGroups.push(files.slice(i, i + FILES_PER_MESSAGE));
     // One message per chunk; the last one also carries the usage and the first group of files.
@@ -408,18 +233,20 @@ export class DiscordRenderer {
       ...(i === chunks.length - 1 && { embeds: [usage], files: fileGroups.shift() ?? [] }),
     }));
     for (const group of fileGroups) messages.push({ content: "", files: group });
+    const triggerId = view.trigger?.messageId;
     let first = true;
     for (const m of messages) {
       const out = { ...m, pingUsers: true };
-      if (first && run.mainId) await this.deliver(run, out, run.mainId);
-      else await this.deliver(run, { ...out, ...(first && run.triggerId && { replyTo: run.triggerId }) });
+      if (first && run.mainId) await this.deliver(run, view, out, run.mainId);
+      else await this.deliver(run, view, { ...out, ...(first && triggerId && { replyTo: triggerId }) });
       first = false;
     }
-    if (run.tools.length) await this.postDetails(run);
+    const tools = toolSteps(view);
+    if (tools.length) await this.postDetails(run, view, tools);
   }
 
   /** Sends (or edits into `editId`) one message; when its files are refused (too large), sends it without them and says so. */
-  private async deliver(run: RunView, m: { content: string; embeds?: APIEmbed[]; files?: OutFile[]; pingUsers: boolean; replyTo?: string }, editId?: string): Promise<void> {
+  private async deliver(run: DiscordRun, view: RunView, m: { content: string; embeds?: APIEmbed[]; files?: OutFile[]; pingUsers: boolean; replyTo?: string }, editId?: string): Promise<void> {
     const { api } = this.deps;
     const go = (msg: typeof m) => (editId ? api.edit(run.target, editId, msg) : api.send(run.target, msg).then(() => {}));
     try {
@@ -427,11 +254,11 @@ export class DiscordRenderer {
     } catch (err) {
       // Someone deleted the progress message: the answer is posted anew instead of being lost.
       if (editId && (err as { code?: unknown }).code === UNKNOWN_MESSAGE) {
-        this.deps.log.info({ runId: run.runId }, "progress message is gone; posting the answer as a new message");
-        return this.deliver(run, { ...m, ...(run.triggerId && { replyTo: run.triggerId }) });
+        this.deps.log.info({ runId: view.runId }, "progress message is gone; posting the answer as a new message");
+        return this.deliver(run, view, { ...m, ...(view.trigger && { replyTo: view.trigger.messageId }) });
       }
       if (!m.files?.length) throw err;
-      this.deps.log.warn({ err, runId: run.runId }, "upload refused by Discord; sending the message without its files");
+      this.deps.log.warn({ err, runId: view.runId }, "upload refused by Discord; sending the message without its files");
       const note = `📎 ${m.files.map((f) => f.name).join(", ")}: Discord refused the upload (${(err as Error).message}).`;
       const content = m.content ? `${m.content}\n\n${note}` : note;
       const text = content.length > DISCORD_MESSAGE_LIMIT ? m.content : content;
@@ -440,35 +267,25 @@ export class DiscordRenderer {
     }
   }
 
-  private async fetchFiles(events: Array<Ev<"attachment">>): Promise<{ files: OutFile[]; problems: string[] }> {
-    const files: OutFile[] = [];
-    const problems: string[] = [];
-    for (const ev of events) {
-      const label = ev.title || ev.filename;
-      try {
-        const data = await this.deps.getFile(ev.objectKey, { maxBytes: this.deps.maxBytes });
-        if (!data) problems.push(`📎 ${label}: not available any more (expired from the file store).`);
-        else files.push({ name: ev.filename, data, ...(ev.mimeType && { contentType: ev.mimeType }) });
-      } catch (err) {
-        this.deps.log.warn({ err, objectKey: ev.objectKey }, "outbound attachment could not be read");
-        problems.push(`📎 ${label}: could not be sent (${(err as Error).message}).`);
-      }
-    }
-    return { files, problems };
-  }
-
   /** Tool details: a thread on the main message where Discord allows one, else follow-up messages. */
-  private async postDetails(run: RunView): Promise<void> {
+  private async postDetails(run: DiscordRun, view: RunView, tools: ToolStep[]): Promise<void> {
     const { api } = this.deps;
     let where = run.target;
     if (run.mainId && (await api.threadable(run.target))) {
-      const name = clip(`Details: ${oneLine(run.triggerText ?? "") || "mom's run"}`, 100);
+      const name = clip(`Details: ${firstLine(view.trigger?.text ?? "") || "mom's run"}`, 100);
       try {
         where = await api.startThread(run.target, run.mainId, name);
       } catch (err) {
-        this.deps.log.warn({ err, runId: run.runId }, "could not start a details thread; posting the details as follow-ups");
+        this.deps.log.warn({ err, runId: view.runId }, "could not start a details thread; posting the details as follow-ups");
       }
     }
-    for (const embeds of batchEmbeds(run.tools.map(toolEmbed))) await api.send(where, { embeds });
+    for (const embeds of batchEmbeds(tools.map(toolEmbed))) await api.send(where, { embeds });
+  }
+}
+
+/** The Presenter with Discord's layout; events of one channel are applied strictly in order. */
+export class DiscordRenderer extends Presenter<DiscordRun, DiscordPrompt> {
+  constructor(deps: RendererDeps) {
+    super(new DiscordLayout(deps), { files: { getFile: (k, o) => deps.getFile(k, { maxBytes: o?.maxBytes ?? deps.maxBytes }) }, maxBytes: deps.maxBytes, log: deps.log, editIntervalMs: deps.editIntervalMs, typingIntervalMs: deps.typingIntervalMs });
   }
 }

@@ -3,6 +3,5 @@ export * from "./slack-ingress.service.js";
 export * from "./slack-options.js";
 export * from "./slack-renderer.js";
 export * from "./slack-inbound.js";
-export * from "./slack-access.js";
 export * from "./start-slack-ingress.js";
 export * from "./slack-config.js";

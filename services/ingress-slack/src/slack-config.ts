@@ -1,12 +1,10 @@
-import type { LoadedConfig, SlackAdapterConfig } from "@mom/config";
+import { adapterEntry, type LoadedConfig } from "@mom/config";
 import type { Logger } from "pino";
 import type { SlackIngressOptions } from "./slack-options.js";
 
 /** The ingress options of a `"type": "slack"` adapter in config.json (tokens already resolved from env:). */
 export function slackOptionsFromConfig(adapter: string, loaded: LoadedConfig, logger: Logger): SlackIngressOptions {
-  const entry = loaded.config.adapters[adapter];
-  if (!entry || entry.type !== "slack") throw new Error(`${loaded.paths.configFile}: /adapters/${adapter}: not a slack adapter`);
-  const slack = entry as SlackAdapterConfig;
+  const slack = adapterEntry(loaded, adapter, "slack");
   return {
     adapter,
     botToken: slack.botToken,

@@ -1,21 +1,19 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, fileObjectName } from "@mom/bus";
-import { type Attachment, type ChannelMessage, type ControlMessage, OutboundEvent, isStopCommand } from "@mom/contracts";
+import { Bus, type Consumption } from "@mom/bus";
+import type { Attachment, ChannelMessage } from "@mom/contracts";
 import { markdownToMrkdwn } from "@mom/format";
+import { ChannelQueue, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds } from "@mom/render";
 import { WorkspaceLayout } from "@mom/store";
 import { App, SocketModeReceiver } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import { boltLogger } from "./bolt-logger.js";
-import { KeyedQueue } from "./keyed-queue.js";
-import { DM_REFUSAL, mayDirectMessage } from "./slack-access.js";
 import { backfillChannel } from "./slack-backfill.js";
 import { SlackDirectory } from "./slack-directory.js";
 import { downloadSlackFile } from "./slack-files.js";
 import { isConversationMessage, type SlackMessageEvent, toChannelMessage } from "./slack-inbound.js";
 import {
   DEFAULT_BACKFILL_ANSWER_WINDOW_MS,
-  DEFAULT_MAX_ATTACHMENT_BYTES,
   DEFAULT_MESSAGE_LIMIT,
   DEFAULT_UPDATE_INTERVAL_MS,
   SLACK_OPTIONS,
@@ -23,8 +21,6 @@ import {
 } from "./slack-options.js";
 import { WebApiPoster } from "./slack-poster.js";
 import { APPROVAL_ALLOW, APPROVAL_DENY, SlackRenderer } from "./slack-renderer.js";
-
-const SEEN_MAX = 10_000;
 
 /** The parts of a block_actions payload the approval buttons use. */
 interface ApprovalClickBody {
@@ -48,9 +44,9 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
   private consumption?: Consumption;
   private botUserId = "";
   private botId = "";
-  private readonly inbound = new KeyedQueue();
+  private readonly inbound = new ChannelQueue();
   /** channel:ts of messages already handled (or being handled), so app_mention + message and retries count once. */
-  private readonly seen = new Set<string>();
+  private readonly seen = new RecentIds();
   private stopping = false;
 
   constructor(
@@ -109,20 +105,7 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
       updateIntervalMs: this.opts.updateIntervalMs ?? DEFAULT_UPDATE_INTERVAL_MS,
       messageLimit: this.opts.messageLimit ?? DEFAULT_MESSAGE_LIMIT,
     });
-    this.consumption = await this.bus.consume({
-      stream: "OUT",
-      durable: `ingress-${this.opts.adapter}`,
-      deliver: "new",
-      filterSubject: this.bus.subjects.wildcard("out", this.opts.adapter),
-      schema: OutboundEvent,
-      stage: `ingress-${this.opts.adapter}`,
-      // Channels render side by side; within a channel the renderer's queue keeps the order
-      // (handlers start in delivery order).
-      maxInFlight: 64,
-      handler: async (d) => {
-        if (d.channel) await this.renderer.handle(d.channel.channelId, d.data);
-      },
-    });
+    this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.renderer);
 
     app.event("message", async ({ event }) => this.onEvent(event as unknown as SlackMessageEvent));
     app.event("app_mention", async ({ event }) => this.onEvent(event as unknown as SlackMessageEvent));
@@ -178,8 +161,7 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
   private onEvent(ev: SlackMessageEvent): Promise<void> {
     if (!isConversationMessage(ev) || this.isOwn(ev)) return Promise.resolve();
     const key = `${ev.channel}:${ev.ts}`;
-    if (this.seen.has(key)) return Promise.resolve();
-    this.remember(key);
+    if (!this.seen.add(key)) return Promise.resolve();
     // Not awaited by Bolt's listener chain beyond queueing: a slow download must not hold the socket.
     void this.inbound.push(ev.channel, () => this.ingest(ev, "event")).catch((err) => {
       this.seen.delete(key);
@@ -197,43 +179,31 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
     if (!approvalId) return;
     const user = body.user.id;
     const pending = this.renderer.approval(approvalId);
-    const channel = pending?.channel ?? body.channel?.id ?? body.container?.channel_id;
-    if (!channel) return;
-    if (pending && !pending.approvers.includes(user)) {
-      const who = pending.approvers.map((id) => `<@${id}>`).join(", ") || "nobody (adapters.<name>.admins is empty)";
-      await this.client.chat
-        .postEphemeral({ channel, user, text: `Only ${who} can decide this.`, ...(pending.threadTs && { thread_ts: pending.threadTs }) })
-        .catch((err) => this.log.warn({ err }, "could not tell a non-approver"));
-    }
     const username = body.user.username ?? body.user.name ?? (await this.directory.resolveUser(user)).username;
-    const decision: ControlMessage = {
-      type: "approval_decision",
-      ts: new Date().toISOString(),
-      approvalId,
-      decision: action.action_id === APPROVAL_ALLOW ? "allow-once" : "deny",
-      decidedBy: { id: user, username },
-    };
-    const ref = { adapter: this.opts.adapter, channelId: channel };
-    await this.bus
-      .publish(this.bus.subjects.channel("ctl", ref), decision, `${this.opts.adapter}:${approvalId}:${decision.decision}:${user}`, { retryForMs: 30_000 })
-      .catch((err) => this.log.error({ err, approvalId }, "could not publish the approval decision"));
-    this.log.info({ approvalId, decision: decision.decision, by: username, approver: pending?.approvers.includes(user) }, "approval decision sent");
+    const fallback = body.channel?.id ?? body.container?.channel_id;
+    const { refusal } = await decideApproval(
+      { bus: this.bus, adapter: this.opts.adapter, dialect: this.renderer.dialect, log: this.log },
+      pending,
+      { approvalId, decision: action.action_id === APPROVAL_ALLOW ? "allow-once" : "deny", user: { id: user, username }, ...(fallback && { channel: fallback }) },
+    ).catch((err) => {
+      this.log.error({ err, approvalId }, "could not publish the approval decision");
+      return { refusal: undefined };
+    });
+    if (refusal && pending) {
+      const threadTs = pending.prompt?.threadTs;
+      await this.client.chat.postEphemeral({ channel: pending.channel, user, text: refusal, ...(threadTs && { thread_ts: threadTs }) }).catch((err) => this.log.warn({ err }, "could not tell a non-approver"));
+    }
   }
 
   private isOwn(ev: SlackMessageEvent): boolean {
     return (!!ev.user && ev.user === this.botUserId) || (!!ev.bot_id && ev.bot_id === this.botId);
   }
 
-  private remember(key: string): void {
-    this.seen.add(key);
-    if (this.seen.size > SEEN_MAX) this.seen.delete(this.seen.values().next().value as string);
-  }
-
   /** Converts, applies the DM policy, brings files into the Object Store and publishes. */
   private async ingest(ev: SlackMessageEvent, source: "event" | "backfill"): Promise<void> {
     if (this.stopping && source === "backfill") return;
     if (!isConversationMessage(ev) || this.isOwn(ev)) return;
-    if (source === "backfill") this.remember(`${ev.channel}:${ev.ts}`);
+    if (source === "backfill") this.seen.add(`${ev.channel}:${ev.ts}`);
     const sender = ev.user
       ? await this.directory.resolveUser(ev.user)
       : { id: ev.bot_id ?? "unknown", username: ev.username || ev.bot_id || "bot", isBot: true };
@@ -260,41 +230,19 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
   }
 
   private async attachments(ev: SlackMessageEvent): Promise<Attachment[]> {
-    const out: Attachment[] = [];
     const ref = { adapter: this.opts.adapter, channelId: ev.channel };
+    const out: Attachment[] = [];
     for (const f of ev.files ?? []) {
       const filename = f.name || f.title || f.id || "file";
-      const base = { filename, localPath: "", ...(f.size !== undefined && { size: f.size }), ...(f.mimetype && { mimeType: f.mimetype }) };
-      try {
-        const file = await downloadSlackFile(f, this.opts.botToken, this.maxBytes);
-        const objectKey = fileObjectName(ref, filename);
-        await this.bus.putFile(objectKey, file.bytes, file.mimeType ? { mimeType: file.mimeType } : {});
-        out.push({ ...base, size: file.bytes.length, objectKey, ...(file.mimeType && { mimeType: file.mimeType }) });
-      } catch (err) {
-        this.log.warn({ err, channel: ev.channel, file: f.id }, `Slack file not brought in: ${(err as Error).message}`);
-        out.push({ ...base, note: (err as Error).message });
-      }
+      const file = { filename, ...(f.size !== undefined && { size: f.size }), ...(f.mimetype && { mimeType: f.mimetype }), download: (max: number) => downloadSlackFile(f, this.opts.botToken, max) };
+      const a = await importAttachment(file, ref, { files: this.bus, maxBytes: this.maxBytes });
+      if (a.note) this.log.warn({ channel: ev.channel, file: f.id }, `Slack file not brought in: ${a.note}`);
+      out.push(a);
     }
     return out;
   }
 
   private async publish(message: ChannelMessage): Promise<void> {
-    const ref = { adapter: this.opts.adapter, channelId: message.channelId };
-    if (message.isMention && isStopCommand(message.text)) {
-      const runId = this.renderer.currentRun(message.channelId);
-      const abort: ControlMessage = {
-        type: "abort",
-        ts: new Date().toISOString(),
-        requestedBy: { id: message.sender.id, username: message.sender.username },
-        ...(runId && { runId }),
-      };
-      await this.bus
-        .publish(this.bus.subjects.channel("ctl", ref), abort, `abort:${this.opts.adapter}:${message.channelId}:${message.id}`, { retryForMs: 10_000 })
-        .catch((err) => this.log.warn({ err }, "could not publish the abort"));
-    }
-    const { duplicate } = await this.bus.publish(this.bus.subjects.channel("in", ref), message, `${this.opts.adapter}:${message.channelId}:${message.id}`, {
-      retryForMs: 60_000,
-    });
-    this.log.debug({ channel: message.channelId, msgId: message.id, duplicate, isMention: message.isMention }, "published");
+    await publishInbound(this.bus, this.opts.adapter, message, { log: this.log });
   }
 }

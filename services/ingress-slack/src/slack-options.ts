@@ -35,7 +35,6 @@ export interface SlackIngressOptions {
   retryConfig?: { retries: number; factor?: number; minTimeout?: number; maxTimeout?: number; randomize?: boolean };
 }
 
-export const DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
 export const DEFAULT_MESSAGE_LIMIT = 3900;
 export const DEFAULT_UPDATE_INTERVAL_MS = 1000;
 export const DEFAULT_BACKFILL_ANSWER_WINDOW_MS = 10 * 60_000;

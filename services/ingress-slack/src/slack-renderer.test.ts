@@ -195,7 +195,7 @@ describe("SlackRenderer", () => {
     await r.handle("C1", ended("r5"));
     await r.close();
     expect(calls.find((c) => c.op === "upload")).toMatchObject({ channel: "C1", thread: "1699999000.000009", extra: { filename: "report.csv", title: "Report", size: 3 } });
-    expect(calls.find((c) => c.op === "post" && c.text!.includes("gone.csv"))!.text).toContain("no longer available");
+    expect(calls.find((c) => c.op === "post" && c.text!.includes("gone.csv"))!.text).toContain("not available any more");
   });
 
   it("a run it did not see start (restart mid-run) still gets its answer; a failed post does not stop later ones", async () => {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@jest/globals";
-import { KeyedQueue } from "./keyed-queue.js";
+import { ChannelQueue } from "./channel-queue.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe("KeyedQueue", () => {
+describe("ChannelQueue", () => {
   it("runs one task at a time per key, in order, keys side by side, failures do not block", async () => {
-    const q = new KeyedQueue();
+    const q = new ChannelQueue();
     const log: string[] = [];
     const task = (k: string, i: number, ms: number, fail = false) => () =>
       sleep(ms).then(() => {

@@ -2,7 +2,7 @@
  * Runs tasks one at a time per key, in the order they were pushed; different keys run side by
  * side. A failed task does not stop the ones after it (its promise rejects, the queue goes on).
  */
-export class KeyedQueue {
+export class ChannelQueue {
   private readonly tails = new Map<string, Promise<unknown>>();
 
   push<T>(key: string, task: () => Promise<T>): Promise<T> {

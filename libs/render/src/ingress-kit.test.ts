@@ -1,0 +1,50 @@
+import { describe, expect, it } from "@jest/globals";
+import { plainDialect } from "./dialect.js";
+import { FileRefused, importAttachment, inboundMsgId, mayDirectMessage, readDownload } from "./ingress-kit.js";
+import { notApproverText } from "./notes.js";
+
+const ref = { adapter: "tg", channelId: "-100" };
+
+function sink() {
+  const put: Array<{ name: string; size: number; mimeType?: string }> = [];
+  return { put, files: { putFile: async (name: string, bytes: Uint8Array, meta?: { mimeType?: string }) => void put.push({ name, size: bytes.length, ...(meta?.mimeType && { mimeType: meta.mimeType }) }) } };
+}
+
+describe("ingress kit", () => {
+  it("dm policy: admins always, then everyone / none / listed", () => {
+    expect(mayDirectMessage("U1", {})).toBe(true);
+    expect(mayDirectMessage("U1", { dm: "everyone" })).toBe(true);
+    expect(mayDirectMessage("U1", { dm: "none" })).toBe(false);
+    expect(mayDirectMessage("U1", { dm: "none", admins: ["U1"] })).toBe(true);
+    expect(mayDirectMessage("U1", { dm: ["U2"] })).toBe(false);
+    expect(mayDirectMessage("U2", { dm: ["U2"] })).toBe(true);
+  });
+
+  it("one msg-id rule: adapter, channel and platform id", () => {
+    expect(inboundMsgId("tg", { channelId: "-100", id: "42" })).toBe("tg:-100:42");
+  });
+
+  it("imports a file into the bucket, or lists it with why it was not", async () => {
+    const s = sink();
+    const ok = await importAttachment({ filename: "a.txt", size: 3, download: async () => ({ bytes: new Uint8Array([1, 2, 3]) }) }, ref, { files: s.files, maxBytes: 10 });
+    expect(ok).toMatchObject({ filename: "a.txt", localPath: "", size: 3, mimeType: "text/plain", objectKey: expect.stringContaining("a.txt") });
+    expect(s.put).toHaveLength(1);
+    const big = await importAttachment({ filename: "b.bin", size: 11, download: async () => ({ bytes: new Uint8Array(11) }) }, ref, { files: s.files, maxBytes: 10 });
+    expect(big.note).toBe("too large: 11 bytes > 10 bytes limit");
+    const gone = await importAttachment({ filename: "c.bin", download: async () => { throw new FileRefused("download failed: HTTP 404"); } }, ref, { files: s.files, maxBytes: 10 });
+    expect(gone).toEqual({ filename: "c.bin", localPath: "", note: "download failed: HTTP 404" });
+    expect(s.put).toHaveLength(1);
+  });
+
+  it("reads a download up to the limit", async () => {
+    const res = (body: string, headers: Record<string, string> = {}, status = 200) => new Response(body, { status, headers });
+    expect((await readDownload(res("hello", { "content-type": "text/plain; charset=utf-8" }), 10))).toEqual({ bytes: new TextEncoder().encode("hello"), mimeType: "text/plain" });
+    await expect(readDownload(res("hello world!"), 5)).rejects.toThrow("too large");
+    await expect(readDownload(res("", {}, 404), 5)).rejects.toThrow("download failed: HTTP 404");
+  });
+
+  it("tells non-approvers who can decide", () => {
+    expect(notApproverText(["u9", "u8"], plainDialect())).toBe("Only @u9, @u8 can decide this.");
+    expect(notApproverText([], plainDialect())).toBe("Only nobody (adapters.<name>.admins is empty) can decide this.");
+  });
+});

@@ -1,0 +1,138 @@
+// What every ingress does with what people send: publish it once, bring its files in, apply the
+// DM policy, turn approval clicks into decisions. Platform code only converts.
+import { type Bus, fileObjectName } from "@mom/bus";
+import type { Attachment, ChannelMessage, ChannelRef, ControlMessage } from "@mom/contracts";
+import { formatSizeOverLimit, guessMimeType } from "@mom/store";
+import type { Logger } from "pino";
+import type { Dialect } from "./dialect.js";
+import { notApproverText } from "./notes.js";
+import type { PendingApproval } from "./presenter.js";
+
+/** config `attachments.maxBytes` when an ingress is started without it. */
+export const DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
+
+/**
+ * The Nats-Msg-Id of an inbound message. Platform ids are unique per chat on some platforms
+ * (Telegram), and two bots can see the same message, while JetStream's duplicate window is per
+ * stream: adapter, channel and id together are unique everywhere.
+ */
+export function inboundMsgId(adapter: string, message: Pick<ChannelMessage, "channelId" | "id">): string {
+  return `${adapter}:${message.channelId}:${message.id}`;
+}
+
+/**
+ * Publishes one ChannelMessage on `mom.in.<adapter>.<channel>`; a platform retry within the
+ * duplicate window is dropped by JetStream. NATS being away is retried for `retryForMs` (default
+ * a minute: platform events must not be lost; the terminal says so at once instead).
+ */
+export async function publishInbound(bus: Bus, adapter: string, message: ChannelMessage, o: { log?: Logger; retryForMs?: number } = {}): Promise<{ duplicate: boolean }> {
+  const ref = { adapter, channelId: message.channelId };
+  const { duplicate } = await bus.publish(bus.subjects.channel("in", ref), message, inboundMsgId(adapter, message), { retryForMs: o.retryForMs ?? 60_000 });
+  o.log?.debug({ channel: `${adapter}/${message.channelId}`, msgId: message.id, duplicate, isMention: message.isMention }, "message published");
+  return { duplicate };
+}
+
+/** Who may DM mom, per adapter: admins always; then `dm`: "everyone" (default), "none", or user ids. */
+export interface DmPolicy {
+  admins?: readonly string[];
+  dm?: "everyone" | "none" | readonly string[];
+}
+
+export function mayDirectMessage(userId: string, policy: DmPolicy): boolean {
+  if (policy.admins?.includes(userId)) return true;
+  const dm = policy.dm ?? "everyone";
+  if (dm === "everyone") return true;
+  if (dm === "none") return false;
+  return dm.includes(userId);
+}
+
+/** The one line a refused direct message gets. */
+export const DM_REFUSAL = "Sorry, I only take direct messages from people my admins have allowed. You can mention me in a channel instead.";
+
+/** A file someone sent, as the platform describes it; `download` fetches at most `maxBytes`. */
+export interface IncomingFile {
+  filename: string;
+  size?: number;
+  mimeType?: string;
+  download(maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }>;
+}
+
+/** Thrown by a download that cannot or may not be done; its message is what the agent is told. */
+export class FileRefused extends Error {}
+
+/**
+ * Brings a file into the files bucket and describes it for the ChannelMessage. A file over
+ * `maxBytes` or one that cannot be downloaded is listed with a `note` saying why, so the agent
+ * knows it was sent. Never throws.
+ */
+export async function importAttachment(file: IncomingFile, ref: ChannelRef, deps: { files: Pick<Bus, "putFile">; maxBytes: number }): Promise<Attachment> {
+  const mimeType = file.mimeType?.split(";")[0]?.trim() || guessMimeType(file.filename);
+  const base: Attachment = { filename: file.filename, localPath: "", ...(file.size !== undefined && { size: file.size }), ...(mimeType && { mimeType }) };
+  if (file.size !== undefined && file.size > deps.maxBytes) return { ...base, note: `too large: ${formatSizeOverLimit(file.size, deps.maxBytes)}` };
+  try {
+    const got = await file.download(deps.maxBytes);
+    if (got.bytes.length > deps.maxBytes) return { ...base, size: got.bytes.length, note: `too large: ${formatSizeOverLimit(got.bytes.length, deps.maxBytes)}` };
+    const type = mimeType ?? got.mimeType;
+    const objectKey = fileObjectName(ref, file.filename);
+    await deps.files.putFile(objectKey, got.bytes, type ? { mimeType: type } : {});
+    return { ...base, size: got.bytes.length, objectKey, ...(type && { mimeType: type }) };
+  } catch (err) {
+    return { ...base, note: (err as Error).message };
+  }
+}
+
+/**
+ * Reads an HTTP download, stopping as soon as it passes `maxBytes`. Throws a FileRefused saying
+ * why (HTTP status, too large).
+ */
+export async function readDownload(res: Response, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new FileRefused(`download failed: HTTP ${res.status}`);
+  }
+  const declared = Number(res.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await res.body?.cancel();
+    throw new FileRefused(`too large: ${formatSizeOverLimit(declared, maxBytes)}`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of (res.body ?? []) as AsyncIterable<Uint8Array>) {
+    size += chunk.length;
+    if (size > maxBytes) throw new FileRefused(`too large: ${formatSizeOverLimit(size, maxBytes)}`);
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) bytes.set(c, at), (at += c.length);
+  const type = res.headers.get("content-type")?.split(";")[0]?.trim();
+  return { bytes, ...(type && { mimeType: type }) };
+}
+
+export interface ApprovalClick {
+  approvalId: string;
+  decision: "allow-once" | "deny";
+  user: { id: string; username: string };
+  /** The bus channel of the prompt, when the presenter no longer knows it (after a restart). */
+  channel?: string;
+}
+
+/**
+ * An Allow once / Deny click -> `approval_decision` on mom.ctl. Returns the refusal to show the
+ * clicker privately when they may not decide; the click is still sent, and the runner refuses and
+ * records it (one audit trail). Resolves `sent: false` when the channel is unknown.
+ */
+export async function decideApproval(
+  deps: { bus: Bus; adapter: string; dialect: Dialect; log: Logger },
+  pending: PendingApproval | undefined,
+  click: ApprovalClick,
+): Promise<{ refusal?: string; sent: boolean }> {
+  const refusal = pending && !pending.approvers.includes(click.user.id) ? notApproverText(pending.approvers, deps.dialect) : undefined;
+  const channel = pending?.channel ?? click.channel;
+  if (!channel) return { ...(refusal && { refusal }), sent: false };
+  const decision: ControlMessage = { type: "approval_decision", ts: new Date().toISOString(), approvalId: click.approvalId, decision: click.decision, decidedBy: click.user };
+  const ref = { adapter: deps.adapter, channelId: channel };
+  await deps.bus.publish(deps.bus.subjects.channel("ctl", ref), decision, `${deps.adapter}:${click.approvalId}:${click.decision}:${click.user.id}`, { retryForMs: 30_000 });
+  deps.log.info({ approvalId: click.approvalId, decision: click.decision, by: click.user.username, approver: !refusal }, "approval decision sent");
+  return { ...(refusal && { refusal }), sent: true };
+}

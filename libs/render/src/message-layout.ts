@@ -1,0 +1,113 @@
+import { splitMessage } from "@mom/format";
+import type { Dialect } from "./dialect.js";
+import { activityLines, answerText, progressText, usageLine } from "./notes.js";
+import type { Layout } from "./presenter.js";
+import type { Ev, RunView } from "./run-view.js";
+import type { FileOutcome, SharedFile } from "./shared-files.js";
+
+/** Where a message goes within a channel: a thread (topic) and the message it answers. */
+export interface Placement {
+  thread?: string;
+  replyTo?: string;
+}
+
+/**
+ * The narrow surface a chat platform implements for the MessageLayout: plain messages, edits
+ * where the platform has them, files, typing, and a prompt with Allow once / Deny buttons.
+ */
+export interface ChatSurface {
+  dialect: Dialect;
+  /** Posts a message; resolves with its id. */
+  post(channel: string, text: string, at: Placement): Promise<string>;
+  /** Absent on platforms that cannot edit (WhatsApp): no progress message is shown there. */
+  edit?(channel: string, messageId: string, text: string): Promise<void>;
+  delete?(channel: string, messageId: string): Promise<void>;
+  upload(channel: string, file: SharedFile, at: Placement): Promise<void>;
+  typing?(channel: string, at: Placement): Promise<void>;
+  /**
+   * Posts `text` with Allow once / Deny buttons that carry `approvalId`; resolves with the message
+   * id. `approvers` are who may decide (a platform where they cannot see the chat may reach them
+   * elsewhere).
+   */
+  prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string>;
+  /** The prompt without its buttons, reading `text`. */
+  closePrompt(channel: string, messageId: string, text: string): Promise<void>;
+  deadline?(expiresAt: string): string;
+}
+
+export interface MessageRun {
+  progressId?: string;
+  shown?: string;
+}
+
+/**
+ * A run as plain chat messages: a progress message (edited, coalesced) that becomes the answer,
+ * more messages when the answer is long, the files after it, the receipts' activity and the usage
+ * line last. Used by platforms without threads of details (Telegram, WhatsApp).
+ */
+export class MessageLayout implements Layout<MessageRun, string> {
+  readonly dialect: Dialect;
+  readonly deadline?: (expiresAt: string) => string;
+
+  constructor(private readonly surface: ChatSurface) {
+    this.dialect = surface.dialect;
+    if (surface.deadline) this.deadline = surface.deadline.bind(surface);
+  }
+
+  private at(view: RunView): Placement {
+    return { ...(view.replyTo && { thread: view.replyTo }), ...(view.trigger && { replyTo: view.trigger.messageId }) };
+  }
+
+  async open(channel: string, view: RunView): Promise<MessageRun> {
+    if (!this.surface.edit) return {};
+    const text = progressText(view, this.dialect);
+    return { progressId: await this.surface.post(channel, text, this.at(view)), shown: text };
+  }
+
+  async progress(channel: string, view: RunView, run: MessageRun): Promise<void> {
+    if (!this.surface.edit || !run.progressId) return;
+    const text = progressText(view, this.dialect);
+    if (text === run.shown) return;
+    await this.surface.edit(channel, run.progressId, text);
+    run.shown = text;
+  }
+
+  async finish(channel: string, view: RunView, run: MessageRun | undefined, files: FileOutcome[]): Promise<void> {
+    const end = view.end!;
+    const d = this.dialect;
+    if (end.silent) {
+      if (run?.progressId) await this.surface.delete?.(channel, run.progressId);
+      return;
+    }
+    const problems = files.flatMap((f) => ("problem" in f ? [f.problem] : []));
+    const tail = [activityLines(end.toolActivity, d).join("\n"), ...problems, d.italic(d.escape(usageLine(end.usage, end.durationMs, d)))];
+    const body = answerText(end, d, tail);
+    const [first = "", ...rest] = splitMessage(body, d.limit);
+    const at = this.at(view);
+    if (run?.progressId && this.surface.edit) await this.surface.edit(channel, run.progressId, first);
+    else await this.surface.post(channel, first, at);
+    for (const chunk of rest) await this.surface.post(channel, chunk, { ...(at.thread && { thread: at.thread }) });
+    for (const f of files) if ("file" in f) await this.surface.upload(channel, f.file, { ...(at.thread && { thread: at.thread }) });
+  }
+
+  async queued(channel: string, ev: Ev<"run_queued">): Promise<void> {
+    await this.surface.post(channel, `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`, { replyTo: ev.trigger.messageId });
+  }
+
+  async rejected(channel: string, ev: Ev<"run_rejected">): Promise<void> {
+    await this.surface.post(channel, this.dialect.fromMarkdown(ev.text), { ...(ev.replyTo && { thread: ev.replyTo }), replyTo: ev.trigger.messageId });
+  }
+
+  prompt(channel: string, view: RunView, _run: MessageRun | undefined, ev: Ev<"approval_requested">, text: string): Promise<string> {
+    const at = this.at(view);
+    return this.surface.prompt(channel, text, ev.approvalId, { ...((ev.replyTo ?? at.thread) && { thread: ev.replyTo ?? at.thread }) }, ev.approvers);
+  }
+
+  resolvePrompt(channel: string, messageId: string, text: string): Promise<void> {
+    return this.surface.closePrompt(channel, messageId, text);
+  }
+
+  async typing(channel: string, view: RunView): Promise<void> {
+    await this.surface.typing?.(channel, this.at(view));
+  }
+}

@@ -1,0 +1,130 @@
+// The words every adapter shows, decided once; each platform only supplies its Dialect.
+import type { ToolActivity, Usage } from "@mom/contracts";
+import { formatDuration, formatUsage } from "@mom/format";
+import { clip, type Dialect, fenceSafe, firstLine } from "./dialect.js";
+import type { Activity, Ev, RunView, Step } from "./run-view.js";
+
+/** What the run does now: `working…`, `→ Read the notes`, … (plain text). */
+export function statusText(a: Activity): string {
+  switch (a.kind) {
+    case "working":
+      return "working…";
+    case "tool":
+      return `→ ${clip(a.label, 120)}`;
+    case "compacting":
+      return "compacting context…";
+    case "awaiting_approval":
+      return `⏸ waiting for approval to run ${a.toolId}`;
+  }
+}
+
+/** One line per finished step: `✓ List files (12 ms)`, `✗ Build (3.1 s): exit 2`, the retry line. */
+export function stepLine(s: Step, d: Dialect): string {
+  const m = d.marks;
+  switch (s.kind) {
+    case "tool":
+      return `${s.isError ? m.failed : m.ok} ${d.escape(clip(s.label, 120))} (${formatDuration(s.durationMs)})${s.isError ? `: ${d.escape(clip(firstLine(s.resultText), 120))}` : ""}`;
+    case "retry":
+      return `${m.retry} provider error, retry ${s.attempt}/${s.maxAttempts} in ${Math.round(s.delayMs / 1000)}s: ${d.escape(firstLine(s.error))}`;
+    case "compaction_failed":
+      return `${m.failed} compaction failed: ${d.escape(firstLine(s.error))}`;
+  }
+}
+
+/** Why a run ended other than normally; empty when it just finished. */
+export function endNotes(end: Ev<"run_ended">, d: Dialect): string[] {
+  const m = d.marks;
+  const why = end.errorMessage ? d.escape(end.errorMessage) : undefined;
+  if (end.stopReason === "aborted") return [`${m.stopped} ${d.italic(`Stopped${why ? `: ${why}` : "."}`)}`];
+  if (end.stopReason === "error") return [`${m.failed} ${d.bold("Error:")} ${why ?? "unknown error"}`];
+  if (end.stopReason === "length") return [`${m.warning} ${d.italic("The answer was cut off at the model's output limit.")}`];
+  return [];
+}
+
+/**
+ * What the receipts say the run did, whatever the answer claims: every call but successful reads,
+ * one line each.
+ */
+export function activityLines(activity: ToolActivity[] | undefined, d: Dialect): string[] {
+  const mark = { succeeded: d.marks.ok, failed: d.marks.failed, denied: d.marks.denied, pending: d.marks.pending } as const;
+  return (activity ?? [])
+    .filter((a) => a.status !== "succeeded" || a.risk !== "read")
+    .map((a) => {
+      const label = a.label ? ` — ${d.escape(clip(a.label, 120))}` : "";
+      const detail = a.detail ? ` (${d.escape(firstLine(a.detail))})` : "";
+      return `${mark[a.status]} ${d.code(a.toolId)}${label}: ${a.status}${detail}`;
+    });
+}
+
+/** `📊 4,955 in · 64 out · $0.0158 · context 3k/200k (1.3%) · 2.1s` */
+export function usageLine(u: Usage, durationMs: number, d: Dialect): string {
+  return `${d.marks.usage} ${formatUsage(u, durationMs)}`;
+}
+
+/** The answer of an ended run in the dialect, with its end notes; "" when there is nothing to say. */
+export function answerText(end: Ev<"run_ended">, d: Dialect, extra: string[] = []): string {
+  const answer = end.finalText.trim() ? d.fromMarkdown(end.finalText.trim()) : "";
+  return [answer, ...endNotes(end, d), ...extra].filter((s) => s.trim()).join("\n\n");
+}
+
+/** Who may decide an approval, as the prompt and the refusal name them. */
+export function approversText(approvers: string[], d: Dialect, none = "nobody is configured (adapters.<name>.admins)"): string {
+  return approvers.length ? approvers.map((id) => d.mention(id)).join(", ") : none;
+}
+
+/**
+ * The prompt of an approval: what mom wants to run, with which arguments, who may decide and
+ * until when. `deadline` is how the platform writes the expiry (` · no decision by 10:05 UTC means deny`).
+ */
+export function approvalPromptText(ev: Ev<"approval_requested">, d: Dialect, deadline?: (expiresAt: string) => string): string {
+  const when = Number.isFinite(Date.parse(ev.expiresAt)) ? ` · no decision ${(deadline ?? defaultDeadline)(ev.expiresAt)} means deny` : "";
+  return [
+    `${d.marks.approval} ${d.bold("Approval needed")}: mom wants to run ${d.code(ev.toolId)} (${ev.risk}), asked by ${d.fromMarkdown(`@${ev.requestedBy.username}`)}`,
+    d.codeBlock(clip(ev.argsSummary, 1200)),
+    `Who can decide: ${approversText(ev.approvers, d)}${when}`,
+  ].join("\n");
+}
+
+const defaultDeadline = (iso: string) => `by ${iso.slice(11, 16)} UTC`;
+
+/** The line added to a prompt when its approval ends. */
+export function approvalOutcomeLine(ev: Ev<"approval_resolved">, d: Dialect): string {
+  const by = ev.decidedBy ? ` by ${d.fromMarkdown(ev.decidedBy)}` : "";
+  if (ev.outcome === "approved") return `${d.marks.ok} Allowed once${by}.`;
+  if (ev.outcome === "denied") return `${d.marks.denied} Denied${by}.`;
+  return `${d.marks.expired} No decision in time: denied.`;
+}
+
+/** What someone who may not decide an approval is told (only them, where the platform allows). */
+export function notApproverText(approvers: string[], d: Dialect): string {
+  return `Only ${approversText(approvers, d, "nobody (adapters.<name>.admins is empty)")} can decide this.`;
+}
+
+/** A tool call's arguments, short: a single string argument as is, others as JSON without the label. */
+export function describeArgs(args: unknown): string {
+  if (args === null || typeof args !== "object") return args === undefined ? "" : JSON.stringify(args);
+  const { label: _label, ...rest } = args as Record<string, unknown>;
+  const keys = Object.keys(rest);
+  if (keys.length === 1 && typeof rest[keys[0]!] === "string") return rest[keys[0]!] as string;
+  return keys.length ? JSON.stringify(rest) : "";
+}
+
+/** Text for a fenced block, clipped; no fence inside can close it. */
+export function fenced(text: string, max: number): string {
+  return fenceSafe(clip(text.trimEnd(), max));
+}
+
+const MAX_STEPS_SHOWN = 12;
+
+/** A progress message: `⏳ Working…`, the last finished steps that fit, and what runs now. */
+export function progressText(view: RunView, d: Dialect): string {
+  const head = `${d.marks.working} Working…`;
+  const now = view.activity.kind !== "working" ? [d.escape(statusText(view.activity))] : [];
+  let steps = view.steps.slice(-MAX_STEPS_SHOWN).map((s) => stepLine(s, d));
+  const text = () => {
+    const hidden = view.steps.length - steps.length;
+    return [head, ...(hidden > 0 ? [`… ${hidden} earlier step${hidden === 1 ? "" : "s"}`] : []), ...steps, ...now].join("\n");
+  };
+  while (steps.length && text().length > d.limit) steps = steps.slice(1);
+  return clip(text(), d.limit);
+}

@@ -1,0 +1,187 @@
+import { describe, expect, it } from "@jest/globals";
+import type { FileSource } from "@mom/bus";
+import type { OutboundEvent, OutboundEventBody, Usage } from "@mom/contracts";
+import { pino } from "pino";
+import { plainDialect } from "./dialect.js";
+import { type ChatSurface, MessageLayout, type Placement } from "./message-layout.js";
+import { Presenter } from "./presenter.js";
+import { reduceRun } from "./run-view.js";
+import { RunTracker } from "./run-tracker.js";
+
+const USAGE: Usage = { input: 1200, output: 34, cacheRead: 0, cacheWrite: 0, totalTokens: 1234, cost: { input: 0.001, output: 0.0005, cacheRead: 0, cacheWrite: 0, total: 0.0015 } };
+const trigger = { messageId: "m1", senderId: "u1", username: "ana", text: "go" };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Op {
+  op: string;
+  channel: string;
+  id?: string;
+  text?: string;
+  at?: Placement;
+  approvalId?: string;
+  file?: string;
+}
+
+function recordingSurface(opts: { edits?: boolean; slowMs?: number } = {}) {
+  const ops: Op[] = [];
+  let n = 0;
+  const slow = () => (opts.slowMs ? sleep(opts.slowMs) : Promise.resolve());
+  const surface: ChatSurface = {
+    dialect: { ...plainDialect(100), italic: (t) => `_${t}_` },
+    async post(channel, text, at) {
+      await slow();
+      const id = String(++n);
+      ops.push({ op: "post", channel, id, text, at });
+      return id;
+    },
+    async upload(channel, file, at) {
+      ops.push({ op: "upload", channel, file: `${file.title}:${file.bytes.length}`, at });
+    },
+    async prompt(channel, text, approvalId, at) {
+      const id = String(++n);
+      ops.push({ op: "prompt", channel, id, text, approvalId, at });
+      return id;
+    },
+    async closePrompt(channel, id, text) {
+      ops.push({ op: "closePrompt", channel, id, text });
+    },
+    async delete(channel, id) {
+      ops.push({ op: "delete", channel, id });
+    },
+  };
+  if (opts.edits !== false) {
+    surface.edit = async (channel, id, text) => {
+      await slow();
+      ops.push({ op: "edit", channel, id, text });
+    };
+  }
+  return { surface, ops };
+}
+
+const files = (objects: Record<string, Uint8Array> = {}): FileSource => ({ getFile: async (k: string) => objects[k], fileInfo: async () => undefined }) as unknown as FileSource;
+
+function setup(o: { edits?: boolean; interval?: number; objects?: Record<string, Uint8Array>; slowMs?: number } = {}) {
+  const { surface, ops } = recordingSurface(o);
+  const p = new Presenter(new MessageLayout(surface), { files: files(o.objects), maxBytes: 1000, log: pino({ level: "silent" }), editIntervalMs: o.interval ?? 50 });
+  const seqs = new Map<string, number>();
+  const emit = (event: OutboundEventBody, runId = "r1", channel = "C1") => {
+    const seq = seqs.get(runId) ?? 0;
+    seqs.set(runId, seq + 1);
+    return p.handle(channel, { runId, seq, ts: new Date().toISOString(), event } as OutboundEvent);
+  };
+  return { p, ops, emit };
+}
+
+const ended = (finalText: string, extra: Partial<Extract<OutboundEventBody, { type: "run_ended" }>> = {}): OutboundEventBody => ({ type: "run_ended", stopReason: "stop", finalText, usage: USAGE, durationMs: 2100, ...extra });
+const toolStart = (i: number): OutboundEventBody => ({ type: "tool_execution_start", toolCallId: `t${i}`, toolName: "bash", label: `Step ${i}`, args: { command: `echo ${i}` } });
+const toolEnd = (i: number, isError = false): OutboundEventBody => ({ type: "tool_execution_end", toolCallId: `t${i}`, toolName: "bash", label: `Step ${i}`, isError, resultText: isError ? "boom\nmore" : "ok", durationMs: 5 });
+
+describe("reduceRun", () => {
+  it("folds a run into steps, activity, files and approvals without touching the old view", () => {
+    const e = (seq: number, event: OutboundEventBody): OutboundEvent => ({ runId: "r", seq, ts: "2026-01-01T00:00:00Z", event }) as OutboundEvent;
+    const v1 = reduceRun(undefined, e(0, { type: "run_started", trigger, model: "m", replyTo: "T1" }));
+    const v2 = reduceRun(v1, e(1, toolStart(1)));
+    expect(v2.activity).toEqual({ kind: "tool", label: "Step 1" });
+    const v3 = reduceRun(v2, e(2, toolEnd(1, true)));
+    expect(v3.steps).toEqual([{ kind: "tool", label: "Step 1", toolName: "bash", args: { command: "echo 1" }, isError: true, resultText: "boom\nmore", durationMs: 5 }]);
+    expect(v3.runningArgs).toEqual({});
+    expect(v2.steps).toEqual([]);
+    const v4 = reduceRun(v3, e(3, { type: "auto_retry_start", attempt: 1, maxAttempts: 3, delayMs: 2000, errorMessage: "overloaded" }));
+    expect(v4.steps.at(-1)).toMatchObject({ kind: "retry", attempt: 1 });
+    expect(v4).toMatchObject({ sawStart: true, replyTo: "T1", lastSeq: 3 });
+  });
+});
+
+describe("RunTracker", () => {
+  it("drops duplicate seqs and events after the end; builds a view for a run it never saw start", () => {
+    const t = new RunTracker();
+    const e = (runId: string, seq: number, event: OutboundEventBody) => ({ runId, seq, ts: "2026-01-01T00:00:00Z", event }) as OutboundEvent;
+    expect(t.accept(e("a", 0, { type: "run_started", trigger, model: "m" }))).toBeDefined();
+    expect(t.accept(e("a", 0, { type: "run_started", trigger, model: "m" }))).toBeUndefined();
+    expect(t.accept(e("a", 1, ended("x")))?.view.end?.finalText).toBe("x");
+    expect(t.accept(e("a", 2, toolStart(1)))).toBeUndefined();
+    const late = t.accept(e("b", 7, toolStart(1)));
+    expect(late?.view).toMatchObject({ sawStart: false, activity: { kind: "tool" } });
+  });
+});
+
+describe("Presenter + MessageLayout", () => {
+  it("coalesces a burst of tool calls into a few edits; the progress message becomes the answer", async () => {
+    const { ops, emit } = setup({ interval: 80 });
+    await emit({ type: "run_started", trigger, model: "m" });
+    for (let i = 0; i < 100; i++) {
+      await emit(toolStart(i));
+      await emit(toolEnd(i, i === 3));
+    }
+    await sleep(200);
+    const edits = ops.filter((o) => o.op === "edit");
+    expect(edits.length).toBeGreaterThan(0);
+    expect(edits.length).toBeLessThan(6);
+    expect(edits.at(-1)!.text).toContain("✓ Step 99 (5 ms)");
+    expect(edits.at(-1)!.text).toContain("earlier steps");
+    await emit(ended("All **done**.", { toolActivity: [{ toolId: "bash", risk: "write", status: "succeeded", label: "Step 1" }] }));
+    const last = ops.at(-1)!;
+    expect(last).toMatchObject({ op: "edit", id: "1" });
+    expect(last.text).toBe("All **done**.\n\n✓ bash — Step 1: succeeded\n\n_📊 1,200 in · 34 out · $0.0015 · 2.1s_");
+  });
+
+  it("keeps a channel's calls in order even when the platform is slow", async () => {
+    const { ops, emit } = setup({ slowMs: 20, interval: 10 });
+    void emit({ type: "run_started", trigger, model: "m" });
+    void emit(toolStart(1));
+    void emit(toolEnd(1));
+    await emit(ended("Done."));
+    await sleep(50);
+    expect(ops[0]!.op).toBe("post");
+    expect(ops.at(-1)).toMatchObject({ op: "edit", text: expect.stringMatching(/^Done\./) });
+  });
+
+  it("approval prompts carry the approvers and show the outcome; the pending approval is known until then", async () => {
+    const { p, ops, emit } = setup();
+    await emit({ type: "run_started", trigger, model: "m", replyTo: "T7" });
+    await emit({ type: "approval_requested", approvalId: "ap1", toolId: "bash", risk: "destructive", argsSummary: "rm -rf x", requestedBy: { id: "u1", username: "ana" }, expiresAt: "2026-01-01T10:05:00.000Z", approvers: ["u9"] });
+    const prompt = ops.find((o) => o.op === "prompt")!;
+    expect(prompt).toMatchObject({ approvalId: "ap1", at: { thread: "T7" } });
+    expect(prompt.text).toBe("🔐 Approval needed: mom wants to run bash (destructive), asked by @ana\nrm -rf x\nWho can decide: @u9 · no decision by 10:05 UTC means deny");
+    expect(p.approval("ap1")).toMatchObject({ channel: "C1", approvers: ["u9"], prompt: prompt.id });
+    await emit({ type: "approval_resolved", approvalId: "ap1", outcome: "denied", decidedBy: "@bo" });
+    expect(ops.find((o) => o.op === "closePrompt")).toMatchObject({ id: prompt.id, text: `${prompt.text}\n⊘ Denied by @bo.` });
+    expect(p.approval("ap1")).toBeUndefined();
+  });
+
+  it("silent runs leave nothing; stopped, failed and cut-off runs say so; long answers are split", async () => {
+    const { ops, emit } = setup();
+    await emit({ type: "run_started", trigger, model: "m" }, "s");
+    await emit(ended("", { silent: true }), "s");
+    expect(ops.map((o) => o.op)).toEqual(["post", "delete"]);
+    await emit({ type: "run_started", trigger, model: "m" }, "a");
+    await emit(ended("partial", { stopReason: "aborted" }), "a");
+    expect(ops.at(-1)!.text).toMatch(/^partial\n\n■ _Stopped\._/);
+    await emit(ended("", { stopReason: "error", errorMessage: "429 rate limited" }), "e");
+    expect(ops.at(-1)).toMatchObject({ op: "post", text: expect.stringMatching(/^✗ Error: 429 rate limited/) });
+    await emit(ended("word ".repeat(60).trim()), "long");
+    const posts = ops.filter((o) => o.op === "post").slice(-3);
+    expect(posts.length).toBe(3);
+    for (const p of posts) expect(p.text!.length).toBeLessThanOrEqual(100);
+  });
+
+  it("files follow the answer; one that expired is reported in it", async () => {
+    const { ops, emit } = setup({ objects: { k1: new Uint8Array([1, 2, 3]) } });
+    await emit({ type: "run_started", trigger, model: "m" });
+    await emit({ type: "attachment", objectKey: "k1", filename: "chart.png", path: "x/chart.png", size: 3 });
+    await emit({ type: "attachment", objectKey: "k2", filename: "old.csv", path: "x/old.csv", title: "Old data", size: 3 });
+    await emit(ended("Here."));
+    expect(ops.map((o) => o.text).join("\n")).toContain("📎 Old data: not available any more (expired from the file store).");
+    expect(ops.at(-1)).toMatchObject({ op: "upload", file: "chart.png:3" });
+  });
+
+  it("without edits (WhatsApp) there is no progress message, only the answer", async () => {
+    const { ops, emit } = setup({ edits: false });
+    await emit({ type: "run_started", trigger, model: "m" });
+    await emit(toolStart(1));
+    await emit(toolEnd(1));
+    await sleep(80);
+    await emit(ended("Hi."));
+    expect(ops).toEqual([expect.objectContaining({ op: "post", text: expect.stringMatching(/^Hi\./), at: { replyTo: "m1" } })]);
+  });
+});

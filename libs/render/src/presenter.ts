@@ -1,0 +1,231 @@
+import type { Bus, Consumption, FileSource } from "@mom/bus";
+import { OutboundEvent } from "@mom/contracts";
+import type { Logger } from "pino";
+import { ChannelQueue } from "./channel-queue.js";
+import type { Dialect } from "./dialect.js";
+import { approvalOutcomeLine, approvalPromptText } from "./notes.js";
+import { RunTracker } from "./run-tracker.js";
+import type { Ev, RunView } from "./run-view.js";
+import { type FileOutcome, fetchSharedFile } from "./shared-files.js";
+
+/**
+ * How one platform lays a run out. The Presenter decides when (ordering, coalescing, duplicates,
+ * runs it never saw start, approvals, files); a Layout decides only where things go. `S` is what
+ * the layout remembers of a run (its message ids).
+ */
+export interface Layout<S, P = unknown> {
+  dialect: Dialect;
+  /** `run_started`: show that the run began (a progress message). */
+  open(channel: string, view: RunView): Promise<S>;
+  /** The run's state changed; called at most once per `editIntervalMs` per run. */
+  progress(channel: string, view: RunView, state: S): Promise<void>;
+  /** `run_ended` (view.end is set). `files` are the outcomes not yet delivered through `file`. */
+  finish(channel: string, view: RunView, state: S | undefined, files: FileOutcome[]): Promise<void>;
+  /** When present, each shared file is delivered as it comes rather than with the answer. */
+  file?(channel: string, view: RunView, state: S | undefined, f: FileOutcome): Promise<void>;
+  queued?(channel: string, ev: Ev<"run_queued">): Promise<void>;
+  rejected(channel: string, ev: Ev<"run_rejected">): Promise<void>;
+  /** Posts an approval prompt (`text`) with Allow once / Deny; resolves with where it is. */
+  prompt(channel: string, view: RunView, state: S | undefined, ev: Ev<"approval_requested">, text: string): Promise<P>;
+  /** The prompt loses its buttons and reads `text` (the prompt and how it ended). */
+  resolvePrompt(channel: string, prompt: P, text: string): Promise<void>;
+  /** How the platform writes an approval's expiry, after "no decision". */
+  deadline?(expiresAt: string): string;
+  /** Shows "typing…" in the run's conversation (renewed every `typingIntervalMs`). */
+  typing?(channel: string, view: RunView): Promise<void>;
+}
+
+/** An approval prompt on screen, for the button handler (ingress kit `decideApproval`). */
+export interface PendingApproval<P = unknown> {
+  channel: string;
+  approvers: string[];
+  text: string;
+  /** Where the prompt is, once posted. */
+  prompt?: P;
+}
+
+export interface PresenterOptions {
+  files: Pick<FileSource, "getFile">;
+  maxBytes: number;
+  log: Logger;
+  editIntervalMs: number;
+  typingIntervalMs?: number;
+}
+
+interface LiveRun<S> {
+  channel: string;
+  view: RunView;
+  state?: S;
+  timer?: NodeJS.Timeout;
+  flushQueued: boolean;
+  lastFlushAt: number;
+  typing?: NodeJS.Timeout;
+  delivered: number;
+}
+
+const TYPING_MAX_MS = 60 * 60_000;
+/** Events after which the run looks different. */
+const REDRAW = new Set(["tool_execution_start", "tool_execution_end", "compaction_start", "compaction_end", "auto_retry_start", "approval_requested", "approval_resolved"]);
+
+/**
+ * Draws a channel's outbound events through a Layout:
+ * - every platform call of a channel goes through one queue, so nothing is reordered;
+ * - duplicates and late events are dropped, and runs it never saw start still get their answer
+ *   (RunTracker);
+ * - progress is redrawn at most once per `editIntervalMs` per run, whatever the event rate, and
+ *   reads the latest view when it runs;
+ * - approval prompts and their outcome line, and shared files (too large, expired) are worded once.
+ * `handle` never rejects: a failed platform call is logged and the next event goes on.
+ */
+export class Presenter<S, P = unknown> {
+  private readonly queue = new ChannelQueue();
+  private readonly tracker = new RunTracker();
+  private readonly live = new Map<string, LiveRun<S>>();
+  private readonly approvals = new Map<string, PendingApproval<P>>();
+  private closed = false;
+
+  constructor(
+    private readonly layout: Layout<S, P>,
+    private readonly opts: PresenterOptions,
+  ) {}
+
+  /** Applies one event after the earlier ones of its channel; resolves when it is applied. */
+  handle(channel: string, e: OutboundEvent): Promise<void> {
+    return this.queue.push(channel, () => this.apply(channel, e)).catch((err: unknown) => this.failed(err, channel, e));
+  }
+
+  get dialect(): Dialect {
+    return this.layout.dialect;
+  }
+
+  /** A pending approval prompt (who may decide, where it is). */
+  approval(approvalId: string): PendingApproval<P> | undefined {
+    return this.approvals.get(approvalId);
+  }
+
+  /** Stops timers and waits for queued platform calls. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const r of this.live.values()) this.stopTimers(r);
+    await this.queue.idle();
+  }
+
+  private failed(err: unknown, channel: string, e: OutboundEvent): void {
+    this.opts.log.error({ err, channel, runId: e.runId, seq: e.seq, type: e.event.type }, `rendering failed: ${(err as Error)?.message ?? err}`);
+  }
+
+  private async apply(channel: string, e: OutboundEvent): Promise<void> {
+    const ev = e.event;
+    // A rejection is about a message: it has a run id of its own that never starts.
+    if (ev.type === "run_rejected") return this.layout.rejected(channel, ev);
+    const accepted = this.tracker.accept(e);
+    if (!accepted) return;
+    const { view } = accepted;
+    if (ev.type === "run_queued") return this.layout.queued?.(channel, ev);
+    let run = this.live.get(e.runId);
+    if (!run) {
+      run = { channel, view, flushQueued: false, lastFlushAt: 0, delivered: 0 };
+      this.live.set(e.runId, run);
+    }
+    run.view = view;
+    switch (ev.type) {
+      case "run_started":
+        run.state = await this.layout.open(channel, view);
+        run.lastFlushAt = Date.now();
+        this.startTyping(run);
+        return;
+      case "attachment":
+        if (this.layout.file) {
+          run.delivered = view.files.length;
+          await this.layout.file(channel, view, run.state, await this.fetch(ev));
+        }
+        return;
+      case "approval_requested": {
+        const text = approvalPromptText(ev, this.layout.dialect, this.layout.deadline?.bind(this.layout));
+        // Known before the prompt is up: a click can arrive before the platform answers the post.
+        const pending: PendingApproval<P> = { channel, approvers: ev.approvers, text };
+        this.approvals.set(ev.approvalId, pending);
+        pending.prompt = await this.layout.prompt(channel, view, run.state, ev, text);
+        break;
+      }
+      case "approval_resolved": {
+        const a = this.approvals.get(ev.approvalId);
+        this.approvals.delete(ev.approvalId);
+        if (a?.prompt !== undefined) await this.layout.resolvePrompt(a.channel, a.prompt, `${a.text}\n${approvalOutcomeLine(ev, this.layout.dialect)}`);
+        break;
+      }
+      case "run_ended": {
+        this.stopTimers(run);
+        this.live.delete(e.runId);
+        const files: FileOutcome[] = [];
+        for (const f of view.files.slice(run.delivered)) files.push(await this.fetch(f));
+        await this.layout.finish(channel, view, run.state, files);
+        return;
+      }
+      default:
+        break;
+    }
+    if (REDRAW.has(ev.type)) this.scheduleProgress(e.runId, run);
+  }
+
+  private fetch(ev: Ev<"attachment">): Promise<FileOutcome> {
+    return fetchSharedFile(this.opts.files, ev, this.opts.maxBytes, this.layout.dialect);
+  }
+
+  /** At most one redraw per run per interval; it reads the latest view when it runs. */
+  private scheduleProgress(runId: string, run: LiveRun<S>): void {
+    if (run.timer || run.flushQueued || run.state === undefined || this.closed) return;
+    const delay = Math.max(0, run.lastFlushAt + this.opts.editIntervalMs - Date.now());
+    run.timer = setTimeout(() => {
+      run.timer = undefined;
+      if (!this.live.has(runId) || this.closed) return;
+      run.flushQueued = true;
+      void this.queue
+        .push(run.channel, async () => {
+          run.flushQueued = false;
+          if (!this.live.has(runId)) return;
+          run.lastFlushAt = Date.now();
+          await this.layout.progress(run.channel, run.view, run.state as S);
+        })
+        .catch((err: unknown) => this.opts.log.error({ err, channel: run.channel, runId }, "progress update failed"));
+    }, delay);
+  }
+
+  private startTyping(run: LiveRun<S>): void {
+    const typing = this.layout.typing?.bind(this.layout);
+    if (!typing || !this.opts.typingIntervalMs) return;
+    const until = Date.now() + TYPING_MAX_MS;
+    const beat = () => {
+      if (Date.now() > until) return this.stopTimers(run);
+      typing(run.channel, run.view).catch((err: unknown) => this.opts.log.debug({ err }, "typing indicator failed"));
+    };
+    beat();
+    run.typing = setInterval(beat, this.opts.typingIntervalMs);
+    run.typing.unref();
+  }
+
+  private stopTimers(run: LiveRun<S>): void {
+    clearTimeout(run.timer);
+    clearInterval(run.typing);
+    run.timer = undefined;
+    run.typing = undefined;
+  }
+}
+
+/**
+ * An ingress's `mom.out.<adapter>.*` consumer: every event goes to the presenter. Channels draw
+ * side by side; within a channel the presenter's queue keeps the order (handlers start in
+ * delivery order). Starts at new events: a restarted ingress does not redraw old runs.
+ */
+export function drawOutbound(bus: Bus, adapter: string, presenter: Pick<Presenter<unknown>, "handle">): Promise<Consumption> {
+  return bus.consume({
+    stream: "OUT",
+    durable: `ingress-${adapter}`,
+    deliver: "new",
+    filterSubject: bus.subjects.wildcard("out", adapter),
+    schema: OutboundEvent,
+    stage: `ingress-${adapter}`,
+    maxInFlight: 64,
+    handler: (d) => presenter.handle(d.channel!.channelId, d.data),
+  });
+}

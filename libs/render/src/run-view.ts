@@ -1,0 +1,102 @@
+import type { OutboundEvent, OutboundEventBody } from "@mom/contracts";
+
+export type Ev<T extends OutboundEventBody["type"]> = Extract<OutboundEventBody, { type: T }>;
+
+/** A finished tool call. */
+export interface ToolStep {
+  kind: "tool";
+  label: string;
+  toolName: string;
+  args?: unknown;
+  isError: boolean;
+  resultText: string;
+  durationMs: number;
+}
+export interface RetryStep {
+  kind: "retry";
+  attempt: number;
+  maxAttempts: number;
+  delayMs: number;
+  error: string;
+}
+export interface CompactionFailedStep {
+  kind: "compaction_failed";
+  error: string;
+}
+export type Step = ToolStep | RetryStep | CompactionFailedStep;
+
+/** What the run is doing right now. */
+export type Activity =
+  | { kind: "working" }
+  | { kind: "tool"; label: string }
+  | { kind: "compacting" }
+  | { kind: "awaiting_approval"; toolId: string };
+
+/** Everything an adapter needs to draw one run, rebuilt from its outbound events alone. */
+export interface RunView {
+  runId: string;
+  /** Seq of the last event folded in. */
+  lastSeq: number;
+  /** False when the first event seen was not `run_started` (the ingress started mid-run). */
+  sawStart: boolean;
+  trigger?: Ev<"run_started">["trigger"];
+  /** Thread or message the run answers under. */
+  replyTo?: string;
+  activity: Activity;
+  steps: Step[];
+  /** Arguments of tool calls still running, by toolCallId. */
+  runningArgs: Record<string, unknown>;
+  files: Array<Ev<"attachment">>;
+  /** Approval prompts not yet resolved, by approvalId. */
+  pendingApprovals: Record<string, Ev<"approval_requested">>;
+  end?: Ev<"run_ended">;
+}
+
+export function emptyRunView(runId: string, seq: number): RunView {
+  return { runId, lastSeq: seq, sawStart: false, activity: { kind: "working" }, steps: [], runningArgs: {}, files: [], pendingApprovals: {} };
+}
+
+const WORKING: Activity = { kind: "working" };
+
+/**
+ * Folds one event of a run into its view (pure: returns a new view). Events that do not belong
+ * to a run's drawing (`run_queued`, `run_rejected`, streamed deltas) leave it as it was.
+ */
+export function reduceRun(view: RunView | undefined, e: OutboundEvent): RunView {
+  const v: RunView = { ...(view ?? emptyRunView(e.runId, e.seq)), lastSeq: Math.max(view?.lastSeq ?? e.seq, e.seq) };
+  const ev = e.event;
+  switch (ev.type) {
+    case "run_started":
+      return { ...v, sawStart: true, trigger: ev.trigger, ...(ev.replyTo && { replyTo: ev.replyTo }) };
+    case "tool_execution_start":
+      return { ...v, activity: { kind: "tool", label: ev.label }, runningArgs: { ...v.runningArgs, [ev.toolCallId]: ev.args } };
+    case "tool_execution_end": {
+      const { [ev.toolCallId]: args, ...runningArgs } = v.runningArgs;
+      const step: ToolStep = { kind: "tool", label: ev.label, toolName: ev.toolName, ...(args !== undefined && { args }), isError: ev.isError, resultText: ev.resultText, durationMs: ev.durationMs };
+      return { ...v, activity: WORKING, runningArgs, steps: [...v.steps, step] };
+    }
+    case "compaction_start":
+      return { ...v, activity: { kind: "compacting" } };
+    case "compaction_end":
+      return { ...v, activity: WORKING, steps: ev.errorMessage ? [...v.steps, { kind: "compaction_failed", error: ev.errorMessage }] : v.steps };
+    case "auto_retry_start":
+      return { ...v, steps: [...v.steps, { kind: "retry", attempt: ev.attempt, maxAttempts: ev.maxAttempts, delayMs: ev.delayMs, error: ev.errorMessage }] };
+    case "attachment":
+      return { ...v, files: [...v.files, ev] };
+    case "approval_requested":
+      return { ...v, activity: { kind: "awaiting_approval", toolId: ev.toolId }, pendingApprovals: { ...v.pendingApprovals, [ev.approvalId]: ev } };
+    case "approval_resolved": {
+      const { [ev.approvalId]: _gone, ...pendingApprovals } = v.pendingApprovals;
+      return { ...v, activity: WORKING, pendingApprovals };
+    }
+    case "run_ended":
+      return { ...v, activity: WORKING, end: ev, ...(ev.replyTo && !v.replyTo && { replyTo: ev.replyTo }) };
+    default:
+      return v;
+  }
+}
+
+/** The tool steps of a view. */
+export function toolSteps(view: RunView): ToolStep[] {
+  return view.steps.filter((s): s is ToolStep => s.kind === "tool");
+}

@@ -1,0 +1,15 @@
+import { type DynamicModule, Module } from "@nestjs/common";
+import { BusModule, type BusOptions } from "@mom/bus";
+import { TelegramIngressService } from "./telegram-ingress.service.js";
+import { TELEGRAM_OPTIONS, type TelegramIngressOptions } from "./telegram-options.js";
+
+@Module({})
+export class TelegramIngressModule {
+  static forRoot(opts: TelegramIngressOptions, bus: BusOptions): DynamicModule {
+    return {
+      module: TelegramIngressModule,
+      imports: [BusModule.forRoot(bus)],
+      providers: [{ provide: TELEGRAM_OPTIONS, useValue: opts }, TelegramIngressService],
+    };
+  }
+}

@@ -1,0 +1,52 @@
+import { type Bot, webhookCallback } from "grammy";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import type { TelegramIngressOptions } from "./telegram-options.js";
+
+/** How updates arrive; `stop` ends it. */
+export interface UpdateSource {
+  describe: string;
+  stop(): Promise<void>;
+}
+
+const ALLOWED_UPDATES = ["message", "callback_query"] as const;
+
+/** getUpdates long polling (the default): resolves once polling runs; rejects when it cannot start. */
+export async function startPolling(bot: Bot, opts: TelegramIngressOptions, log: Logger): Promise<UpdateSource> {
+  let polling!: Promise<void>;
+  await new Promise<void>((resolve, reject) => {
+    polling = bot.start({ allowed_updates: [...ALLOWED_UPDATES], timeout: opts.pollTimeoutSeconds ?? 30, onStart: () => resolve() }).catch((err: unknown) => {
+      log.error({ err }, `telegram polling stopped: ${(err as Error).message}`);
+      reject(err);
+    });
+  });
+  return {
+    describe: "long polling",
+    async stop() {
+      await bot.stop().catch((err: unknown) => log.warn({ err }, "stopping telegram polling failed"));
+      await polling.catch(() => {});
+    },
+  };
+}
+
+/**
+ * Webhook mode: an HTTP server whose every path takes Telegram's posts (a wrong or missing
+ * X-Telegram-Bot-Api-Secret-Token is refused with 401 by grammY), and `setWebhook` pointing
+ * Telegram at `webhookUrl`.
+ */
+export async function startWebhook(bot: Bot, opts: TelegramIngressOptions & { webhookUrl: string }, log: Logger): Promise<UpdateSource & { port: number }> {
+  if (!opts.webhookSecret) throw new Error(`telegram adapter "${opts.adapter}": webhookUrl needs webhookSecret, or anyone could post updates`);
+  const handle = webhookCallback(bot, "http", { secretToken: opts.webhookSecret, onTimeout: "return" });
+  const server = createServer((req, res) => void handle(req, res).catch((err: unknown) => log.error({ err }, "telegram webhook post failed")));
+  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(opts.webhookPort ?? 8080, opts.webhookHost ?? "0.0.0.0", resolve));
+  await bot.api.setWebhook(opts.webhookUrl, { secret_token: opts.webhookSecret, allowed_updates: [...ALLOWED_UPDATES] });
+  return {
+    describe: `webhook ${opts.webhookUrl}`,
+    port: (server.address() as AddressInfo).port,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import "reflect-metadata";
+import { NestFactory } from "@nestjs/core";
+import type { NestExpressApplication } from "@nestjs/platform-express";
+import type { BusOptions } from "@mom/bus";
+import type { AddressInfo } from "node:net";
+import { WhatsAppIngressModule } from "./whatsapp-ingress.module.js";
+import { WhatsAppIngressService } from "./whatsapp-ingress.service.js";
+import type { WhatsAppIngressOptions } from "./whatsapp-options.js";
+
+export interface RunningWhatsAppIngress {
+  service: WhatsAppIngressService;
+  /** The port the webhook server listens on. */
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Connects to NATS and opens the webhook HTTP server; resolves once both are up. */
+export async function startWhatsAppIngress(opts: WhatsAppIngressOptions, bus: BusOptions): Promise<RunningWhatsAppIngress> {
+  // rawBody: the signature is over the bytes Meta sent, not a re-serialisation.
+  const app = await NestFactory.create<NestExpressApplication>(WhatsAppIngressModule.forRoot(opts, bus), { logger: false, abortOnError: false, rawBody: true });
+  try {
+    await app.listen(opts.webhookPort ?? 8080, opts.webhookHost ?? "0.0.0.0");
+  } catch (err) {
+    await app.close().catch(() => {});
+    throw err;
+  }
+  const port = (app.getHttpServer().address() as AddressInfo).port;
+  opts.logger.info({ adapter: opts.adapter, port }, "whatsapp ingress: webhook listening");
+  return { service: app.get(WhatsAppIngressService), port, close: () => app.close() };
+}

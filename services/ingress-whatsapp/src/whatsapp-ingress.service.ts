@@ -1,0 +1,117 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
+import { Bus, type Consumption } from "@mom/bus";
+import {
+  ChannelQueue,
+  DEFAULT_MAX_ATTACHMENT_BYTES,
+  DM_REFUSAL,
+  decideApproval,
+  drawOutbound,
+  importAttachment,
+  MessageLayout,
+  type MessageRun,
+  mayDirectMessage,
+  Presenter,
+  publishInbound,
+  RecentIds,
+} from "@mom/render";
+import type { Logger } from "pino";
+import { GraphApi } from "./graph-api.js";
+import { DEFAULT_GRAPH_VERSION, WHATSAPP_OPTIONS, type WhatsAppIngressOptions } from "./whatsapp-options.js";
+import { parseApprovalButton, WhatsAppSurface } from "./whatsapp-surface.js";
+import { failedDeliveries, toWhatsAppInbound, type WebhookMessage, webhookMessages } from "./whatsapp-webhook.js";
+
+/**
+ * One WhatsApp business number: signed webhook posts become ChannelMessages on
+ * `mom.in.<adapter>.<wa_id>` (in order per person), and `mom.out.<adapter>.*` is drawn back with
+ * the shared presenter over the Cloud API (see docs/whatsapp.md).
+ */
+@Injectable()
+export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log: Logger;
+  private readonly api: GraphApi;
+  private readonly surface: WhatsAppSurface;
+  private readonly presenter: Presenter<MessageRun, string>;
+  private readonly inbound = new ChannelQueue();
+  private readonly seen = new RecentIds();
+  private consumption?: Consumption;
+
+  constructor(
+    @Inject(Bus) private readonly bus: Bus,
+    @Inject(WHATSAPP_OPTIONS) private readonly opts: WhatsAppIngressOptions,
+  ) {
+    this.log = opts.logger;
+    this.api = new GraphApi({
+      root: opts.apiUrl ?? "https://graph.facebook.com",
+      version: opts.graphVersion ?? DEFAULT_GRAPH_VERSION,
+      token: opts.accessToken,
+      phoneNumberId: opts.phoneNumberId,
+      log: this.log,
+      retryForMs: opts.rateLimitRetryMs ?? 120_000,
+    });
+    this.surface = new WhatsAppSurface(this.api, this.log);
+    // No edits on WhatsApp: nothing is redrawn, so the interval only paces typing renewals.
+    this.presenter = new Presenter(new MessageLayout(this.surface), { files: bus, maxBytes: this.maxBytes, log: this.log, editIntervalMs: 1000, typingIntervalMs: 20_000 });
+  }
+
+  private get maxBytes(): number {
+    return this.opts.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.presenter);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.inbound.idle();
+    await this.consumption?.stop();
+    await this.presenter.close();
+  }
+
+  /** A verified webhook body: each message is queued behind the earlier ones of its sender. */
+  accept(body: unknown): void {
+    for (const f of failedDeliveries(body)) {
+      const why = f.errors.map((e) => `${e.code ?? "?"} ${e.title ?? e.message ?? ""}`.trim()).join("; ") || "no reason given";
+      this.log.error({ messageId: f.messageId, to: f.recipient, errors: f.errors }, `WhatsApp could not deliver a message to ${f.recipient}: ${why}`);
+    }
+    for (const w of webhookMessages(body)) {
+      if (w.phoneNumberId && w.phoneNumberId !== this.opts.phoneNumberId) continue;
+      if (!this.seen.add(w.message.id)) continue;
+      this.surface.wrote(w.message.from);
+      void this.inbound.push(w.message.from, () => this.handle(w)).catch((err: unknown) => {
+        this.seen.delete(w.message.id);
+        this.log.error({ err, from: w.message.from, id: w.message.id }, `could not hand a WhatsApp message to mom: ${(err as Error).message}`);
+      });
+    }
+  }
+
+  private async handle(w: WebhookMessage): Promise<void> {
+    await this.api.markRead(w.message.id, false).catch((err: unknown) => this.log.warn({ err }, "could not send the read receipt"));
+    const button = w.message.interactive?.button_reply;
+    if (button) return this.onButton(w, button.id);
+    const m = toWhatsAppInbound(w);
+    if (!m) return void this.log.debug({ type: w.message.type }, "message kind mom does not read");
+    if (!mayDirectMessage(m.sender.id, this.opts)) {
+      this.log.info({ from: m.sender.id }, "message refused (dm policy)");
+      await this.surface.post(m.channelId, DM_REFUSAL, { replyTo: m.id }).catch((err: unknown) => this.log.warn({ err }, "could not send the refusal"));
+      return;
+    }
+    const { media, ...rest } = m;
+    const ref = { adapter: this.opts.adapter, channelId: m.channelId };
+    const attachments = media ? [await importAttachment({ filename: media.filename, ...(media.mimeType && { mimeType: media.mimeType }), download: (max) => this.api.download(media.mediaId, max) }, ref, { files: this.bus, maxBytes: this.maxBytes })] : [];
+    await publishInbound(this.bus, this.opts.adapter, { ...rest, attachments }, { log: this.log });
+  }
+
+  /** A reply button of an approval prompt; someone who may not decide is told so in the chat. */
+  private async onButton(w: WebhookMessage, id: string): Promise<void> {
+    const parsed = parseApprovalButton(id);
+    if (!parsed) return;
+    const from = w.message.from;
+    const username = w.contact.profile?.name?.replace(/\s+/g, "_") || from;
+    const { refusal } = await decideApproval(
+      { bus: this.bus, adapter: this.opts.adapter, dialect: this.presenter.dialect, log: this.log },
+      this.presenter.approval(parsed.approvalId),
+      { ...parsed, user: { id: from, username }, channel: from },
+    );
+    if (refusal) await this.surface.post(from, refusal, { replyTo: w.message.id }).catch((err: unknown) => this.log.warn({ err }, "could not tell a non-approver"));
+  }
+}

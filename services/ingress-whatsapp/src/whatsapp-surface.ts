@@ -1,0 +1,106 @@
+import { type ChatSurface, clip, type Dialect, fenceSafe, type Placement, RecentMap, type SharedFile, UNICODE_MARKS } from "@mom/render";
+import { GraphApi, GraphError, WINDOW_CLOSED } from "./graph-api.js";
+import type { Logger } from "pino";
+import { markdownToWhatsApp } from "./whatsapp-format.js";
+import { WHATSAPP_MESSAGE_LIMIT } from "./whatsapp-options.js";
+
+const WINDOW_MS = 24 * 60 * 60 * 1000;
+/** Reply-button ids: `mom:allow:<approvalId>` / `mom:deny:<approvalId>`. */
+export const approvalButtonId = (decision: "allow" | "deny", approvalId: string) => `mom:${decision}:${approvalId}`;
+
+export function parseApprovalButton(id: string): { decision: "allow-once" | "deny"; approvalId: string } | undefined {
+  const m = /^mom:(allow|deny):(.+)$/.exec(id);
+  return m ? { decision: m[1] === "allow" ? "allow-once" : "deny", approvalId: m[2]! } : undefined;
+}
+
+/** WhatsApp's markup: no escaping exists, so text goes as it is. */
+export const whatsappDialect: Dialect = {
+  limit: WHATSAPP_MESSAGE_LIMIT,
+  escape: (t) => t,
+  bold: (t) => `*${t}*`,
+  italic: (t) => `_${t}_`,
+  code: (t) => `\`${t}\``,
+  codeBlock: (t) => "```\n" + (fenceSafe(t.trimEnd()) || " ") + "\n```",
+  mention: (id) => `+${id}`,
+  fromMarkdown: markdownToWhatsApp,
+  marks: UNICODE_MARKS,
+};
+
+/** A send refused because the person's last message is more than 24 hours old. */
+export class WindowClosedError extends Error {
+  constructor(waId: string, lastAt?: number) {
+    super(
+      `the 24-hour customer-service window with ${waId} is closed${lastAt ? ` (their last message: ${new Date(lastAt).toISOString()})` : ""}: ` +
+        "WhatsApp only delivers template messages until they write again, so this message was not sent",
+    );
+  }
+}
+
+/**
+ * The ChatSurface over the Cloud API. WhatsApp cannot edit or delete a message, so there is no
+ * progress message (the MessageLayout posts the answer only); "typing…" rides on the read receipt
+ * of the message being answered. Every free-form send is checked against the 24-hour window.
+ */
+export class WhatsAppSurface implements ChatSurface {
+  readonly dialect = whatsappDialect;
+  /** wa_id -> when they last wrote. */
+  private readonly lastInbound = new RecentMap<number>(50_000);
+
+  constructor(
+    private readonly api: GraphApi,
+    private readonly log: Logger,
+  ) {}
+
+  /** Called for every message someone sends: it opens (or extends) their window. */
+  wrote(waId: string, at = Date.now()): void {
+    this.lastInbound.set(waId, at);
+  }
+
+  private async send(to: string, body: Record<string, unknown>, at: Placement): Promise<string> {
+    const last = this.lastInbound.get(to);
+    if (last !== undefined && Date.now() - last > WINDOW_MS) throw new WindowClosedError(to, last);
+    try {
+      return await this.api.send({ to, recipient_type: "individual", ...body, ...(at.replyTo && { context: { message_id: at.replyTo } }) });
+    } catch (err) {
+      if (err instanceof GraphError && err.code === WINDOW_CLOSED) throw new WindowClosedError(to);
+      throw err;
+    }
+  }
+
+  post(channel: string, text: string, at: Placement): Promise<string> {
+    return this.send(channel, { type: "text", text: { body: text, preview_url: false } }, at);
+  }
+
+  async upload(channel: string, file: SharedFile, at: Placement): Promise<void> {
+    const id = await this.api.uploadMedia(file.bytes, file.mimeType ?? "application/octet-stream", file.filename);
+    await this.send(channel, { type: "document", document: { id, filename: file.filename, ...(file.title !== file.filename && { caption: file.title }) } }, at);
+  }
+
+  async typing(_channel: string, at: Placement): Promise<void> {
+    if (at.replyTo) await this.api.markRead(at.replyTo, true);
+  }
+
+  /**
+   * In the asker's chat, and in the chat of every approver who is not the asker: a WhatsApp chat
+   * belongs to one person, so approvers would not see the prompt otherwise. An approver who
+   * cannot be reached (their 24-hour window is closed) is logged; the asker's copy must go out.
+   */
+  async prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string> {
+    const buttons = [
+      { type: "reply", reply: { id: approvalButtonId("allow", approvalId), title: "Allow once" } },
+      { type: "reply", reply: { id: approvalButtonId("deny", approvalId), title: "Deny" } },
+    ];
+    const body = { type: "interactive", interactive: { type: "button", body: { text: clip(text, 1024) }, action: { buttons } } };
+    const id = await this.send(channel, body, at);
+    for (const approver of approvers.filter((a) => a !== channel)) {
+      await this.send(approver, body, {}).catch((err: unknown) => this.log.warn({ err, approver }, `could not show an approval prompt to approver ${approver}: ${(err as Error).message}`));
+    }
+    return id;
+  }
+
+
+  /** Buttons cannot be taken back: the outcome is a reply to the prompt. */
+  async closePrompt(channel: string, messageId: string, text: string): Promise<void> {
+    await this.post(channel, text.split("\n").at(-1) ?? text, { replyTo: messageId });
+  }
+}

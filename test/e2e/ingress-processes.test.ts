@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { Bus } from "@mom/bus";
+import { busOptions } from "@mom/cli";
+import { createLogger, loadConfig } from "@mom/config";
+import { type FakeTelegram, type FakeWhatsApp, freePort, startFakeTelegram, startFakeWhatsApp, startTestNats, type TestNats } from "@mom/testing";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { OutputCapture } from "../support/output-capture.js";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
+
+// `mom ingress telegram|whatsapp` as deployed: config.json with env: secrets, pino JSON on stderr,
+// messages onto the bus, a clean exit on SIGTERM.
+describe("mom ingress <telegram|whatsapp adapter> as processes", () => {
+  let nats: TestNats;
+  let telegram: FakeTelegram;
+  let whatsapp: FakeWhatsApp;
+  let dataDir: string;
+  let port: number;
+  let bus: Bus;
+  beforeAll(async () => {
+    nats = await startTestNats();
+    telegram = await startFakeTelegram();
+    whatsapp = await startFakeWhatsApp();
+    port = await freePort();
+    dataDir = mkdtempSync(join(tmpdir(), "mom-ingress-proc-"));
+    writeFileSync(
+      join(dataDir, "config.json"),
+      JSON.stringify({
+        nats: { url: nats.url, namespace: nats.namespace },
+        adapters: {
+          tg: { type: "telegram", botToken: "env:TG_TOKEN", apiUrl: telegram.url },
+          wa: { type: "whatsapp", accessToken: "env:WA_TOKEN", appSecret: "env:WA_SECRET", verifyToken: "env:WA_VERIFY", phoneNumberId: whatsapp.phoneNumberId, apiUrl: whatsapp.url, webhookPort: port },
+        },
+      }),
+    );
+    const env = { TG_TOKEN: "x", WA_TOKEN: "x", WA_SECRET: "x", WA_VERIFY: "x" };
+    bus = await Bus.connect(busOptions(loadConfig(dataDir, env), nats.url, "e2e-test", createLogger("e2e", { level: "warn" })));
+    await bus.provision();
+  });
+  afterAll(async () => {
+    await bus?.drain();
+    await telegram.close();
+    await whatsapp.close();
+    await nats.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  async function published(adapter: string, channelId: string): Promise<{ id: string; text: string } | undefined> {
+    const subject = bus.subjects.channel("in", { adapter, channelId });
+    for (let i = 0; i < 100; i++) {
+      const m = await bus.jsm.streams.getMessage(bus.subjects.stream("IN"), { last_by_subj: subject }).catch(() => undefined);
+      if (m) return m.json<{ id: string; text: string }>();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return undefined;
+  }
+
+  function run(adapter: string, ready: string) {
+    const env: NodeJS.ProcessEnv = { ...process.env, TG_TOKEN: telegram.token, WA_TOKEN: whatsapp.accessToken, WA_SECRET: whatsapp.appSecret, WA_VERIFY: whatsapp.verifyToken };
+    delete env.NATS_URL;
+    const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "ingress", adapter, dataDir], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const err = new OutputCapture();
+    child.stderr.setEncoding("utf8").on("data", err.write);
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    return { child, exited, ready: err.waitFor(ready, 30_000).then(() => err.text) };
+  }
+
+  it("telegram: polls the Bot API, publishes what people say, exits 0 on SIGTERM", async () => {
+    const p = run("tg", "telegram ingress receiving");
+    try {
+      const log = await p.ready;
+      expect(JSON.parse(log.split("\n").find((l) => l.includes("telegram ingress receiving"))!)).toMatchObject({ level: "info", adapter: "tg", via: "long polling" });
+      const m = telegram.say({ chat: { id: -5, type: "group", title: "g" }, from: { id: 7, is_bot: false, first_name: "Ana", username: "ana" }, text: "hello" });
+      expect(await published("tg", "-5")).toMatchObject({ id: String(m.message_id), text: "hello" });
+    } finally {
+      p.child.kill("SIGTERM");
+    }
+    expect(await p.exited).toBe(0);
+  }, 60_000);
+
+  it("whatsapp: serves the webhook, publishes signed posts, exits 0 on SIGTERM", async () => {
+    const p = run("wa", "webhook listening");
+    try {
+      await p.ready;
+      whatsapp.webhookUrl = `http://127.0.0.1:${port}/webhook`;
+      expect(await whatsapp.verify(whatsapp.verifyToken, "42")).toEqual({ status: 200, body: "42" });
+      const { id, status } = await whatsapp.say({ waId: "4917000000009", name: "Ana" }, { text: "hi" });
+      expect(status).toBe(200);
+      expect(await published("wa", "4917000000009")).toMatchObject({ id, text: "hi" });
+    } finally {
+      p.child.kill("SIGTERM");
+    }
+    expect(await p.exited).toBe(0);
+  }, 60_000);
+});

@@ -1,0 +1,70 @@
+import { startRunner, type RunningService } from "@mom/agent-runner";
+import { Bus } from "@mom/bus";
+import { busOptions } from "@mom/cli";
+import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
+import { startTelegramIngress, telegramOptionsFromConfig, type RunningTelegramIngress, type TelegramIngressOptions } from "@mom/ingress-telegram";
+import { type FakeLlm, type FakeTelegram, startFakeLlm, startFakeTelegram, startTestNats, type TestNats, type TgChat, type TgUser } from "@mom/testing";
+import { rmSync } from "node:fs";
+import { writeTestDataDir } from "./data-dir.js";
+
+export const TG_ADAPTER = "telegram";
+
+export const TG = {
+  ana: { id: 1001, is_bot: false, first_name: "Ana", last_name: "Lopez", username: "ana" } as TgUser,
+  bob: { id: 1002, is_bot: false, first_name: "Bob", username: "bob" } as TgUser,
+  carol: { id: 1003, is_bot: false, first_name: "Carol", username: "carol" } as TgUser,
+  team: { id: -100200, type: "supergroup", title: "team" } as TgChat,
+  forum: { id: -100300, type: "supergroup", title: "forum", is_forum: true } as TgChat,
+  dm: (u: TgUser): TgChat => ({ id: u.id, type: "private", first_name: u.first_name, ...(u.username && { username: u.username }) }),
+};
+
+export interface TelegramStack {
+  dataDir: string;
+  loaded: LoadedConfig;
+  nats: TestNats;
+  llm: FakeLlm;
+  telegram: FakeTelegram;
+  bus: Bus;
+  runner: RunningService;
+  ingress: RunningTelegramIngress;
+  stop(): Promise<void>;
+}
+
+/** Real NATS, the fake LLM, the fake Bot API, the runner and the Telegram ingress (unmodified grammY), all on loopback. */
+export async function startTelegramStack(opts: { adapter?: object; config?: object; ingress?: Partial<TelegramIngressOptions> } = {}): Promise<TelegramStack> {
+  const nats = await startTestNats();
+  const llm = await startFakeLlm();
+  const telegram = await startFakeTelegram();
+  const dataDir = writeTestDataDir("mom-e2e-telegram-", nats, llm, {
+    adapters: { [TG_ADAPTER]: { type: "telegram", botToken: "env:MOM_TEST_TELEGRAM_TOKEN", apiUrl: telegram.url, ...opts.adapter } },
+    ...opts.config,
+  });
+  const loaded = loadConfig(dataDir, { MOM_TEST_TELEGRAM_TOKEN: telegram.token }, { adapters: [TG_ADAPTER] });
+  const logger = createLogger("e2e-telegram", { level: "warn" });
+  const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
+  await bus.provision();
+  const runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
+  const ingress = await startTelegramIngress(
+    { ...telegramOptionsFromConfig(TG_ADAPTER, loaded, logger), editIntervalMs: 100, typingIntervalMs: 300, pollTimeoutSeconds: 2, ...opts.ingress },
+    busOptions(loaded, nats.url, `ingress-${TG_ADAPTER}`, logger),
+  );
+  return {
+    dataDir,
+    loaded,
+    nats,
+    llm,
+    telegram,
+    bus,
+    runner,
+    ingress,
+    async stop() {
+      await ingress.close();
+      await runner.close();
+      await bus.drain();
+      await telegram.close();
+      await llm.close();
+      await nats.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
