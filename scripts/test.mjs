@@ -17,7 +17,8 @@ const outDir = mkdtempSync(join(tmpdir(), "mom-jest-"));
 const outFile = join(outDir, "results.json");
 const jest = spawnSync(
   process.execPath,
-  [join(root, "node_modules/jest/bin/jest.js"), "--json", "--forceExit", `--outputFile=${outFile}`, ...process.argv.slice(2)],
+  // Two workers: most suites wait on sockets, timers and child processes, not on the CPU.
+  [join(root, "node_modules/jest/bin/jest.js"), "--json", "--forceExit", "--maxWorkers=2", `--outputFile=${outFile}`, ...process.argv.slice(2)],
   {
     cwd: root,
     stdio: "inherit",

@@ -95,7 +95,7 @@ describe("auth profile rotation", () => {
     st.llm.byKey("key-b-0123456789", { error: { status: 429, message: "Rate limit reached", retryAfterSeconds: 300 } });
     st.llm.byKey("fake-key", { error: { status: 429, message: "Rate limit reached", retryAfterSeconds: 900 } });
     st.type("hello");
-    await st.output.waitFor(/✗ error: Every fake credential is cooling down.*Try again after \d\d:\d\d UTC \(in 5 min\)/);
+    await st.output.waitFor(/✗ Error: Every fake credential is cooling down.*Try again after \d\d:\d\d UTC \(in 5 min\)/);
     expect(st.llm.requests).toHaveLength(3);
     // No pi auto-retry either: the message is mom's, not the provider's.
     expect(st.output.text).not.toContain("retry 1/");
@@ -122,7 +122,7 @@ describe("auth profile rotation", () => {
       expect(String(s.llm.requests[0]!.headers.authorization)).toBe("Bearer key-g-0123456789");
       s.llm.byKey("key-g-0123456789", { error: { status: 429, message: "Rate limit reached", retryAfterSeconds: 300 } });
       s.type("again");
-      await s.output.waitFor(/✗ error: Every groq credential is cooling down.*\(in 5 min\)/);
+      await s.output.waitFor(/✗ Error: Every groq credential is cooling down.*\(in 5 min\)/);
       // gemma2's 8k window makes pi compact after the first answer: that summary request (no
       // tools) uses the profile too, though nothing in the environment has a groq key.
       const agentCalls = s.llm.requests.filter((r) => r.tools);

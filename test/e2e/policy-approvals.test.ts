@@ -105,7 +105,7 @@ describe("tool policy, approvals and receipts", () => {
     const long = `echo looks-harmless${" ".repeat(1000)}; echo hidden-part`;
     st.llm.enqueue(bashCall("printf 'two\\nlines'\necho second-line", "Two lines"), bashCall(long, "Long one"), { text: "done asking" });
     st.type("please run");
-    await st.output.waitFor("⚠ mom wants to run bash (destructive): printf 'two\\nlines'\necho second-line");
+    await st.output.waitFor("🔐 Approval needed: mom wants to run bash (destructive), asked by @tester\nprintf 'two\\nlines'\necho second-line");
     st.type("y");
     await st.output.waitFor("done asking");
     expect(st.output.text).not.toContain("hidden-part");

@@ -50,7 +50,7 @@ describe("spend limits", () => {
       { text: "never asked" },
     );
     st.type("do it");
-    await st.output.waitFor(/✗ error: Token limit reached: this channel \(cli\/local\) has used 50,010 tokens of its 30,000 tokens daily budget/);
+    await st.output.waitFor(/✗ Error: Token limit reached: this channel \(cli\/local\) has used 50,010 tokens of its 30,000 tokens daily budget/);
     expect(st.output.text).toMatch(/It resets at \d{4}-\d\d-\d\d 00:00 UTC; to go on sooner, raise limits\.channels\["cli\/local"\]\.day in config\.json\./);
     expect(st.llm.requests).toHaveLength(1);
     expect(st.llm.pending()).toBe(1);
@@ -62,7 +62,7 @@ describe("spend limits", () => {
   it("a USD limit refuses a call whose estimate alone would cross it, without calling the model", async () => {
     const st = await stack({ global: { month: { usd: 0.001 } } });
     st.type("hello");
-    await st.output.waitFor(/✗ error: Spend limit reached: mom overall has used \$0\.0000 of its \$0\.0010 monthly budget and the next model call would cost about \$0\.0\d+/);
+    await st.output.waitFor(/✗ Error: Spend limit reached: mom overall has used \$0\.0000 of its \$0\.0010 monthly budget and the next model call would cost about \$0\.0\d+/);
     expect(st.llm.requests).toHaveLength(0);
   });
 
@@ -80,7 +80,7 @@ describe("spend limits", () => {
     st.type("three");
     await st.output.waitFor("third");
     st.type("four");
-    await st.output.waitFor(/✗ error: Spend limit reached: adapter cli has used \$1\.02 of its \$1\.00 daily budget/);
+    await st.output.waitFor(/✗ Error: Spend limit reached: adapter cli has used \$1\.02 of its \$1\.00 daily budget/);
     expect(st.llm.requests).toHaveLength(3);
 
     const byChannel = await usageReport(["--data", st.dataDir]);
