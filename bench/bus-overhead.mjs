@@ -31,19 +31,9 @@ const { qualifiedChannelId } = await dist("libs/contracts/dist/index.js");
 
 // ---- options ---------------------------------------------------------------------------------
 
-/**
- * What-if switches, off by default: runtime patches (this process only) that show what a change in
- * the bus code would buy. They never touch files outside bench/.
- */
-const EXPERIMENTS = {
-  // nats.js allocates Error objects (stack capture) for every request unless noAsyncTraces is set.
-  "no-async-traces": "nats connections with noAsyncTraces: true",
-  // RunPublisher awaits each event's JetStream ack before publishing the next one.
-  "pipelined-out": "run events published without waiting for the previous ack (acks still awaited, in order)",
-};
 
 function parseArgs(argv) {
-  const o = { diag: false, json: false, channels: 50, perChannel: 20, warmupRounds: 1, idleRounds: 2, phase: "both", maxRuns: undefined, experiments: [], replyWords: 1, runTimeoutMs: 30_000 };
+  const o = { diag: false, json: false, channels: 50, perChannel: 20, warmupRounds: 1, idleRounds: 2, phase: "both", maxRuns: undefined, replyWords: 1, runTimeoutMs: 30_000 };
   const int = (name, v) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 0) throw new Error(`${name} expects a non-negative integer, got ${JSON.stringify(v)}`);
@@ -59,16 +49,12 @@ function parseArgs(argv) {
     else if (a === "--idle-rounds") o.idleRounds = int(a, argv[++i]);
     else if (a === "--max-concurrent-runs") o.maxRuns = int(a, argv[++i]);
     else if (a === "--reply-words") o.replyWords = int(a, argv[++i]);
-    else if (a === "--experiment") {
-      const x = argv[++i];
-      if (!EXPERIMENTS[x]) throw new Error(`--experiment expects one of ${Object.keys(EXPERIMENTS).join(", ")}, got ${JSON.stringify(x)}`);
-      o.experiments.push(x);
-    } else if (a === "--phase") {
+    else if (a === "--phase") {
       o.phase = argv[++i];
       if (!["both", "bus", "inproc"].includes(o.phase)) throw new Error(`--phase expects both, bus or inproc, got ${JSON.stringify(o.phase)}`);
     } else if (a === "-h" || a === "--help") {
       console.log(
-        "usage: node bench/bus-overhead.mjs [--json] [--diag] [--channels N] [--per-channel N] [--warmup-rounds N] [--idle-rounds N] [--max-concurrent-runs N] [--reply-words N] [--phase both|bus|inproc] [--experiment NAME]...",
+        "usage: node bench/bus-overhead.mjs [--json] [--diag] [--channels N] [--per-channel N] [--warmup-rounds N] [--idle-rounds N] [--max-concurrent-runs N] [--reply-words N] [--phase both|bus|inproc]",
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
@@ -171,34 +157,6 @@ async function startNats() {
   };
 }
 
-async function applyExperiments(names) {
-  const undo = [];
-  if (names.includes("no-async-traces")) {
-    const orig = Bus.connect;
-    Bus.connect = async function (...args) {
-      const bus = await orig.apply(this, args);
-      bus.nc.protocol.options.noAsyncTraces = true; // read per request by nats.js
-      return bus;
-    };
-    undo.push(() => (Bus.connect = orig));
-  }
-  if (names.includes("pipelined-out")) {
-    // Not part of the package's index: imported only for this experiment.
-    const { RunPublisher } = await dist("services/agent-runner/dist/run-publisher.js");
-    const orig = RunPublisher.prototype.emit;
-    RunPublisher.prototype.emit = function (event) {
-      const out = { runId: this.runId, seq: this.seq++, ts: new Date().toISOString(), event };
-      const subject = this.bus.subjects.channel("out", this.ref);
-      // One connection writes in call order and JetStream stores in arrival order, so seq order holds.
-      const sent = this.bus.publish(subject, out, `${out.runId}:${out.seq}`).catch((err) => {
-        this.log.error({ err, seq: out.seq, type: event.type }, "could not publish outbound event");
-      });
-      this.chain = this.chain.then(() => sent);
-    };
-    undo.push(() => (RunPublisher.prototype.emit = orig));
-  }
-  return () => undo.forEach((u) => u());
-}
 
 // ---- --diag: timestamps from inside the in-process runner -----------------------------------
 
@@ -612,8 +570,6 @@ async function main() {
     const logger = createLogger("bench", { level: "error" });
     const ctx = { tmp, loaded, url: nats.url, logger, llm, fallback, nats };
 
-    const undoExperiments = await applyExperiments(opts.experiments);
-    cleanups.push(undoExperiments);
     const t0 = performance.now();
     const bus = opts.phase === "inproc" ? undefined : await runBusPhase(ctx);
     const inproc = opts.phase === "bus" ? undefined : await runInProcessPhase(ctx);
@@ -630,7 +586,6 @@ async function main() {
         idleMessages: opts.channels * opts.idleRounds,
         inFlight: `at most ${opts.channels}: one per channel, the next message of a channel is sent when the previous one's run has ended`,
         runnerMaxConcurrentRuns: opts.maxRuns,
-        experiments: opts.experiments.map((x) => `${x}: ${EXPERIMENTS[x]}`),
         model: `fake/fake-model (OpenAI-compatible fake on loopback, instant reply: ${opts.replyWords === 1 ? "'ok'" : `${opts.replyWords} words, one stream delta each`})`,
       },
       bus,
@@ -688,7 +643,6 @@ function printTable(s) {
   lines.push(`load: ${load.messages} messages over ${load.channels} channels (${load.messagesPerChannel} each); in flight ${load.inFlight}`);
   lines.push(`model: ${load.model}`);
   lines.push(`runner.maxConcurrentRuns: ${load.runnerMaxConcurrentRuns}; in-process runs are not capped`);
-  for (const x of load.experiments) lines.push(`EXPERIMENT (not the shipped code path): ${x}`);
   lines.push(`idle: ${load.idleMessages} messages one at a time (round-robin over the channels); warm-up: ${load.warmupMessages} messages, excluded`);
   lines.push("");
 
