@@ -86,6 +86,7 @@ export class RunnerCluster {
     const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "runner", this.dataDir], { env, stdio: ["ignore", "ignore", "pipe"] });
     const err = new OutputCapture();
     child.stderr!.setEncoding("utf8").on("data", err.write);
+    // MOM_CLUSTER_LOGS=<dir>: keep each runner's JSON log there, to read after a failure.
     if (process.env.MOM_CLUSTER_LOGS) child.stderr!.on("data", (chunk: string) => appendFileSync(join(process.env.MOM_CLUSTER_LOGS!, `${name}.log`), chunk));
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
     const p = { name, child, err, exited };

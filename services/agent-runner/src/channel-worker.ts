@@ -425,6 +425,8 @@ export class ChannelWorker {
       // The channel never saw (part of) this run: leave the message undone so the end is announced again.
       throw new Error(`${pub.lostEvents} event(s) of run ${runId} could not be published`);
     }
+    // Done before the next run can start and be recorded (deliver's own done() comes later, harmlessly).
+    void this.deps.ledger.done(item.seq);
     return outcome.undelivered ?? [];
   }
 

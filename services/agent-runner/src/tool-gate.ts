@@ -118,12 +118,18 @@ export class ChannelToolGate implements ToolGate {
     const run = this.deps.active.current;
     if (!run || run.receipts.some((r) => r.toolCallId === toolCallId)) return;
     const rc = { runId: run.runId, toolCallId, toolId, risk: "destructive" as const, args: {} };
-    await this.record(run, makeReceipt("tool.call.requested", rc));
-    await this.record(run, makeReceipt("tool.call.denied", rc, { detail: "not available in this channel (hidden by policy, or no such tool)" }));
+    const receipts = [makeReceipt("tool.call.requested", rc), makeReceipt("tool.call.denied", rc, { detail: "not available in this channel (hidden by policy, or no such tool)" })];
+    // Both count for the run at once: it may well end before they are written.
+    run.receipts.push(...receipts);
+    for (const r of receipts) await this.persist(r);
   }
 
   private async record(run: GateRun | undefined, receipt: Receipt): Promise<void> {
     run?.receipts.push(receipt);
+    await this.persist(receipt);
+  }
+
+  private async persist(receipt: Receipt): Promise<void> {
     try {
       await this.deps.store.appendReceipt(receipt);
       await this.deps.bus.publish(this.deps.bus.subjects.channel("receipts", this.deps.ref), receipt, receipt.receiptId);

@@ -40,6 +40,18 @@ describe("ChannelLedger", () => {
     expect(s.now().record).toEqual({ ...base, owner: null, doneSeq: 13 });
   });
 
+  it("records a new run together with the end of the one before it", async () => {
+    const s = store(base);
+    const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {});
+    l.begin(11);
+    l.begin(12);
+    await l.runStarting({ seq: 11, messageId: "m11", runId: "r1", crashes: 0 });
+    await l.done(11); // not saved yet (debounced)...
+    await l.runStarting({ seq: 12, messageId: "m12", runId: "r2", crashes: 0 });
+    // ...but the next run's record carries it: a takeover now starts at 12, resuming r2.
+    expect(s.now().record).toMatchObject({ doneSeq: 11, run: { seq: 12, runId: "r2" } });
+  });
+
   it("marks a run handed over, and keeps it for the next owner", async () => {
     const s = store(base);
     const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {});

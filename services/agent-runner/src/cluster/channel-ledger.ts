@@ -67,7 +67,9 @@ export class ChannelLedger {
 
   /** A run starts for the message at `seq`: record it before anything of it reaches the channel. */
   runStarting(run: Omit<InterruptedRun, "phase">): Promise<void> {
-    return this.save((r) => ({ ...r, run: { ...run, phase: "running" } }));
+    // With the progress of everything finished before it: a record that named this run while its
+    // doneSeq still stopped before the previous one would have the next owner answer that one again.
+    return this.save((r) => ({ ...this.advanced(r), run: { ...run, phase: "running" } }));
   }
 
   /** The run was stopped on purpose (shutdown): the next owner resumes it without counting a crash. */
