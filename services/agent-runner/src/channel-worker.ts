@@ -272,6 +272,7 @@ export class ChannelWorker {
   async stop(by: string, runId?: string): Promise<void> {
     for (const q of this.queued) if (!runId || q.runId === runId) q.cancelledBy = by;
     if (this.current && (!runId || this.current.runId === runId)) {
+      this.current.cancelledBy = by;
       this.deps.log.info({ runId: this.current.runId, by }, "aborting run");
       await (await this.agent)?.abort();
     }
@@ -358,17 +359,18 @@ export class ChannelWorker {
       await pub.flushed();
       return [];
     }
-    try {
-      await this.deps.ledger.runStarting({ seq: item.seq, messageId: message.id, runId, crashes: item.resume?.crashes ?? 0 });
-    } catch (err) {
-      // Lost the channel, or could not record the run: the next owner (or a restart) runs it.
-      if (!this.halted) this.deps.onFailure?.();
-      throw new NotHandledHere(`run not started: ${(err as Error).message}`);
-    }
+    // From here a `stop` reaches this run, even before the agent is running.
     this.current = item;
     this.deps.active.current = item;
     let outcome: RunOutcome;
     try {
+      try {
+        await this.deps.ledger.runStarting({ seq: item.seq, messageId: message.id, runId, crashes: item.resume?.crashes ?? 0 });
+      } catch (err) {
+        // Lost the channel, or could not record the run: the next owner (or a restart) runs it.
+        if (!this.halted) this.deps.onFailure?.();
+        throw new NotHandledHere(`run not started: ${(err as Error).message}`);
+      }
       const agent = await this.getAgent();
       pub.emit({
         type: "run_started",
@@ -383,15 +385,19 @@ export class ChannelWorker {
         const problem = this.deps.policyProblem?.();
         if (problem) throw new Error(problem);
         const resume = item.resume ? { note: await this.resumeNote(item.resume.fromRunId) } : undefined;
-        outcome = await agent.run(this.runTrigger(message), (body) => {
-          if (body.type === "tool_execution_start") item.labels.set(body.toolCallId, body.label);
-          if (body.type === "tool_execution_end" && body.isError) void this.deps.onToolError?.(body.toolCallId, body.toolName);
-          pub.emit(body);
-        }, resume);
+        // Stopped while it was being set up: the agent never starts.
+        outcome = item.cancelledBy
+          ? { stopReason: "aborted", finalText: "", usage: ZERO_USAGE }
+          : await agent.run(this.runTrigger(message), (body) => {
+              if (body.type === "tool_execution_start") item.labels.set(body.toolCallId, body.label);
+              if (body.type === "tool_execution_end" && body.isError) void this.deps.onToolError?.(body.toolCallId, body.toolName);
+              pub.emit(body);
+            }, resume);
       } finally {
         clearTimeout(timer);
       }
     } catch (err) {
+      if (err instanceof NotHandledHere) throw err;
       log.error({ err }, "run failed before the agent could start");
       outcome = { stopReason: "error", errorMessage: (err as Error).message, finalText: "", usage: ZERO_USAGE };
     } finally {
