@@ -1,6 +1,7 @@
 import type { KV } from "@mom/bus";
 import { ChannelRecord, validator } from "@mom/contracts";
 import type { Logger } from "pino";
+import { jsonOf, watchBucket } from "./watch-bucket.js";
 
 const checkRecord = validator(ChannelRecord);
 
@@ -39,23 +40,16 @@ export class ChannelDirectory {
   /** Watches anew (after a reconnect the old watch may be stale); changes missed meanwhile are replayed. */
   async watch(): Promise<void> {
     this.watching?.stop();
-    let markReady!: () => void;
-    const ready = new Promise<void>((r) => (markReady = r));
-    const iter = await this.kv.watch();
-    this.watching = iter;
-    void (async () => {
-      for await (const e of iter) {
-        if (e.operation !== "PUT") this.apply(e.key, undefined);
-        else {
-          const parsed = checkRecord.check(safeJson(e.string()));
-          if (parsed.ok) this.apply(e.key, { record: parsed.value, revision: e.revision });
-          else this.log.error({ key: e.key, reason: parsed.reason }, "ignoring an invalid channel record");
-        }
-        if (e.delta === 0) markReady();
-      }
-    })().catch((err) => this.log.warn({ err }, "channel record watch ended"));
-    if ((await this.kv.status()).values === 0) markReady();
-    await ready;
+    this.watching = await watchBucket(
+      this.kv,
+      (e) => {
+        if (e.operation !== "PUT") return this.apply(e.key, undefined);
+        const parsed = checkRecord.check(jsonOf(e.string()));
+        if (parsed.ok) this.apply(e.key, { record: parsed.value, revision: e.revision });
+        else this.log.error({ key: e.key, reason: parsed.reason }, "ignoring an invalid channel record");
+      },
+      this.log,
+    );
   }
 
   stop(): void {
@@ -74,7 +68,7 @@ export class ChannelDirectory {
   async read(key: string): Promise<Versioned | undefined> {
     const e = await this.kv.get(key);
     if (!e || e.operation !== "PUT") return undefined;
-    const parsed = checkRecord.check(safeJson(e.string()));
+    const parsed = checkRecord.check(jsonOf(e.string()));
     if (!parsed.ok) throw new Error(`channel record ${key} is invalid: ${parsed.reason}`);
     return { record: parsed.value, revision: e.revision };
   }
@@ -125,10 +119,3 @@ function isConflict(err: unknown): boolean {
   return e?.code === 10071 || /wrong last sequence|key exists/i.test(e?.message ?? "");
 }
 
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

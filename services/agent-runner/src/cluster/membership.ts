@@ -1,6 +1,7 @@
 import type { KV } from "@mom/bus";
 import { RunnerHeartbeat, validator } from "@mom/contracts";
 import type { Logger } from "pino";
+import { jsonOf, watchBucket } from "./watch-bucket.js";
 
 const checkHeartbeat = validator(RunnerHeartbeat);
 
@@ -50,24 +51,16 @@ export class Membership {
   /** Watches the heartbeats anew (after a reconnect the old watch may be stale). */
   async watch(): Promise<void> {
     this.watching?.stop();
-    let markReady!: () => void;
-    const ready = new Promise<void>((r) => (markReady = r));
-    const iter = await this.o.kv.watch();
-    this.watching = iter;
-    void (async () => {
-      for await (const e of iter) {
-        if (e.operation !== "PUT") this.seen.delete(e.key);
-        else {
-          const parsed = checkHeartbeat.check(safeJson(e.string()));
-          if (parsed.ok) this.seen.set(e.key, { hb: parsed.value, at: Date.now() });
-          else this.o.log.warn({ key: e.key, reason: parsed.reason }, "ignoring an invalid runner heartbeat");
-        }
-        if (e.delta === 0) markReady();
-      }
-    })().catch((err) => this.o.log.warn({ err }, "runner heartbeat watch ended"));
-    // An empty bucket has no last entry to mark the end of the initial values.
-    if ((await this.o.kv.status()).values === 0) markReady();
-    await ready;
+    this.watching = await watchBucket(
+      this.o.kv,
+      (e) => {
+        if (e.operation !== "PUT") return void this.seen.delete(e.key);
+        const parsed = checkHeartbeat.check(jsonOf(e.string()));
+        if (parsed.ok) this.seen.set(e.key, { hb: parsed.value, at: Date.now() });
+        else this.o.log.warn({ key: e.key, reason: parsed.reason }, "ignoring an invalid runner heartbeat");
+      },
+      this.o.log,
+    );
   }
 
   /** This process was deaf (disconnected): nobody's silence during that time means they died. */
@@ -125,10 +118,3 @@ export class Membership {
   }
 }
 
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
