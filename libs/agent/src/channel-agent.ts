@@ -102,6 +102,8 @@ function addUsage(a: PiUsage, b: PiUsage): PiUsage {
 /** One pi AgentSession for one channel, persisted in the channel's context.jsonl. */
 export class ChannelAgent {
   private running = false;
+  /** abort() came while the run was still being prepared: pi had nothing to abort yet. */
+  private abortRequested = false;
   /** The channel's people, from the log's tail once, then from each run's new lines. */
   private people?: Map<string, PromptUser>;
   /** Why mom itself ended the current run before a model call (spend limit, no usable credential). */
@@ -170,6 +172,7 @@ export class ChannelAgent {
   async run(trigger: RunTrigger, emit: (body: OutboundEventBody) => void, resume?: { note: string }): Promise<RunOutcome> {
     if (this.running) throw new Error("a run is already active in this channel");
     this.running = true;
+    this.abortRequested = false;
     this.stoppedBecause = undefined;
     const mapper = new OutboundMapper();
     // pi compacts after the prompt has resolved; the run (and its events) lasts until that is done.
@@ -211,6 +214,7 @@ export class ChannelAgent {
       });
       // pi rebuilds its base prompt from the loader only when the tool set is (re)applied.
       this.session.setActiveToolsByName(this.opts.activeTools?.() ?? MOM_TOOL_NAMES);
+      if (this.abortRequested) return this.stoppedBeforePrompt(unsubscribe);
       if (alreadyPrompted) await this.session.prompt(resume.note);
       else await this.session.prompt(resume ? `${formatChatLine(trigger)}\n\n${resume.note}` : formatChatLine(trigger), { images: await this.imagesOf(trigger) });
       await compactionDone;
@@ -261,7 +265,15 @@ export class ChannelAgent {
   }
 
   async abort(): Promise<void> {
-    if (this.running) await this.session.abort();
+    if (!this.running) return;
+    this.abortRequested = true;
+    await this.session.abort();
+  }
+
+  private stoppedBeforePrompt(unsubscribe: () => void): RunOutcome {
+    this.running = false;
+    unsubscribe();
+    return { stopReason: "aborted", finalText: "", usage: ZERO_USAGE };
   }
 
   dispose(): void {
