@@ -1,7 +1,10 @@
 // Programs mom needs from the system: nats-server (when NATS_URL is unset; `mom up` and the tests
-// start their own) and bubblewrap (the default sandbox). Installs Debian's package when allowed
-// (root, or passwordless sudo); otherwise says how, in one line.
+// start their own), bubblewrap (the default sandbox), and kustomize for the manifest tests.
+// Installs Debian's package when allowed (root, or passwordless sudo); otherwise says how, in one line.
 import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 
 const ok = (cmd, args) => spawnSync(cmd, args, { stdio: "ignore" }).status === 0;
 
@@ -27,4 +30,63 @@ export function ensureBubblewrap({ required }) {
   if (aptInstall("bubblewrap")) return true;
   console.error("mom: bubblewrap (bwrap) not found: run `sudo apt-get install -y bubblewrap`" + (required ? "" : "; until then tools run unsandboxed on this host"));
   return !required;
+}
+
+/** Where mom keeps tools and images it fetched for its own tests, between runs on one machine. */
+export function cacheDir(...parts) {
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "mom", ...parts);
+}
+
+const kustomizeCache = () => cacheDir("tools", "kustomize");
+
+/** A kustomize to render k8s/ with: on PATH, else the one ensureKustomize() unpacked. */
+export function findKustomize() {
+  if (ok("kustomize", ["version"])) return "kustomize";
+  const cached = join(kustomizeCache(), "usr/bin/kustomize");
+  return existsSync(cached) ? cached : undefined;
+}
+
+/** The Debian mirror apt already uses (never a host name written into the project). */
+export function debianMirror() {
+  const texts = [];
+  for (const f of ["/etc/apt/sources.list", ...listDir("/etc/apt/sources.list.d").map((n) => join("/etc/apt/sources.list.d", n))]) {
+    try { texts.push(readFileSync(f, "utf8")); } catch { /* unreadable: next */ }
+  }
+  const urls = texts.join("\n").match(/\bhttps?:\/\/\S+/g) ?? [];
+  return urls.map((u) => u.replace(/\/+$/, "")).find((u) => /\/debian$/.test(u));
+}
+
+function listDir(dir) {
+  try { return readdirSync(dir); } catch { return []; }
+}
+
+/**
+ * kustomize for the manifest tests. Debian stable has none, so without one on PATH this unpacks
+ * sid's package into the cache (apt with its own sources file and lists: the system's apt setup
+ * is left alone; no root needed). Returns its path, or undefined with a one-line reason.
+ */
+export function ensureKustomize() {
+  const found = findKustomize();
+  if (found) return found;
+  const mirror = debianMirror();
+  if (!mirror || !ok("apt-get", ["--version"])) {
+    console.error("mom: kustomize not found and apt cannot fetch it: install kustomize (>= 5) on PATH");
+    return undefined;
+  }
+  const dir = kustomizeCache();
+  const work = join(dir, "apt");
+  mkdirSync(join(work, "lists/partial"), { recursive: true });
+  mkdirSync(join(work, "cache/archives/partial"), { recursive: true });
+  writeFileSync(join(work, "sources.list"), `deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror} sid main\n`);
+  const apt = (...args) =>
+    spawnSync("apt-get", ["-qq", "-o", `Dir::Etc::sourcelist=${join(work, "sources.list")}`, "-o", "Dir::Etc::sourceparts=-", "-o", `Dir::State::Lists=${join(work, "lists")}`, "-o", `Dir::Cache=${join(work, "cache")}`, "-o", "Debug::NoLocking=1", ...args], { cwd: work, stdio: ["ignore", "ignore", "inherit"] }).status === 0;
+  console.error("mom: fetching kustomize (Debian sid's package) into " + dir);
+  const deb = () => listDir(work).find((n) => /^kustomize_.*\.deb$/.test(n));
+  if (!(apt("update") && apt("download", "kustomize") && deb())) {
+    console.error("mom: could not download kustomize: install kustomize (>= 5) on PATH");
+    return undefined;
+  }
+  if (spawnSync("dpkg", ["-x", join(work, deb()), dir], { stdio: "inherit" }).status !== 0) return undefined;
+  rmSync(work, { recursive: true, force: true });
+  return findKustomize();
 }
