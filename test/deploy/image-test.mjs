@@ -9,8 +9,8 @@
 //      those bases as build arguments), checks it (non-root, no dev dependencies, bubblewrap works
 //      with the compose file's security options) and prints its size;
 //   4. starts nats + runner + scheduler from the compose file (with `docker run`: this machine has
-//      no Compose v2; the test translates each service's image, command, user, environment and
-//      volumes, and waits for NATS's /healthz as `service_healthy` would), talks through the `cli`
+//      no Compose v2; the test translates each service's image, command, user, read-only root,
+//      tmpfs, security options, environment and volumes, and waits for NATS's /healthz as `service_healthy` would), talks through the `cli`
 //      service to the fake LLM (libs/testing, in a container "model" on the same network), has the agent run
 //      a command in its bwrap sandbox, fires a scheduler event, then stops everything with SIGTERM
 //      and checks the runner drained.
@@ -180,6 +180,8 @@ const seconds = (d) => Number(/^(\d+)s$/.exec(d ?? "")?.[1] ?? 10);
 function runArgs(name, svc, { network, imageFor }) {
   const args = ["--name", `${project}-${name}`, "--network", network, "--network-alias", name, "--stop-timeout", String(seconds(svc.stop_grace_period))];
   if (svc.user) args.push("--user", svc.user);
+  if (svc.read_only) args.push("--read-only");
+  for (const t of svc.tmpfs ?? []) args.push("--tmpfs", t);
   for (const opt of svc.security_opt ?? []) args.push("--security-opt", opt);
   for (const [k, v] of Object.entries(svc.environment ?? {})) args.push("-e", `${k}=${v ?? ""}`);
   for (const v of svc.volumes ?? []) {

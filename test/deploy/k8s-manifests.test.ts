@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -151,6 +151,12 @@ describe("k8s/overlays/prod scaling", () => {
 });
 
 describe("k8s/base templates", () => {
+  it("overlays/prod/ingress-slack.yaml is ingress-example.yaml for the adapter slack", () => {
+    const body = (file: string) => readFileSync(join(root, file), "utf8").replace(/^[^]*?(?=^apiVersion:)/m, "");
+    expect(body("k8s/overlays/prod/ingress-slack.yaml")).toBe(body("k8s/base/ingress-example.yaml").replaceAll("ADAPTER", "slack"));
+  });
+
+
   it("ingress-whatsapp-example.yaml renders and validates when an overlay adds it", async () => {
     const objs = build(around("dev", { files: ["k8s/base/ingress-whatsapp-example.yaml"] }));
     for (const o of objs) await validate(o);
