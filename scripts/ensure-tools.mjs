@@ -2,7 +2,7 @@
 // start their own), bubblewrap (the default sandbox), and kustomize for the manifest tests.
 // Installs Debian's package when allowed (root, or passwordless sudo); otherwise says how, in one line.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 
@@ -61,32 +61,54 @@ function listDir(dir) {
 }
 
 /**
- * kustomize for the manifest tests. Debian stable has none, so without one on PATH this unpacks
- * sid's package into the cache (apt with its own sources file and lists: the system's apt setup
- * is left alone; no root needed). Returns its path, or undefined with a one-line reason.
+ * Unpacks Debian package `pkg` of `suite` into the cache (apt with a sources file and lists of its
+ * own: the system's apt setup is left alone; no root needed) and returns the folder, or undefined
+ * after saying why in one line. For tools Debian stable lacks or has too old.
  */
-export function ensureKustomize() {
-  const found = findKustomize();
-  if (found) return found;
+function unpackDebianPackage(pkg, suite) {
+  const dir = cacheDir("tools", pkg);
   const mirror = debianMirror();
-  if (!mirror || !ok("apt-get", ["--version"])) {
-    console.error("mom: kustomize not found and apt cannot fetch it: install kustomize (>= 5) on PATH");
+  if (!mirror || !ok("apt-get", ["--version"]) || !ok("dpkg", ["--version"])) {
+    console.error(`mom: cannot fetch ${pkg}: no apt, dpkg or Debian mirror here`);
     return undefined;
   }
-  const dir = kustomizeCache();
   const work = join(dir, "apt");
   mkdirSync(join(work, "lists/partial"), { recursive: true });
   mkdirSync(join(work, "cache/archives/partial"), { recursive: true });
-  writeFileSync(join(work, "sources.list"), `deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror} sid main\n`);
+  writeFileSync(join(work, "sources.list"), `deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror} ${suite} main\n`);
   const apt = (...args) =>
-    spawnSync("apt-get", ["-qq", "-o", `Dir::Etc::sourcelist=${join(work, "sources.list")}`, "-o", "Dir::Etc::sourceparts=-", "-o", `Dir::State::Lists=${join(work, "lists")}`, "-o", `Dir::Cache=${join(work, "cache")}`, "-o", "Debug::NoLocking=1", ...args], { cwd: work, stdio: ["ignore", "ignore", "inherit"] }).status === 0;
-  console.error("mom: fetching kustomize (Debian sid's package) into " + dir);
-  const deb = () => listDir(work).find((n) => /^kustomize_.*\.deb$/.test(n));
-  if (!(apt("update") && apt("download", "kustomize") && deb())) {
-    console.error("mom: could not download kustomize: install kustomize (>= 5) on PATH");
+    spawnSync("apt-get", ["-qq", "-o", `Dir::Etc::sourcelist=${join(work, "sources.list")}`, "-o", "Dir::Etc::sourceparts=-", "-o", `Dir::State::Lists=${join(work, "lists")}`, "-o", `Dir::Cache=${join(work, "cache")}`, "-o", "Debug::NoLocking=1", ...args], { cwd: work, stdio: ["ignore", "ignore", "ignore"] }).status === 0;
+  console.error(`mom: fetching ${pkg} (Debian ${suite}'s package) into ${dir}`);
+  const deb = () => listDir(work).find((n) => n.startsWith(`${pkg}_`) && n.endsWith(".deb"));
+  const fetched = apt("update") && apt("download", pkg) && deb() && spawnSync("dpkg", ["-x", join(work, deb()), dir], { stdio: "inherit" }).status === 0;
+  rmSync(work, { recursive: true, force: true });
+  if (!fetched) console.error(`mom: could not download Debian ${suite}'s ${pkg}`);
+  return fetched ? dir : undefined;
+}
+
+/** kustomize for the manifest tests: on PATH, else sid's package (Debian stable has none). */
+export function ensureKustomize() {
+  const found = findKustomize();
+  if (found) return found;
+  if (!unpackDebianPackage("kustomize", "sid")) {
+    console.error("mom: install kustomize (>= 5) on PATH");
     return undefined;
   }
-  if (spawnSync("dpkg", ["-x", join(work, deb()), dir], { stdio: "inherit" }).status !== 0) return undefined;
-  rmSync(work, { recursive: true, force: true });
   return findKustomize();
+}
+
+/**
+ * A DOCKER_CONFIG folder whose cli-plugins/ has Compose v2, for `docker compose` in the engine
+ * test: the user's own plugin when `docker compose` already works (undefined: use the default),
+ * else trixie's docker-compose package (bookworm has only Compose v1). Returns null without one.
+ */
+export function ensureComposeConfig() {
+  if (ok("docker", ["compose", "version"])) return undefined;
+  const plugin = () => join(cacheDir("tools", "docker-compose"), "usr/libexec/docker/cli-plugins/docker-compose");
+  if (!existsSync(plugin()) && !unpackDebianPackage("docker-compose", "trixie")) return null;
+  const config = cacheDir("tools", "docker-config");
+  mkdirSync(join(config, "cli-plugins"), { recursive: true });
+  rmSync(join(config, "cli-plugins/docker-compose"), { force: true });
+  symlinkSync(plugin(), join(config, "cli-plugins/docker-compose"));
+  return config;
 }

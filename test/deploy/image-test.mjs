@@ -6,13 +6,13 @@
 //      Debian's nodejs and nats-server, imported with `docker import` (cached by recipe), plus npm
 //      on top for the build stages;
 //   3. builds the image from deploy/docker-compose.yml's `build:` section (deploy/Dockerfile, with
-//      those bases as build arguments), checks it (non-root, no dev dependencies, bubblewrap works
-//      with the compose file's security options) and prints its size;
-//   4. starts nats + runner + scheduler from the compose file (with `docker run`: this machine has
-//      no Compose v2; the test translates each service's image, command, user, read-only root,
-//      tmpfs, security options, environment and volumes, and waits for NATS's /healthz as `service_healthy` would), talks through the `cli`
-//      service to the fake LLM (libs/testing, in a container "model" on the same network), has the agent run
-//      a command in its bwrap sandbox, fires a scheduler event, then stops everything with SIGTERM
+//      those bases as build arguments), checks it (non-root, no dev dependencies, no npm) and
+//      prints its size;
+//   4. starts nats + runner + scheduler from the compose file with Compose v2 (the user's, else
+//      Debian trixie's package unpacked into the cache; without one, the same services with
+//      `docker run`, read from the file), talks through the `cli` service to the fake LLM
+//      (libs/testing, as a service "model"), has the agent run a command in its bwrap sandbox,
+//      fires a scheduler event, then stops everything with SIGTERM
 //      and checks the runner drained.
 //
 // Exits 0 after printing "NOT RUN: <why>" when no engine can be started here (not root, no
@@ -20,12 +20,12 @@
 // volume and the daemon are removed at the end of every run, passed or failed.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import YAML from "yaml";
-import { cacheDir, debianMirror } from "../../scripts/ensure-tools.mjs";
+import { cacheDir, debianMirror, ensureComposeConfig } from "../../scripts/ensure-tools.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const composeFile = join(root, "deploy/docker-compose.yml");
@@ -136,6 +136,10 @@ function baseImages() {
     const dockerfile = `FROM ${base}\nRUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null && rm -rf /var/lib/apt/lists/*\n`;
     sh("docker", ["build", "--network", "host", "-t", buildBase, "-"], { input: dockerfile, timeout: 900_000 });
   }
+  // Earlier recipes' bases and tarballs: the cache keeps the current ones only.
+  const stale = docker("images", "--format", "{{.Repository}}:{{.Tag}}", "mom-test/*").split("\n").filter((t) => t && t !== base && t !== buildBase);
+  if (stale.length) sh("docker", ["rmi", ...stale], { allowFail: true });
+  for (const f of readdirSync(stateDir).filter((n) => /^base-trixie-.*\.tar$/.test(n) && n !== `base-trixie-${key}.tar`)) rmSync(join(stateDir, f));
   ok(`base images without a registry: ${base} (debootstrap + docker import), ${buildBase}`);
   return { base, buildBase };
 }
@@ -166,6 +170,108 @@ function buildImage(compose, bases) {
 }
 
 // ---------------------------------------------------------------- 4. the compose services
+// Two ways to run them, with one interface: Compose v2 itself (`docker compose`, the user's or
+// Debian trixie's plugin), else the same services with `docker run`, read from the file.
+// Either way the file's nats image (unpullable here) is replaced by the Debian base, which has
+// Debian's nats-server, its `ports:` are dropped (they publish on the host's loopback, where this
+// machine may already run a NATS), and a service `model` (the fake LLM) is added.
+
+const FAKE_MODEL_COMMAND = ["node", "/fake/fake-llm-main.js", "-", "--host", "0.0.0.0", "--port", "8080"];
+// nats:2.10-alpine's wget is not in the Debian base; node is.
+const NATS_HEALTHCHECK = ["CMD", "node", "-e", "fetch('http://127.0.0.1:8222/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"];
+
+class ComposeStack {
+  constructor({ config, image, base, vars }) {
+    this.how = "docker compose";
+    this.env = { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: env.DOCKER_HOST, ...(config ? { DOCKER_CONFIG: config } : {}), ...vars };
+    const override = join(run, "compose.test.yml");
+    writeFileSync(
+      override,
+      [
+        "services:",
+        "  nats:",
+        `    image: ${base}`,
+        "    ports: !reset []",
+        `    healthcheck: { test: ${JSON.stringify(NATS_HEALTHCHECK)}, interval: 1s, retries: 30 }`,
+        "  model:",
+        `    image: ${base}`,
+        `    command: ${JSON.stringify(FAKE_MODEL_COMMAND)}`,
+        `    volumes: [${JSON.stringify(`${join(root, "libs/testing/dist")}:/fake:ro`)}]`,
+        "",
+      ].join("\n"),
+    );
+    this.args = ["compose", "-p", project, "-f", composeFile, "-f", override];
+    this.image = image;
+  }
+  compose(...args) {
+    const r = spawnSync("docker", [...this.args, ...args], { encoding: "utf8", env: this.env, timeout: 180_000 });
+    if (r.status !== 0) fail(`docker compose ${args.join(" ")}: ${(r.stderr || r.stdout).trim().split("\n").slice(-6).join("\n")}`);
+    return r.stdout;
+  }
+  container = (name) => `${project}-${name}-1`;
+  start(names) {
+    // depends_on: nats service_healthy holds the others until the healthcheck passes.
+    this.compose("up", "-d", "--no-build", ...names);
+  }
+  cli() {
+    return spawn("docker", [...this.args, "run", "--rm", "-T", "cli"], { env: this.env, stdio: ["pipe", "pipe", "pipe"] });
+  }
+  down() {
+    spawnSync("docker", [...this.args, "down", "-v", "--remove-orphans", "-t", "5"], { env: this.env, stdio: "ignore", timeout: 120_000 });
+  }
+}
+
+class DockerRunStack {
+  constructor({ compose, image, base, vars }) {
+    this.how = "docker run (no Compose v2 here)";
+    this.services = interpolate(compose.services, vars);
+    this.services.nats = { ...this.services.nats, image: base };
+    this.services.model = { image: base, command: FAKE_MODEL_COMMAND, volumes: [`${join(root, "libs/testing/dist")}:/fake:ro`] };
+    this.volumes = Object.keys(compose.volumes ?? {});
+    this.image = image;
+    this.network = `${project}_default`;
+    this.names = [];
+  }
+  container = (name) => `${project}-${name}-1`;
+  async start(names) {
+    if (!this.names.length) {
+      docker("network", "create", this.network);
+      for (const v of this.volumes) docker("volume", "create", `${project}_${v}`);
+    }
+    for (const name of names) {
+      docker("run", "-d", ...this.runArgs(name));
+      this.names.push(name);
+      // depends_on: service_healthy, done from outside
+      if (name === "nats") await until("NATS /healthz", 30, async () => (await fetch(`http://${ipOf(this, "nats")}:8222/healthz`).catch(() => undefined))?.ok === true);
+    }
+  }
+  cli() {
+    return spawn("docker", ["run", "-i", "--rm", ...this.runArgs("cli")], { env, stdio: ["pipe", "pipe", "pipe"] });
+  }
+  /** `docker run` arguments for one service (the keys this compose file uses). */
+  runArgs(name) {
+    const svc = this.services[name];
+    const args = ["--name", this.container(name), "--network", this.network, "--network-alias", name, "--stop-timeout", String(seconds(svc.stop_grace_period))];
+    if (svc.user) args.push("--user", svc.user);
+    if (svc.read_only) args.push("--read-only");
+    for (const t of svc.tmpfs ?? []) args.push("--tmpfs", t);
+    for (const opt of svc.security_opt ?? []) args.push("--security-opt", opt);
+    for (const [k, v] of Object.entries(svc.environment ?? {})) args.push("-e", `${k}=${v ?? ""}`);
+    for (const v of svc.volumes ?? []) {
+      const [src, dst, mode] = v.split(":");
+      const host = src.startsWith(".") || isAbsolute(src) ? resolve(dirname(composeFile), src) : `${project}_${src}`;
+      args.push("-v", `${host}:${dst}${mode ? `:${mode}` : ""}`);
+    }
+    args.push(svc.image, ...(svc.command ?? []));
+    return args;
+  }
+  down() {
+    for (const name of [...this.names, "cli"]) spawnSync("docker", ["rm", "-f", this.container(name)], { env, stdio: "ignore" });
+    spawnSync("docker", ["network", "rm", this.network], { env, stdio: "ignore" });
+    for (const v of this.volumes) spawnSync("docker", ["volume", "rm", `${project}_${v}`], { env, stdio: "ignore" });
+  }
+}
+
 /** ${VAR}, ${VAR:-default} against the variables the test sets (never the caller's environment). */
 function interpolate(value, vars) {
   if (typeof value === "string") return value.replace(/\$\{(\w+)(?::-([^}]*))?\}/g, (_, name, def) => (vars[name] ? vars[name] : (def ?? "")));
@@ -175,76 +281,48 @@ function interpolate(value, vars) {
 }
 
 const seconds = (d) => Number(/^(\d+)s$/.exec(d ?? "")?.[1] ?? 10);
-
-/** `docker run` arguments for one compose service (the keys this compose file uses). */
-function runArgs(name, svc, { network, imageFor }) {
-  const args = ["--name", `${project}-${name}`, "--network", network, "--network-alias", name, "--stop-timeout", String(seconds(svc.stop_grace_period))];
-  if (svc.user) args.push("--user", svc.user);
-  if (svc.read_only) args.push("--read-only");
-  for (const t of svc.tmpfs ?? []) args.push("--tmpfs", t);
-  for (const opt of svc.security_opt ?? []) args.push("--security-opt", opt);
-  for (const [k, v] of Object.entries(svc.environment ?? {})) args.push("-e", `${k}=${v ?? ""}`);
-  for (const v of svc.volumes ?? []) {
-    const [src, dst, mode] = v.split(":");
-    const host = src.startsWith(".") || isAbsolute(src) ? resolve(dirname(composeFile), src) : `${project}_${src}`;
-    args.push("-v", `${host}:${dst}${mode ? `:${mode}` : ""}`);
-  }
-  // `ports:` are left out on purpose: they publish on the host's loopback, where this machine may
-  // already run a NATS; the test reaches every container through the network instead.
-  args.push(imageFor(svc.image), ...(svc.command ?? []));
-  return args;
-}
+const ipOf = (stack, name) => Object.values(JSON.parse(docker("inspect", stack.container(name)))[0].NetworkSettings.Networks)[0].IPAddress;
 
 async function services(compose, image, base) {
   const { connectFakeLlm, fakeLlmModelsJson } = await import(join(root, "libs/testing/dist/index.js"));
-  const network = `${project}_default`;
-  docker("network", "create", network);
-  for (const v of Object.keys(compose.volumes ?? {})) docker("volume", "create", `${project}_${v}`);
-  const ipOf = (name) => JSON.parse(docker("inspect", `${project}-${name}`))[0].NetworkSettings.Networks[network].IPAddress;
-
-  // The fake model (libs/testing, plain Node with no dependencies) in a container of its own on the
-  // network, as "model": the runner reaches it like any endpoint; the test steers it from the host.
-  docker("run", "-d", "--name", `${project}-model`, "--network", network, "--network-alias", "model", "-v", `${join(root, "libs/testing/dist")}:/fake:ro`, base, "node", "/fake/fake-llm-main.js", "-", "--host", "0.0.0.0", "--port", "8080");
-  started.push("model");
-  const llm = connectFakeLlm(`http://${ipOf("model")}:8080/v1`);
-  await until("the fake model", 30, () => llm.requests().then(() => true, () => false));
-  await llm.enqueue(
-    { toolCalls: [{ name: "bash", arguments: { label: "Look around", command: "echo pid1=$(cat /proc/1/comm); (exec 3<>/dev/tcp/nats/4222) 2>/dev/null && echo nats=reachable || echo nats=unreachable" } }] },
-    { text: "pong from the container" },
-    { text: "scheduled pong" },
-  );
-
   const data = join(run, "data");
   mkdirSync(join(data, "workspace/events"), { recursive: true });
   writeFileSync(join(data, "models.json"), JSON.stringify(fakeLlmModelsJson("http://model:8080/v1")));
   writeFileSync(join(data, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: "nats://127.0.0.1:4222" }, adapters: { cli: { type: "cli" } }, sandbox: { type: "bwrap" }, log: { level: "info" } }));
   for (const p of [run, data]) chmodSync(p, 0o755);
   sh("chown", ["-R", "1000:1000", data]);
+  if (compose.services.runner.image !== image) fail(`built ${image}, but the compose file runs ${compose.services.runner.image}`);
 
+  // Only what the compose file interpolates; the caller's environment (model keys, say) stays out.
   const vars = { MOM_DATA: data, MOM_UID: "1000", MOM_GID: "1000", MOM_CLI_CHANNEL: "local" };
-  const svcs = interpolate(compose.services, vars);
-  const imageFor = (img) => (img === compose.services.runner.image ? image : img.startsWith("nats:") ? base : fail(`no local image for ${img}`));
-  const ctx = { network, imageFor };
+  const config = process.env.MOM_DEPLOY_TEST_COMPOSE === "0" ? null : ensureComposeConfig();
+  stack = config === null ? new DockerRunStack({ compose, image, base, vars }) : new ComposeStack({ config, image, base, vars });
+  const container = (name) => stack.container(name);
 
-  // nats first: the others wait for it (depends_on: service_healthy)
-  docker("run", "-d", ...runArgs("nats", svcs.nats, ctx));
-  started.push("nats");
-  await until("NATS /healthz", 30, async () => (await fetch(`http://${ipOf("nats")}:8222/healthz`).catch(() => undefined))?.ok === true);
-  ok(`nats (the compose service, on Debian's nats-server ${docker("exec", `${project}-nats`, "nats-server", "--version").replace("nats-server: ", "")}) healthy`);
+  // The fake model (libs/testing, plain Node without dependencies) as service "model": the runner
+  // reaches it like any endpoint; the test steers it from the host.
+  await stack.start(["model", "nats"]);
+  const llm = connectFakeLlm(`http://${ipOf(stack, "model")}:8080/v1`);
+  await until("the fake model", 30, () => llm.requests().then(() => true, () => false));
+  await llm.enqueue(
+    { toolCalls: [{ name: "bash", arguments: { label: "Look around", command: "echo pid1=$(cat /proc/1/comm); (exec 3<>/dev/tcp/nats/4222) 2>/dev/null && echo nats=reachable || echo nats=unreachable" } }] },
+    { text: "pong from the container" },
+    { text: "scheduled pong" },
+  );
+  await until("NATS /healthz", 30, async () => (await fetch(`http://${ipOf(stack, "nats")}:8222/healthz`).catch(() => undefined))?.ok === true);
+  ok(`${stack.how}: nats (the compose service, on Debian's nats-server ${docker("exec", container("nats"), "nats-server", "--version").replace("nats-server: ", "")}) healthy`);
 
-  for (const name of ["runner", "scheduler"]) {
-    docker("run", "-d", ...runArgs(name, svcs[name], ctx));
-    started.push(name);
-  }
-  const logs = (name) => sh("docker", ["logs", `${project}-${name}`], { allowFail: true }).stdout + sh("docker", ["logs", `${project}-${name}`], { allowFail: true }).stderr;
+  await stack.start(["runner", "scheduler"]);
+  const logs = (name) => {
+    const r = sh("docker", ["logs", container(name)], { allowFail: true });
+    return r.stdout + r.stderr;
+  };
   await until("the runner to be ready", 60, () => logs("runner").includes('"msg":"agent runner ready"'));
   await until("the scheduler to be ready", 60, () => logs("scheduler").includes('"msg":"scheduler ready"'));
   ok("runner and scheduler started from the compose file, connected to nats://nats:4222");
 
-  // The terminal: `docker compose run --rm cli` = an interactive container with stdin open.
-  const cliArgs = runArgs("cli", svcs.cli, ctx);
-  const cli = spawn("docker", ["run", "-i", "--rm", ...cliArgs], { env, stdio: ["pipe", "pipe", "pipe"] });
-  started.push("cli");
+  // The terminal: `docker compose run --rm cli`, stdin from this test.
+  const cli = stack.cli();
   let out = "";
   let err = "";
   cli.stdout.on("data", (d) => (out += d));
@@ -270,8 +348,8 @@ async function services(compose, image, base) {
   if (cli.exitCode === null) fail("the terminal did not exit on end of input");
 
   for (const name of ["scheduler", "runner"]) {
-    docker("stop", `${project}-${name}`);
-    const code = JSON.parse(docker("inspect", `${project}-${name}`))[0].State.ExitCode;
+    docker("stop", container(name));
+    const code = JSON.parse(docker("inspect", container(name)))[0].State.ExitCode;
     if (code !== 0) fail(`${name} exited ${code} on SIGTERM:\n${logs(name).split("\n").slice(-10).join("\n")}`);
   }
   if (!logs("runner").includes('"msg":"bus drained"')) fail("the runner stopped without draining");
@@ -279,12 +357,13 @@ async function services(compose, image, base) {
 }
 
 // ---------------------------------------------------------------- main
-const started = [];
+let stack;
 async function cleanup() {
   if (dockerd && dockerd.exitCode === null) {
-    for (const name of started) spawnSync("docker", ["rm", "-f", `${project}-${name}`], { env, stdio: "ignore" });
-    spawnSync("docker", ["network", "rm", `${project}_default`], { env, stdio: "ignore" });
-    spawnSync("sh", ["-c", `docker volume ls -q --filter name=${project}_ | xargs -r docker volume rm`], { env, stdio: "ignore" });
+    stack?.down();
+    // Untagged images: the build stages' layers (the cache of the next build) and those of earlier
+    // builds. Keep a day's worth, so the cache serves the next run without growing for ever.
+    spawnSync("docker", ["image", "prune", "-f", "--filter", "until=24h"], { env, stdio: "ignore" });
   }
   await stopEngine();
   // dockerd may leave its network-namespace mounts under the exec root behind.
@@ -312,10 +391,10 @@ try {
   } else {
     status = 1;
     log(`test:deploy: FAIL - ${e.message}`);
-    if (dockerd && dockerd.exitCode === null) {
-      for (const name of started.filter((n) => n !== "cli")) {
-        const r = spawnSync("docker", ["logs", "--tail", "15", `${project}-${name}`], { env, encoding: "utf8" });
-        log(`--- ${name}\n${(r.stdout + r.stderr).trim()}`);
+    if (dockerd && dockerd.exitCode === null && stack) {
+      for (const name of ["nats", "runner", "scheduler", "model"]) {
+        const r = spawnSync("docker", ["logs", "--tail", "15", stack.container(name)], { env, encoding: "utf8" });
+        if (r.status === 0) log(`--- ${name}\n${(r.stdout + r.stderr).trim()}`);
       }
     }
   }
