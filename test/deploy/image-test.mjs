@@ -208,10 +208,10 @@ class ComposeStack {
     if (r.status !== 0) fail(`docker compose ${args.join(" ")}: ${(r.stderr || r.stdout).trim().split("\n").slice(-6).join("\n")}`);
     return r.stdout;
   }
-  container = (name) => `${project}-${name}-1`;
-  start(names) {
+  container = (name, i = 1) => `${project}-${name}-${i}`;
+  start(names, scale = {}) {
     // depends_on: nats service_healthy holds the others until the healthcheck passes.
-    this.compose("up", "-d", "--no-build", ...names);
+    this.compose("up", "-d", "--no-build", ...Object.entries(scale).flatMap(([n, k]) => ["--scale", `${n}=${k}`]), ...names);
   }
   cli() {
     return spawn("docker", [...this.args, "run", "--rm", "-T", "cli"], { env: this.env, stdio: ["pipe", "pipe", "pipe"] });
@@ -232,15 +232,17 @@ class DockerRunStack {
     this.network = `${project}_default`;
     this.names = [];
   }
-  container = (name) => `${project}-${name}-1`;
-  async start(names) {
+  container = (name, i = 1) => `${project}-${name}-${i}`;
+  async start(names, scale = {}) {
     if (!this.names.length) {
       docker("network", "create", this.network);
       for (const v of this.volumes) docker("volume", "create", `${project}_${v}`);
     }
     for (const name of names) {
-      docker("run", "-d", ...this.runArgs(name));
-      this.names.push(name);
+      for (let i = 1; i <= (scale[name] ?? 1); i++) {
+        docker("run", "-d", ...this.runArgs(name, i));
+        this.names.push(this.container(name, i));
+      }
       // depends_on: service_healthy, done from outside
       if (name === "nats") await until("NATS /healthz", 30, async () => (await fetch(`http://${ipOf(this, "nats")}:8222/healthz`).catch(() => undefined))?.ok === true);
     }
@@ -249,9 +251,9 @@ class DockerRunStack {
     return spawn("docker", ["run", "-i", "--rm", ...this.runArgs("cli")], { env, stdio: ["pipe", "pipe", "pipe"] });
   }
   /** `docker run` arguments for one service (the keys this compose file uses). */
-  runArgs(name) {
+  runArgs(name, i = 1) {
     const svc = this.services[name];
-    const args = ["--name", this.container(name), "--network", this.network, "--network-alias", name, "--stop-timeout", String(seconds(svc.stop_grace_period))];
+    const args = ["--name", this.container(name, i), "--network", this.network, "--network-alias", name, "--stop-timeout", String(seconds(svc.stop_grace_period))];
     if (svc.user) args.push("--user", svc.user);
     if (svc.read_only) args.push("--read-only");
     for (const t of svc.tmpfs ?? []) args.push("--tmpfs", t);
@@ -266,7 +268,7 @@ class DockerRunStack {
     return args;
   }
   down() {
-    for (const name of [...this.names, "cli"]) spawnSync("docker", ["rm", "-f", this.container(name)], { env, stdio: "ignore" });
+    for (const c of [...this.names, this.container("cli")]) spawnSync("docker", ["rm", "-f", c], { env, stdio: "ignore" });
     spawnSync("docker", ["network", "rm", this.network], { env, stdio: "ignore" });
     for (const v of this.volumes) spawnSync("docker", ["volume", "rm", `${project}_${v}`], { env, stdio: "ignore" });
   }
@@ -312,14 +314,17 @@ async function services(compose, image, base) {
   await until("NATS /healthz", 30, async () => (await fetch(`http://${ipOf(stack, "nats")}:8222/healthz`).catch(() => undefined))?.ok === true);
   ok(`${stack.how}: nats (the compose service, on Debian's nats-server ${docker("exec", container("nats"), "nats-server", "--version").replace("nats-server: ", "")}) healthy`);
 
-  await stack.start(["runner", "scheduler"]);
-  const logs = (name) => {
-    const r = sh("docker", ["logs", container(name)], { allowFail: true });
+  // Two runners: the channel has one owner, so the message is answered once (docs/scaling.md).
+  const RUNNERS = 2;
+  const runners = Array.from({ length: RUNNERS }, (_, i) => container("runner", i + 1));
+  await stack.start(["runner", "scheduler"], { runner: RUNNERS });
+  const logs = (c) => {
+    const r = sh("docker", ["logs", c], { allowFail: true });
     return r.stdout + r.stderr;
   };
-  await until("the runner to be ready", 60, () => logs("runner").includes('"msg":"agent runner ready"'));
-  await until("the scheduler to be ready", 60, () => logs("scheduler").includes('"msg":"scheduler ready"'));
-  ok("runner and scheduler started from the compose file, connected to nats://nats:4222");
+  for (const c of runners) await until(`${c} to be ready`, 60, () => logs(c).includes('"msg":"agent runner ready"'));
+  await until("the scheduler to be ready", 60, () => logs(container("scheduler")).includes('"msg":"scheduler ready"'));
+  ok(`${RUNNERS} runners (scaled) and the scheduler started from the compose file, connected to nats://nats:4222`);
 
   // The terminal: `docker compose run --rm cli`, stdin from this test.
   const cli = stack.cli();
@@ -347,13 +352,17 @@ async function services(compose, image, base) {
   await Promise.race([cliExited, sleep(15_000)]);
   if (cli.exitCode === null) fail("the terminal did not exit on end of input");
 
-  for (const name of ["scheduler", "runner"]) {
-    docker("stop", container(name));
-    const code = JSON.parse(docker("inspect", container(name)))[0].State.ExitCode;
-    if (code !== 0) fail(`${name} exited ${code} on SIGTERM:\n${logs(name).split("\n").slice(-10).join("\n")}`);
+  const requests = (await llm.requests()).length;
+  if (requests !== 3) fail(`the model was asked ${requests} times for 2 messages needing 3 answers: a message was run twice or not at all`);
+  ok(`${RUNNERS} runners, 2 messages, 3 model calls: each message run once`);
+
+  for (const c of [container("scheduler"), ...runners]) {
+    docker("stop", c);
+    const code = JSON.parse(docker("inspect", c))[0].State.ExitCode;
+    if (code !== 0) fail(`${c} exited ${code} on SIGTERM:\n${logs(c).split("\n").slice(-10).join("\n")}`);
+    if (c !== container("scheduler") && !logs(c).includes('"msg":"bus drained"')) fail(`${c} stopped without draining`);
   }
-  if (!logs("runner").includes('"msg":"bus drained"')) fail("the runner stopped without draining");
-  ok("docker stop: scheduler and runner exit 0 on SIGTERM, the runner after draining its consumers");
+  ok("docker stop: the scheduler and every runner exit 0 on SIGTERM, the runners after draining their consumers");
 }
 
 // ---------------------------------------------------------------- main
