@@ -10,7 +10,8 @@ import { findKustomize } from "../../scripts/ensure-tools.mjs";
 
 // Every overlay in k8s/ rendered with kustomize exactly as a user would after the README's steps
 // (copy the *.env.example files), validated offline against the Kubernetes JSON schemas
-// (kubernetes-models), then held to the rules the manifests promise.
+// (kubernetes-models) and for fields the API does not know (@kubernetes/client-node's models),
+// then held to the rules the manifests promise.
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; annotations?: Record<string, string> }; spec?: any };
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -43,6 +44,49 @@ async function validate(o: Obj): Promise<void> {
   new Model(o).validate();
 }
 
+/**
+ * Fields the API server does not know, which `kubectl apply` refuses (strict field validation, the
+ * default) and the JSON schemas above let through (they allow extra properties): checked against
+ * the field lists of @kubernetes/client-node's generated models (one class per API type).
+ */
+async function unknownFields(value: unknown, type: string, path: string): Promise<string[]> {
+  if (value === null || typeof value !== "object") return [];
+  const array = /^Array<(.+)>$/.exec(type);
+  if (array) return (await Promise.all((value as unknown[]).map((v, i) => unknownFields(v, array[1]!, `${path}[${i}]`)))).flat();
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
+  if (map) return (await Promise.all(Object.entries(value).map(([k, v]) => unknownFields(v, map[1]!, `${path}.${k}`)))).flat();
+  const model = await modelOf(type);
+  if (!model) return []; // a scalar, IntOrString, Quantity or free-form object
+  const fields = new Map(model.map((a) => [a.baseName, a.type]));
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(value)) {
+    const t = fields.get(k);
+    if (!t) out.push(`${path}.${k}`);
+    else out.push(...(await unknownFields(v, t, `${path}.${k}`)));
+  }
+  return out;
+}
+async function modelOf(type: string): Promise<{ baseName: string; type: string }[] | undefined> {
+  if (!/^V\d/.test(type)) return undefined;
+  try {
+    const mod = await import(`@kubernetes/client-node/dist/gen/models/${type}.js`);
+    return mod[type].getAttributeTypeMap();
+  } catch {
+    return undefined;
+  }
+}
+/** apps/v1 Deployment -> V1Deployment, autoscaling/v2 HorizontalPodAutoscaler -> V2HorizontalPodAutoscaler */
+const typeOf = (o: Obj) => `${o.apiVersion.split("/").pop()!.replace(/^v/, "V")}${o.kind}`;
+/** Unknown fields of every object; an object of a type without a model fails instead of passing unchecked. */
+async function strictCheck(objs: Obj[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const o of objs) {
+    if (!(await modelOf(typeOf(o)))) throw new Error(`no field list for ${o.apiVersion} ${o.kind} (${typeOf(o)})`);
+    out.push(...(await unknownFields(o, typeOf(o), `${o.kind}/${o.metadata.name}`)));
+  }
+  return out;
+}
+
 /** A kustomization next to the overlays that adds to one: the nats-auth component, or a template file. */
 function around(overlay: string, extra: { components?: string[]; files?: string[] }): string {
   const dir = mkdtempSync(join(work, "k8s/overlays", "_around-"));
@@ -58,9 +102,15 @@ const named = (objs: Obj[], kind: string, name: string) => objs.find((o) => o.ki
 const selects = (selector: Record<string, string> | undefined, labels: Record<string, string>) =>
   !!selector && Object.entries(selector).every(([k, v]) => labels[k] === v);
 
-describe("the schema validation itself", () => {
+describe("the validation itself", () => {
   it("rejects a broken Deployment (no containers, replicas a string)", async () => {
     await expect(validate({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "x" }, spec: { replicas: "two", selector: {}, template: { spec: {} } } })).rejects.toThrow();
+  });
+
+  it("finds a misspelt field the schemas let through", async () => {
+    const d: Obj = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "x", labels: { a: "b" } }, spec: { selector: { matchLabels: { a: "b" } }, template: { metadata: { labels: { a: "b" } }, spec: { containers: [{ name: "c", image: "i", readinesProbe: {}, resources: { limits: { memory: "1Gi" } } }] } } } };
+    await validate(d);
+    expect(await unknownFields(d, typeOf(d), "Deployment")).toEqual(["Deployment.spec.template.spec.containers[0].readinesProbe"]);
   });
 });
 
@@ -70,14 +120,16 @@ describe.each(overlays)("k8s/overlays/%s", (overlay) => {
     objs = build(join(work, "k8s/overlays", overlay));
   });
 
-  it("renders with kustomize into objects the Kubernetes schemas accept", async () => {
+  it("renders with kustomize into objects the Kubernetes schemas accept, with no field the API does not know", async () => {
     expect(objs.length).toBeGreaterThan(10);
     for (const o of objs) await validate(o);
+    expect(await strictCheck(objs)).toEqual([]);
   });
 
   it("renders with the nats-auth component too", async () => {
     const withAuth = build(around(overlay, { components: ["components/nats-auth"] }));
     for (const o of withAuth) await validate(o);
+    expect(await strictCheck(withAuth)).toEqual([]);
     const runner = named(withAuth, "Deployment", "mom-runner")!.spec.template.spec.containers[0];
     expect(runner.envFrom.map((e: any) => e.secretRef.name)).toEqual([expect.stringMatching(/^mom-model-credentials-/), "mom-nats-runner"]);
   });
@@ -160,6 +212,7 @@ describe("k8s/base templates", () => {
   it("ingress-whatsapp-example.yaml renders and validates when an overlay adds it", async () => {
     const objs = build(around("dev", { files: ["k8s/base/ingress-whatsapp-example.yaml"] }));
     for (const o of objs) await validate(o);
+    expect(await strictCheck(objs)).toEqual([]);
     const whatsapp = objs.filter((o) => o.metadata.name === "mom-ingress-whatsapp").map((o) => o.kind);
     expect(whatsapp.sort()).toEqual(["Deployment", "Ingress", "NetworkPolicy", "PodDisruptionBudget", "Service"]);
   });
