@@ -216,6 +216,10 @@ class ComposeStack {
   cli() {
     return spawn("docker", [...this.args, "run", "--rm", "-T", "cli"], { env: this.env, stdio: ["pipe", "pipe", "pipe"] });
   }
+  /** `docker compose run --rm <service> <args>`: exit status and output. */
+  once(name, args) {
+    return spawnSync("docker", [...this.args, "run", "--rm", "-T", name, ...args], { env: this.env, encoding: "utf8", timeout: 120_000 });
+  }
   down() {
     spawnSync("docker", [...this.args, "down", "-v", "--remove-orphans", "-t", "5"], { env: this.env, stdio: "ignore", timeout: 120_000 });
   }
@@ -250,8 +254,11 @@ class DockerRunStack {
   cli() {
     return spawn("docker", ["run", "-i", "--rm", ...this.runArgs("cli")], { env, stdio: ["pipe", "pipe", "pipe"] });
   }
+  once(name, args) {
+    return spawnSync("docker", ["run", "--rm", ...this.runArgs(name, "once", args)], { env, encoding: "utf8", timeout: 120_000 });
+  }
   /** `docker run` arguments for one service (the keys this compose file uses). */
-  runArgs(name, i = 1) {
+  runArgs(name, i = 1, command) {
     const svc = this.services[name];
     const args = ["--name", this.container(name, i), "--network", this.network, "--network-alias", name, "--stop-timeout", String(seconds(svc.stop_grace_period))];
     if (svc.user) args.push("--user", svc.user);
@@ -264,7 +271,7 @@ class DockerRunStack {
       const host = src.startsWith(".") || isAbsolute(src) ? resolve(dirname(composeFile), src) : `${project}_${src}`;
       args.push("-v", `${host}:${dst}${mode ? `:${mode}` : ""}`);
     }
-    args.push(svc.image, ...(svc.command ?? []));
+    args.push(svc.image, ...(command ?? svc.command ?? []));
     return args;
   }
   down() {
@@ -325,6 +332,11 @@ async function services(compose, image, base) {
   for (const c of runners) await until(`${c} to be ready`, 60, () => logs(c).includes('"msg":"agent runner ready"'));
   await until("the scheduler to be ready", 60, () => logs(container("scheduler")).includes('"msg":"scheduler ready"'));
   ok(`${RUNNERS} runners (scaled) and the scheduler started from the compose file, connected to nats://nats:4222`);
+
+  // `mom doctor` as the runner service (Kubernetes runs it as the runner's init container).
+  const doctor = stack.once("runner", ["doctor", "/data"]);
+  if (doctor.status !== 0) fail(`mom doctor in the runner service failed:\n${(doctor.stdout + doctor.stderr).trim().split("\n").slice(-12).join("\n")}`);
+  ok("`run --rm runner doctor /data`: config, model, NATS, workspace and sandbox check out in the container");
 
   // The terminal: `docker compose run --rm cli`, stdin from this test.
   const cli = stack.cli();
