@@ -44,7 +44,7 @@ function fail(msg) {
   throw new Error(msg);
 }
 function sh(cmd, args, opts = {}) {
-  const r = spawnSync(cmd, args, { encoding: "utf8", env, maxBuffer: 64 << 20, timeout: opts.timeout ?? 120_000, input: opts.input, cwd: opts.cwd ?? root, stdio: opts.stdio });
+  const r = spawnSync(cmd, args, { encoding: "utf8", env: opts.env ?? env, maxBuffer: 64 << 20, timeout: opts.timeout ?? 120_000, input: opts.input, cwd: opts.cwd ?? root, stdio: opts.stdio });
   if (r.error) fail(`${cmd} ${args.slice(0, 3).join(" ")}: ${r.error.message}`);
   if (r.status !== 0 && !opts.allowFail) fail(`${cmd} ${args.slice(0, 4).join(" ")} exited ${r.status}: ${(r.stderr || r.stdout || "").trim().split("\n").slice(-8).join("\n")}`);
   return r;
@@ -68,8 +68,12 @@ async function startEngine() {
   if (missing.length) {
     if (!has("apt-get")) throw new NotRun(`missing ${[...new Set(missing)].join(", ")} and no apt-get to install them`);
     log(`test:deploy: installing ${[...new Set(missing)].join(" ")}`);
-    sh("apt-get", ["update", "-qq"], { timeout: 600_000 });
-    sh("apt-get", ["install", "-y", "-qq", ...new Set(missing)], { timeout: 600_000, env: { ...env, DEBIAN_FRONTEND: "noninteractive" } });
+    try {
+      sh("apt-get", ["update", "-qq"], { timeout: 600_000 });
+      sh("apt-get", ["install", "-y", "-qq", ...new Set(missing)], { timeout: 600_000, env: { ...env, DEBIAN_FRONTEND: "noninteractive" } });
+    } catch (e) {
+      throw new NotRun(`could not install ${[...new Set(missing)].join(", ")}: ${e.message}`);
+    }
   }
   mkdirSync(join(stateDir, "docker"), { recursive: true });
   // No default bridge: the test's containers use one network of their own, builds the host's.
