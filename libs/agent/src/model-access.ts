@@ -109,13 +109,13 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
       out.push({ type: "error", reason: aborted ? "aborted" : "error", error: message });
       out.end(message);
     };
-    const call = async (apiKey: string | undefined) => {
+    const call = async (apiKey: string | undefined, tag: Record<string, string>) => {
       // One attempt per credential: the SDK's own retries would hit a refused key again.
-      if (apiKey === undefined) return base(model, context, { ...options, maxRetries: 0 });
+      if (apiKey === undefined) return base(model, context, { ...options, maxRetries: 0, headers: { ...options?.headers, ...tag } });
       const auth = await registry.getApiKeyAndHeaders(model);
       let headers = auth.ok ? auth.headers : model.headers;
       if (auth.ok && auth.apiKey && headers?.Authorization === `Bearer ${auth.apiKey}`) headers = { ...headers, Authorization: `Bearer ${apiKey}` };
-      return streamSimple(model, context, { ...options, apiKey, maxRetries: 0, ...((headers || options?.headers) && { headers: { ...headers, ...options?.headers } }) });
+      return streamSimple(model, context, { ...options, apiKey, maxRetries: 0, headers: { ...headers, ...options?.headers, ...tag } });
     };
     void (async () => {
       const reason = await access.admit(estimateCall(model, context), model);
@@ -129,9 +129,17 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
           continue;
         }
         const seen: ProbedResponse[] = [];
-        const inner = await probeResponses(seen, () => call(pick.apiKey));
-        const events = inner[Symbol.asyncIterator]();
-        const first = await events.next();
+        const probe = probeResponses(seen, (tag) => call(pick.apiKey, tag));
+        let inner: Awaited<typeof probe.result>;
+        let first: IteratorResult<AssistantMessageEvent>;
+        let events: AsyncIterator<AssistantMessageEvent>;
+        try {
+          inner = await probe.result;
+          events = inner[Symbol.asyncIterator]();
+          first = await events.next();
+        } finally {
+          probe.release();
+        }
         const failed = first.done ? undefined : (first.value as AssistantMessageEvent);
         if (failed?.type === "error" && failed.reason === "error" && attempt < MAX_ATTEMPTS) {
           const last = seen.at(-1);

@@ -31,11 +31,12 @@ export class ProfilesSource {
   }
 
   private stampOf(): string {
+    // Asked before every model call: a missing file must not cost a thrown error each time.
     try {
-      const s = statSync(this.file);
-      return `${s.mtimeMs}:${s.size}:${s.ino}`;
+      const s = statSync(this.file, { throwIfNoEntry: false });
+      return s ? `${s.mtimeMs}:${s.size}:${s.ino}` : "absent";
     } catch {
-      return "absent";
+      return "unreadable";
     }
   }
 }
