@@ -40,8 +40,17 @@ export const MAX_COOLDOWN_WAIT_MS = 20_000;
 export const STOPPED_BEFORE_CALL = "stopped by mom before calling the model";
 const MAX_ATTEMPTS = 12;
 
+// A channel's tool list is the same array call after call; measuring it once saves a stringify per call.
+const toolChars = new WeakMap<object, number>();
+function toolsLength(tools: Context["tools"]): number {
+  if (!tools) return 2;
+  let n = toolChars.get(tools);
+  if (n === undefined) toolChars.set(tools, (n = JSON.stringify(tools).length));
+  return n;
+}
+
 export function estimateCall(model: Model<Api>, context: Context): CallEstimate {
-  const chars = (context.systemPrompt?.length ?? 0) + JSON.stringify(context.tools ?? []).length;
+  const chars = (context.systemPrompt?.length ?? 0) + toolsLength(context.tools);
   const inputTokens = Math.ceil(chars / 4) + context.messages.reduce((n, m) => n + estimateTokens(m as Parameters<typeof estimateTokens>[0]), 0);
   const outputTokens = Math.min(ESTIMATE_OUTPUT_TOKENS, model.maxTokens || ESTIMATE_OUTPUT_TOKENS);
   const usd = (inputTokens * model.cost.input + outputTokens * model.cost.output) / 1_000_000;
