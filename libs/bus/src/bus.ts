@@ -21,6 +21,16 @@ export interface PublishResult {
   duplicate: boolean;
 }
 
+export interface StreamSummary {
+  maxAgeMs: number;
+  /** -1: no size limit. */
+  maxBytes: number;
+  messages: number;
+  bytes: number;
+  /** Time of the oldest message kept (ISO), when there is one. */
+  firstTs?: string;
+}
+
 export interface PublishOptions {
   /**
    * Keep retrying a failed publish (timeout, no responders, connection down) for this long, with the
@@ -219,6 +229,23 @@ export class Bus implements FileSource {
   async streamState(stream: StreamKey): Promise<{ lastSeq: number; created: string }> {
     const info = await this.jsm.streams.info(this.subjects.stream(stream));
     return { lastSeq: info.state.last_seq, created: info.created };
+  }
+
+  /** A stream's retention limits and what it holds now; undefined when it does not exist (yet). */
+  async streamSummary(stream: StreamKey): Promise<StreamSummary | undefined> {
+    try {
+      const { config, state } = await this.jsm.streams.info(this.subjects.stream(stream));
+      return {
+        maxAgeMs: config.max_age / 1_000_000,
+        maxBytes: config.max_bytes,
+        messages: state.messages,
+        bytes: state.bytes,
+        ...(state.messages > 0 && state.first_ts && { firstTs: state.first_ts }),
+      };
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return undefined;
+      throw err;
+    }
   }
 
   /** The stream sequence below which a durable has acknowledged everything (0 when it does not exist). */

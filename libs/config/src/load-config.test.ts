@@ -78,6 +78,19 @@ describe("loadConfig", () => {
     expect(config.adapters).toEqual({ term: { type: "cli" } });
   });
 
+  it("takes stream retention per stream and refuses a stream that does not exist", () => {
+    writeFileSync(file, JSON.stringify({ nats: { streams: { maxBytes: 1_000_000, byStream: { receipts: { maxAgeHours: 2160 }, out: { maxBytes: 500_000 } } } } }));
+    expect(loadConfig(dataDir, {}).config.nats.streams).toEqual({
+      maxAgeHours: 168,
+      duplicateWindowSeconds: 120,
+      replicas: 1,
+      maxBytes: 1_000_000,
+      byStream: { receipts: { maxAgeHours: 2160 }, out: { maxBytes: 500_000 } },
+    });
+    writeFileSync(file, JSON.stringify({ nats: { streams: { byStream: { inbound: { maxAgeHours: 1 } } } } }));
+    expect(() => loadConfig(dataDir, {})).toThrow(/\/nats\/streams\/byStream/);
+  });
+
   it("accepts a byte-order mark", () => {
     writeFileSync(file, "\ufeff{\"log\": {\"level\": \"warn\"}}");
     expect(loadConfig(dataDir, {}).config.log.level).toBe("warn");
