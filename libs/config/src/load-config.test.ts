@@ -65,6 +65,7 @@ describe("loadConfig", () => {
       auth: { order: {} },
       limits: {},
       log: { level: "debug" },
+      observability: { httpPort: 9090 },
     };
     writeFileSync(file, JSON.stringify(full, null, 2));
     expect(loadConfig(dataDir, {}).config).toEqual(full);

@@ -196,6 +196,16 @@ export const RunnerConfig = Type.Object(
 
 export const LogConfig = Type.Object({ level: LogLevel }, closed);
 
+/** docs/observability.md */
+export const ObservabilityConfig = Type.Object(
+  {
+    httpPort: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 65535, description: "Port of /healthz, /readyz and /metrics (env MOM_HTTP_PORT overrides); unset: no HTTP server" }),
+    ),
+  },
+  closed,
+);
+
 export const AttachmentsConfig = Type.Object(
   {
     maxBytes: positiveInt("Largest file an ingress may hand to mom, and the attach tool may send"),
@@ -328,6 +338,7 @@ export const MomConfig = Type.Object(
     auth: AuthConfig,
     limits: LimitsConfig,
     log: LogConfig,
+    observability: ObservabilityConfig,
   },
   closed,
 );
@@ -345,6 +356,7 @@ export const MomConfigFile = Type.Partial(
     tools: Type.Partial(ToolsConfig, closed),
     auth: Type.Partial(AuthConfig, closed),
     log: Type.Partial(LogConfig, closed),
+    observability: Type.Partial(ObservabilityConfig, closed),
   }),
   closed,
 );
