@@ -7,6 +7,18 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
  */
 export const registry = new Registry();
 
+/** Runner id -> how many runs wait on it; read when /metrics is scraped, never on the hot path. */
+const queueDepths = new Map<string, () => number>();
+
+/** Reports a runner's queue depth on every scrape until the returned function is called. */
+export function reportQueueDepth(runner: string, depth: () => number): () => void {
+  queueDepths.set(runner, depth);
+  return () => {
+    queueDepths.delete(runner);
+    metrics.queueDepth.remove({ runner });
+  };
+}
+
 export const metrics = {
   messagesIn: new Counter({
     name: "mom_messages_in_total",
@@ -68,6 +80,9 @@ export const metrics = {
     help: "Runs waiting for their turn on this runner (all its channels), by runner id",
     labelNames: ["runner"] as const,
     registers: [registry],
+    collect() {
+      for (const [runner, depth] of queueDepths) this.set({ runner }, depth());
+    },
   }),
   redeliveries: new Counter({
     name: "mom_redeliveries_total",

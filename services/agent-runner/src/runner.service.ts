@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
 import { Bus, type Consumption, type Delivery, type Following, serviceReadiness } from "@mom/bus";
-import { metrics } from "@mom/observability";
+import { reportQueueDepth } from "@mom/observability";
 import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
 import {
   createHostToolApi,
@@ -77,6 +77,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private guard?: ModelGuard;
   private readonly sandbox: Sandbox;
   private unready?: () => void;
+  private stopQueueDepth?: () => void;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -155,6 +156,11 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       maxInFlight: 64,
       handler: (d) => this.onDiscover(d),
     });
+    this.stopQueueDepth = reportQueueDepth(this.runnerId, () => {
+      let queued = 0;
+      for (const c of this.owned.values()) queued += c.worker.queuedRuns;
+      return queued;
+    });
     this.unready = serviceReadiness("agent-runner", this.bus, () => (this.membership.healthy ? undefined : "no heartbeat written to NATS for half a lease"));
     this.log.info({ model: this.opts.loaded.config.model, workspace: this.layout.workspaceDir, nats: this.bus.serverVersion, leaseMs }, "agent runner ready");
   }
@@ -162,7 +168,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
     this.unready?.();
-    metrics.queueDepth.remove({ runner: this.runnerId });
+    this.stopQueueDepth?.();
     for (const t of this.timers) clearInterval(t);
     this.customTools.close();
     await this.membership?.leave();
@@ -265,9 +271,6 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private async housekeeping(): Promise<void> {
-    let queued = 0;
-    for (const c of this.owned.values()) queued += c.worker.queuedRuns;
-    metrics.queueDepth.set({ runner: this.runnerId }, queued);
     if (!this.membership.healthy) {
       // Past half a lease without a heartbeat the others may soon give our channels away: stop
       // writing now, and take back what is still ours when the bus is back.
