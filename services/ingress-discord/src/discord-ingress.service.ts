@@ -96,7 +96,11 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     }
     this.log.info({ bot: client.user?.username, botId: client.user?.id, guilds: client.guilds.cache.size }, "discord ingress ready");
     this.consumption = await drawOutbound(this.bus, opts.adapter, this.renderer);
-    this.unready = serviceReadiness(`ingress-${opts.adapter}`, this.bus, () => (client.ws.status === Status.Ready ? undefined : `Discord gateway ${Status[client.ws.status]?.toLowerCase() ?? "not connected"}`));
+    // The manager's own status stays Ready once reached; each shard's follows its connection.
+    this.unready = serviceReadiness(`ingress-${opts.adapter}`, this.bus, () => {
+      const down = client.ws.shards.find((s) => s.status !== Status.Ready);
+      return down ? `Discord gateway ${Status[down.status]?.toLowerCase() ?? "not connected"}` : undefined;
+    });
   }
 
   private unready?: () => void;
