@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from "@jest/globals";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { addReadinessCheck, enableTracing, InMemorySpanExporter, metrics, resolveHttpPort, serveObservability, startObservability, startSpan, traceparentOf, endSpan, tracingEnabled } from "./index.js";
 
 const cleanups: Array<() => unknown> = [];
@@ -54,6 +56,32 @@ describe("resolveHttpPort", () => {
     expect(obs.server).toBeUndefined();
     expect(tracingEnabled()).toBe(false);
     await obs.close();
+  });
+});
+
+describe("OTLP export", () => {
+  it("sends the spans to OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces when it is set", async () => {
+    const posts: Array<{ path: string; body: string }> = [];
+    const receiver = createServer((req, res) => {
+      let body = "";
+      req.setEncoding("utf8").on("data", (c: string) => (body += c));
+      req.on("end", () => {
+        posts.push({ path: req.url ?? "", body });
+        res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise<void>((r) => receiver.close(() => r())));
+    const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    const obs = await startObservability({ serviceName: "otlp-test", env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint } });
+    expect(tracingEnabled()).toBe(true);
+    endSpan(startSpan("exported-span"));
+    await obs.close(); // flushes the batch
+    expect(tracingEnabled()).toBe(false);
+    expect(posts).toHaveLength(1);
+    expect(posts[0]!.path).toBe("/v1/traces");
+    expect(posts[0]!.body).toContain("exported-span");
+    expect(posts[0]!.body).toContain("otlp-test");
   });
 });
 

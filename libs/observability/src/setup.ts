@@ -23,9 +23,11 @@ export async function startObservability(o: { serviceName: string; httpPort?: nu
   const port = resolveHttpPort(env, o.httpPort);
   let stopTracing: (() => Promise<void>) | undefined;
   if (otlpConfigured(env)) {
-    // The exporter reads the endpoint, headers and timeout from the OTEL_EXPORTER_OTLP_* variables itself.
-    stopTracing = enableTracing({ exporter: new OTLPTraceExporter(), serviceName: env.OTEL_SERVICE_NAME || o.serviceName });
-    o.logger?.info({ endpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT }, "exporting traces over OTLP");
+    // The OTLP spec's rule: a traces endpoint is used as is, a base endpoint gets /v1/traces.
+    // Headers and timeout come from the OTEL_EXPORTER_OTLP_* variables, read by the exporter.
+    const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${env.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, "")}/v1/traces`;
+    stopTracing = enableTracing({ exporter: new OTLPTraceExporter({ url }), serviceName: env.OTEL_SERVICE_NAME || o.serviceName });
+    o.logger?.info({ url }, "exporting traces over OTLP");
   }
   let server: ObservabilityServer | undefined;
   try {
