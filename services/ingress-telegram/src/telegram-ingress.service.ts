@@ -47,13 +47,14 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
   ) {
     this.log = opts.logger;
     this.bot = new Bot(opts.botToken, { client: { ...(opts.apiUrl && { apiRoot: opts.apiUrl }) } });
-    // 429 Too Many Requests: wait `retry_after` and retry, so coalesced edits and answers are never lost.
-    this.bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
+    // Installed first, so it sits under auto-retry and sees every 429 attempt, not only the last.
     this.bot.api.config.use(async (prev, method, payload, signal) => {
       const res = await prev(method, payload, signal);
       if (!res.ok && res.error_code === 429) metrics.platformRateLimits.inc({ adapter: opts.adapter });
       return res;
     });
+    // 429 Too Many Requests: wait `retry_after` and retry, so coalesced edits and answers are never lost.
+    this.bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
     this.presenter = new Presenter(new MessageLayout(new TelegramSurface(this.bot.api)), {
       files: bus,
       maxBytes: this.maxBytes,
