@@ -40,6 +40,8 @@ export class RunPublisher {
   private readonly cancelled = new AbortController();
   private held?: Delta;
   private timer?: NodeJS.Timeout;
+  /** W3C trace context every event carries (the run's span; docs/observability.md). */
+  traceparent?: string;
 
   constructor(
     private readonly bus: Bus,
@@ -100,7 +102,8 @@ export class RunPublisher {
     // waiting for the acks of earlier events. A failed one is retried (same msg-id) only after every
     // earlier event has landed. Through an outage every attempt fails and the retries go out in
     // order; only a lone failed publish whose successor landed ends up behind it on the stream.
-    const first = this.cancelled.signal.aborted ? undefined : this.bus.publish(subject, out, msgId, { signal: this.cancelled.signal });
+    const traceparent = this.traceparent;
+    const first = this.cancelled.signal.aborted ? undefined : this.bus.publish(subject, out, msgId, { signal: this.cancelled.signal, traceparent });
     first?.catch(() => {}); // settled in the chain below
     this.chain = this.chain.then(async () => {
       if (this.cancelled.signal.aborted) return;
@@ -108,7 +111,7 @@ export class RunPublisher {
         await first;
       } catch {
         try {
-          await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal });
+          await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal, traceparent });
         } catch (err) {
           if (this.cancelled.signal.aborted) return;
           this.lost++;
