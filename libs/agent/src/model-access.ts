@@ -40,12 +40,17 @@ export const MAX_COOLDOWN_WAIT_MS = 20_000;
 export const STOPPED_BEFORE_CALL = "stopped by mom before calling the model";
 const MAX_ATTEMPTS = 12;
 
-// A channel's tool list is the same array call after call; measuring it once saves a stringify per call.
+// pi hands every call a fresh tools array, but the tools in it are the session's own objects:
+// measuring each once saves stringifying the whole list (schemas and all) on every call.
 const toolChars = new WeakMap<object, number>();
 function toolsLength(tools: Context["tools"]): number {
-  if (!tools) return 2;
-  let n = toolChars.get(tools);
-  if (n === undefined) toolChars.set(tools, (n = JSON.stringify(tools).length));
+  if (!tools?.length) return 2;
+  let n = 1 + tools.length; // brackets and commas of JSON.stringify(tools)
+  for (const t of tools) {
+    let len = toolChars.get(t);
+    if (len === undefined) toolChars.set(t, (len = JSON.stringify(t).length));
+    n += len;
+  }
   return n;
 }
 
