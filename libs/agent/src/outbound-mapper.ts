@@ -45,24 +45,21 @@ export class OutboundMapper {
 
   map(event: AgentSessionEvent): OutboundEventBody | undefined {
     switch (event.type) {
-      // Structure-only events, the user's own message (the trigger carries it) and stream markers
-      // without text tell a reader nothing: publishing them cost two thirds of a short run's bus
-      // traffic (docs/outbound-events.md).
       case "agent_start":
       case "agent_end":
       case "turn_start":
       case "turn_end":
+        return { type: event.type };
       case "message_start":
-        return undefined;
       case "message_end":
-        return (event.message as { role?: string }).role === "assistant" ? { type: "message_end", message: slimMessage(event.message) } : undefined;
+        return { type: event.type, message: slimMessage(event.message) };
       case "message_update": {
         const e = event.assistantMessageEvent as unknown as Record<string, unknown>;
-        if ((e.type !== "text_delta" && e.type !== "thinking_delta") || typeof e.delta !== "string") return undefined;
+        const delta = typeof e.delta === "string" ? capText(e.delta) : undefined;
         const contentIndex = typeof e.contentIndex === "number" ? e.contentIndex : undefined;
         return {
           type: "message_update",
-          assistantMessageEvent: { type: e.type, ...(contentIndex !== undefined && { contentIndex }), delta: capText(e.delta) },
+          assistantMessageEvent: { type: String(e.type), ...(contentIndex !== undefined && { contentIndex }), ...(delta !== undefined && { delta }) },
         };
       }
       case "tool_execution_start": {
