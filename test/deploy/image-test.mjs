@@ -310,7 +310,7 @@ async function services(compose, image, base) {
   const vars = { MOM_DATA: data, MOM_UID: "1000", MOM_GID: "1000", MOM_CLI_CHANNEL: "local" };
   const config = process.env.MOM_DEPLOY_TEST_COMPOSE === "0" ? null : ensureComposeConfig();
   stack = config === null ? new DockerRunStack({ compose, image, base, vars }) : new ComposeStack({ config, image, base, vars });
-  const container = (name) => stack.container(name);
+  const container = (name, i) => stack.container(name, i);
 
   // The fake model (libs/testing, plain Node without dependencies) as service "model": the runner
   // reaches it like any endpoint; the test steers it from the host.
@@ -336,6 +336,16 @@ async function services(compose, image, base) {
   for (const c of runners) await until(`${c} to be ready`, 60, () => logs(c).includes('"msg":"agent runner ready"'));
   await until("the scheduler to be ready", 60, () => logs(container("scheduler")).includes('"msg":"scheduler ready"'));
   ok(`${RUNNERS} runners (scaled) and the scheduler started from the compose file, connected to nats://nats:4222`);
+
+  // What the Kubernetes probes and Prometheus use: MOM_HTTP_PORT (9090) in every service.
+  const http = (c, path) => fetch(`http://${Object.values(JSON.parse(docker("inspect", c))[0].NetworkSettings.Networks)[0].IPAddress}:9090${path}`).catch(() => undefined);
+  for (const c of [...runners, container("scheduler")]) {
+    await until(`${c} /readyz`, 60, async () => (await http(c, "/readyz"))?.status === 200);
+    if ((await http(c, "/healthz"))?.status !== 200) fail(`${c} /healthz did not answer 200`);
+    const metrics = await (await http(c, "/metrics"))?.text();
+    if (!metrics?.includes("mom_process_")) fail(`${c} /metrics has no mom_ metrics`);
+  }
+  ok("every runner and the scheduler answer /healthz, /readyz (200) and /metrics on MOM_HTTP_PORT 9090");
 
   // `mom doctor` as the runner service (Kubernetes runs it as the runner's init container).
   const doctor = stack.once("runner", ["doctor", "/data"]);
@@ -368,9 +378,15 @@ async function services(compose, image, base) {
   await Promise.race([cliExited, sleep(15_000)]);
   if (cli.exitCode === null) fail("the terminal did not exit on end of input");
 
+  // Each run is counted once, by the runner that ran it (mom_runs_total on its /metrics).
+  const runsOf = async (c) =>
+    ((await (await http(c, "/metrics"))?.text()) ?? "").split("\n").filter((l) => l.startsWith("mom_runs_total{")).reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
+  const perRunner = await Promise.all(runners.map(async (c) => `${c}: ${await runsOf(c)}`));
+  const runsCounted = (await Promise.all(runners.map(runsOf))).reduce((a, b) => a + b, 0);
+  if (runsCounted !== 2) fail(`the runners' /metrics count ${runsCounted} runs, expected 2: ${perRunner.join(", ")}`);
   const requests = (await llm.requests()).length;
   if (requests !== 3) fail(`the model was asked ${requests} times for 2 messages needing 3 answers: a message was run twice or not at all`);
-  ok(`${RUNNERS} runners, 2 messages, 3 model calls: each message run once`);
+  ok(`${RUNNERS} runners, 2 messages, 3 model calls, mom_runs_total 2 across the runners: each message run once`);
 
   for (const c of [container("scheduler"), ...runners]) {
     docker("stop", c);
