@@ -8,12 +8,14 @@
 //   3. builds the image from deploy/docker-compose.yml's `build:` section (deploy/Dockerfile, with
 //      those bases as build arguments), checks it (non-root, no dev dependencies, no npm) and
 //      prints its size;
-//   4. starts nats + runner + scheduler from the compose file with Compose v2 (the user's, else
-//      Debian trixie's package unpacked into the cache; without one, the same services with
-//      `docker run`, read from the file), talks through the `cli` service to the fake LLM
-//      (libs/testing, as a service "model"), has the agent run a command in its bwrap sandbox,
-//      fires a scheduler event, then stops everything with SIGTERM
-//      and checks the runner drained.
+//   4. starts nats, two runners, the scheduler and the slack ingress from the compose file with
+//      Compose v2 (the user's, else Debian trixie's package unpacked into the cache; without one,
+//      the same services with `docker run`, read from the file), plus the fake LLM and the fake
+//      Slack of libs/testing as services "model" and "fakeslack";
+//   5. checks every service's /healthz, /readyz and /metrics (port 9090, the k8s probes), runs
+//      `mom doctor` in the runner service, talks through the `cli` service, has the agent run a
+//      command in its bwrap sandbox, fires a scheduler event, mentions the bot in Slack, checks
+//      each message ran once, then stops everything with SIGTERM and checks the runners drained.
 //
 // Exits 0 after printing "NOT RUN: <why>" when no engine can be started here (not root, no
 // dockerd and no apt); `MOM_DEPLOY_TEST_REQUIRED=1` turns that into a failure. Containers, network,
@@ -181,13 +183,20 @@ function buildImage(compose, bases) {
 // machine may already run a NATS), and a service `model` (the fake LLM) is added.
 
 const FAKE_MODEL_COMMAND = ["node", "/fake/fake-llm-main.js", "-", "--host", "0.0.0.0", "--port", "8080"];
+// The fake Slack (libs/testing) with a control API for the test (test/deploy/fake-slack-main.mjs).
+// It answers on 127.0.0.1 only, so the `slack` service shares its network namespace.
+const FAKE_SLACK = {
+  command: ["node", "/deploy-test/fake-slack-main.mjs", "/fake"],
+  volumes: [`${join(root, "libs/testing/dist")}:/fake:ro`, `${join(root, "node_modules/ws")}:/node_modules/ws:ro`, `${join(root, "test/deploy")}:/deploy-test:ro`],
+};
 // nats:2.10-alpine's wget is not in the Debian base; node is.
 const NATS_HEALTHCHECK = ["CMD", "node", "-e", "fetch('http://127.0.0.1:8222/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"];
 
 class ComposeStack {
   constructor({ config, image, base, vars }) {
     this.how = "docker compose";
-    this.env = { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: env.DOCKER_HOST, ...(config ? { DOCKER_CONFIG: config } : {}), ...vars };
+    this.baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: env.DOCKER_HOST, ...(config ? { DOCKER_CONFIG: config } : {}) };
+    this.vars = vars; // read at every command: the test adds the fake Slack's tokens once it runs
     const override = join(run, "compose.test.yml");
     writeFileSync(
       override,
@@ -201,11 +210,20 @@ class ComposeStack {
         `    image: ${base}`,
         `    command: ${JSON.stringify(FAKE_MODEL_COMMAND)}`,
         `    volumes: [${JSON.stringify(`${join(root, "libs/testing/dist")}:/fake:ro`)}]`,
+        "  fakeslack:",
+        `    image: ${base}`,
+        `    command: ${JSON.stringify(FAKE_SLACK.command)}`,
+        `    volumes: ${JSON.stringify(FAKE_SLACK.volumes)}`,
+        "  slack:",
+        '    network_mode: "service:fakeslack"',
         "",
       ].join("\n"),
     );
-    this.args = ["compose", "-p", project, "-f", composeFile, "-f", override];
+    this.args = ["compose", "-p", project, "-f", composeFile, "-f", override, "--profile", "slack"];
     this.image = image;
+  }
+  get env() {
+    return { ...this.baseEnv, ...this.vars };
   }
   compose(...args) {
     const r = spawnSync("docker", [...this.args, ...args], { encoding: "utf8", env: this.env, timeout: 180_000 });
@@ -220,6 +238,9 @@ class ComposeStack {
   cli() {
     return spawn("docker", [...this.args, "run", "--rm", "-T", "cli"], { env: this.env, stdio: ["pipe", "pipe", "pipe"] });
   }
+  stop(name) {
+    this.compose("stop", name);
+  }
   /** `docker compose run --rm <service> <args>`: exit status and output. */
   once(name, args) {
     return spawnSync("docker", [...this.args, "run", "--rm", "-T", name, ...args], { env: this.env, encoding: "utf8", timeout: 120_000 });
@@ -232,9 +253,14 @@ class ComposeStack {
 class DockerRunStack {
   constructor({ compose, image, base, vars }) {
     this.how = "docker run (no Compose v2 here)";
-    this.services = interpolate(compose.services, vars);
-    this.services.nats = { ...this.services.nats, image: base };
-    this.services.model = { image: base, command: FAKE_MODEL_COMMAND, volumes: [`${join(root, "libs/testing/dist")}:/fake:ro`] };
+    this.compose = compose;
+    this.vars = vars; // interpolated when a service starts: the fake Slack's tokens come later
+    this.extra = {
+      nats: { image: base },
+      model: { image: base, command: FAKE_MODEL_COMMAND, volumes: [`${join(root, "libs/testing/dist")}:/fake:ro`] },
+      fakeslack: { image: base, ...FAKE_SLACK },
+      slack: { network_mode: "service:fakeslack" },
+    };
     this.volumes = Object.keys(compose.volumes ?? {});
     this.image = image;
     this.network = `${project}_default`;
@@ -261,10 +287,15 @@ class DockerRunStack {
   once(name, args) {
     return spawnSync("docker", ["run", "--rm", ...this.runArgs(name, "once", args)], { env, encoding: "utf8", timeout: 120_000 });
   }
+  stop(name) {
+    for (const c of this.names.filter((n) => n.startsWith(`${project}-${name}-`))) docker("stop", c);
+  }
   /** `docker run` arguments for one service (the keys this compose file uses). */
   runArgs(name, i = 1, command) {
-    const svc = this.services[name];
-    const args = ["--name", this.container(name, i), "--network", this.network, "--network-alias", name, "--stop-timeout", String(seconds(svc.stop_grace_period))];
+    const svc = { ...interpolate(this.compose.services[name] ?? {}, this.vars), ...this.extra[name] };
+    const shared = /^service:(.+)$/.exec(svc.network_mode ?? "")?.[1];
+    const net = shared ? ["--network", `container:${this.container(shared)}`] : ["--network", this.network, "--network-alias", name];
+    const args = ["--name", this.container(name, i), ...net, "--stop-timeout", String(seconds(svc.stop_grace_period))];
     if (svc.user) args.push("--user", svc.user);
     if (svc.read_only) args.push("--read-only");
     for (const t of svc.tmpfs ?? []) args.push("--tmpfs", t);
@@ -301,9 +332,7 @@ async function services(compose, image, base) {
   const data = join(run, "data");
   mkdirSync(join(data, "workspace/events"), { recursive: true });
   writeFileSync(join(data, "models.json"), JSON.stringify(fakeLlmModelsJson("http://model:8080/v1")));
-  writeFileSync(join(data, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: "nats://127.0.0.1:4222" }, adapters: { cli: { type: "cli" } }, sandbox: { type: "bwrap" }, log: { level: "info" } }));
   for (const p of [run, data]) chmodSync(p, 0o755);
-  sh("chown", ["-R", "1000:1000", data]);
   if (compose.services.runner.image !== image) fail(`built ${image}, but the compose file runs ${compose.services.runner.image}`);
 
   // Only what the compose file interpolates; the caller's environment (model keys, say) stays out.
@@ -321,31 +350,44 @@ async function services(compose, image, base) {
     { toolCalls: [{ name: "bash", arguments: { label: "Look around", command: "echo pid1=$(cat /proc/1/comm); (exec 3<>/dev/tcp/nats/4222) 2>/dev/null && echo nats=reachable || echo nats=unreachable" } }] },
     { text: "pong from the container" },
     { text: "scheduled pong" },
+    { text: "pong in slack" },
   );
   await until("NATS /healthz", 30, async () => (await fetch(`http://${ipOf(stack, "nats")}:8222/healthz`).catch(() => undefined))?.ok === true);
   ok(`${stack.how}: nats (the compose service, on Debian's nats-server ${docker("exec", container("nats"), "nats-server", "--version").replace("nats-server: ", "")}) healthy`);
 
+  // The fake Slack first: config.json names its API URL, the `slack` service gets its tokens.
+  await stack.start(["fakeslack"]);
+  const slackApi = (path, init) => fetch(`http://${ipOf(stack, "fakeslack")}:8090${path}`, init).then((r) => r.json());
+  let slack;
+  await until("the fake Slack", 30, async () => (slack = await slackApi("/info").catch(() => undefined)) !== undefined);
+  Object.assign(vars, { SLACK_BOT_TOKEN: slack.botToken, SLACK_APP_TOKEN: slack.appToken });
+  const adapters = { cli: { type: "cli" }, slack: { type: "slack", botToken: "env:SLACK_BOT_TOKEN", appToken: "env:SLACK_APP_TOKEN", apiUrl: slack.apiUrl } };
+  writeFileSync(join(data, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: "nats://127.0.0.1:4222" }, adapters, sandbox: { type: "bwrap" }, log: { level: "info" } }));
+  sh("chown", ["-R", "1000:1000", data]);
+
   // Two runners: the channel has one owner, so the message is answered once (docs/scaling.md).
   const RUNNERS = 2;
   const runners = Array.from({ length: RUNNERS }, (_, i) => container("runner", i + 1));
-  await stack.start(["runner", "scheduler"], { runner: RUNNERS });
+  await stack.start(["runner", "scheduler", "slack"], { runner: RUNNERS });
   const logs = (c) => {
     const r = sh("docker", ["logs", c], { allowFail: true });
     return r.stdout + r.stderr;
   };
   for (const c of runners) await until(`${c} to be ready`, 60, () => logs(c).includes('"msg":"agent runner ready"'));
   await until("the scheduler to be ready", 60, () => logs(container("scheduler")).includes('"msg":"scheduler ready"'));
-  ok(`${RUNNERS} runners (scaled) and the scheduler started from the compose file, connected to nats://nats:4222`);
+  ok(`${RUNNERS} runners (scaled), the scheduler and the slack ingress started from the compose file, connected to nats://nats:4222`);
 
   // What the Kubernetes probes and Prometheus use: MOM_HTTP_PORT (9090) in every service.
-  const http = (c, path) => fetch(`http://${Object.values(JSON.parse(docker("inspect", c))[0].NetworkSettings.Networks)[0].IPAddress}:9090${path}`).catch(() => undefined);
-  for (const c of [...runners, container("scheduler")]) {
+  // (The slack ingress lives in the fake Slack's network namespace, so it answers on that address.)
+  const ipFor = (c) => (c === container("slack") ? ipOf(stack, "fakeslack") : Object.values(JSON.parse(docker("inspect", c))[0].NetworkSettings.Networks)[0].IPAddress);
+  const http = (c, path) => fetch(`http://${ipFor(c)}:9090${path}`).catch(() => undefined);
+  for (const c of [...runners, container("scheduler"), container("slack")]) {
     await until(`${c} /readyz`, 60, async () => (await http(c, "/readyz"))?.status === 200);
     if ((await http(c, "/healthz"))?.status !== 200) fail(`${c} /healthz did not answer 200`);
     const metrics = await (await http(c, "/metrics"))?.text();
     if (!metrics?.includes("mom_process_")) fail(`${c} /metrics has no mom_ metrics`);
   }
-  ok("every runner and the scheduler answer /healthz, /readyz (200) and /metrics on MOM_HTTP_PORT 9090");
+  ok("every runner, the scheduler and the slack ingress (Socket Mode open) answer /healthz, /readyz (200) and /metrics on MOM_HTTP_PORT 9090");
 
   // `mom doctor` as the runner service (Kubernetes runs it as the runner's init container).
   const doctor = stack.once("runner", ["doctor", "/data"]);
@@ -374,6 +416,10 @@ async function services(compose, image, base) {
   await until("the scheduled event's reply in the terminal", 60, () => out.includes("scheduled pong"));
   ok('scheduler container fired workspace/events/ping.json -> runner -> "scheduled pong" in the terminal');
 
+  await slackApi("/mention", { method: "POST", body: JSON.stringify({ text: "hello from slack" }) });
+  await until("the answer in Slack", 60, async () => (await slackApi("/messages")).some((m) => m.bot_id && /pong in slack/.test(m.text ?? "")));
+  ok('a mention in (fake) Slack -> slack ingress container -> runner -> "pong in slack" posted in the channel');
+
   cli.stdin.end();
   await Promise.race([cliExited, sleep(15_000)]);
   if (cli.exitCode === null) fail("the terminal did not exit on end of input");
@@ -383,18 +429,18 @@ async function services(compose, image, base) {
     ((await (await http(c, "/metrics"))?.text()) ?? "").split("\n").filter((l) => l.startsWith("mom_runs_total{")).reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
   const perRunner = await Promise.all(runners.map(async (c) => `${c}: ${await runsOf(c)}`));
   const runsCounted = (await Promise.all(runners.map(runsOf))).reduce((a, b) => a + b, 0);
-  if (runsCounted !== 2) fail(`the runners' /metrics count ${runsCounted} runs, expected 2: ${perRunner.join(", ")}`);
+  if (runsCounted !== 3) fail(`the runners' /metrics count ${runsCounted} runs, expected 3: ${perRunner.join(", ")}`);
   const requests = (await llm.requests()).length;
-  if (requests !== 3) fail(`the model was asked ${requests} times for 2 messages needing 3 answers: a message was run twice or not at all`);
-  ok(`${RUNNERS} runners, 2 messages, 3 model calls, mom_runs_total 2 across the runners: each message run once`);
+  if (requests !== 4) fail(`the model was asked ${requests} times for 3 messages needing 4 answers: a message was run twice or not at all`);
+  ok(`${RUNNERS} runners, 3 messages, 4 model calls, mom_runs_total 3 across the runners: each message run once`);
 
-  for (const c of [container("scheduler"), ...runners]) {
-    docker("stop", c);
+  for (const name of ["slack", "scheduler", "runner"]) stack.stop(name);
+  for (const c of [container("slack"), container("scheduler"), ...runners]) {
     const code = JSON.parse(docker("inspect", c))[0].State.ExitCode;
     if (code !== 0) fail(`${c} exited ${code} on SIGTERM:\n${logs(c).split("\n").slice(-10).join("\n")}`);
     if (c !== container("scheduler") && !logs(c).includes('"msg":"bus drained"')) fail(`${c} stopped without draining`);
   }
-  ok("docker stop: the scheduler and every runner exit 0 on SIGTERM, the runners after draining their consumers");
+  ok("docker stop: the slack ingress, the scheduler and every runner exit 0 on SIGTERM, the runners after draining their consumers");
 }
 
 // ---------------------------------------------------------------- main
@@ -433,7 +479,7 @@ try {
     status = 1;
     log(`test:deploy: FAIL - ${e.message}`);
     if (dockerd && dockerd.exitCode === null && stack) {
-      for (const name of ["nats", "runner", "scheduler", "model"]) {
+      for (const name of ["nats", "runner", "scheduler", "slack", "fakeslack", "model"]) {
         const r = spawnSync("docker", ["logs", "--tail", "15", stack.container(name)], { env, encoding: "utf8" });
         if (r.status === 0) log(`--- ${name}\n${(r.stdout + r.stderr).trim()}`);
       }
