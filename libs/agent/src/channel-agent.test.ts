@@ -25,16 +25,20 @@ const entry = (id: string, text: string, userName = "mario"): LogEntry => ({
 describe("ChannelAgent", () => {
   let dir: string;
   let faux: FauxProviderRegistration;
+  /** A model whose window a few big log lines fill, so compaction really runs. */
+  let small: FauxProviderRegistration;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "mom-agent-"));
     faux = registerFauxProvider({ provider: "faux-agent", models: [{ id: "m1", contextWindow: 100_000 }] });
+    small = registerFauxProvider({ provider: "faux-agent", models: [{ id: "m-small", contextWindow: 100_000 }] });
   });
   afterAll(() => {
     faux.unregister();
+    small.unregister();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function setup() {
+  async function setup(model = faux) {
     const layout = new WorkspaceLayout(join(dir, "workspace"));
     await layout.ensureWorkspace();
     const store = layout.channel({ adapter: "cli", channelId: `c${Math.random().toString(36).slice(2)}` });
@@ -46,7 +50,7 @@ describe("ChannelAgent", () => {
       workspaceDir: layout.workspaceDir,
       store,
       sandbox,
-      resolved: { model: faux.getModel() as never, authStorage, modelRegistry: ModelRegistry.inMemory(authStorage) },
+      resolved: { model: model.getModel() as never, authStorage, modelRegistry: ModelRegistry.inMemory(authStorage) },
       agentDir: join(dir, "pi"),
     });
     return { layout, store, agent };
@@ -85,6 +89,34 @@ describe("ChannelAgent", () => {
     const context = readFileSync(store.contextFile, "utf8");
     expect(context).toContain("All done.");
     expect(context).toContain("anyone seen the build?");
+    agent.dispose();
+  });
+
+  it("keeps the answer of a run whose end compacts the context (compaction shortens the session's messages)", async () => {
+    const { store, agent } = await setup(small);
+    // Each line is ~5k tokens to the faux model (4 characters a token): five of them stay under the
+    // threshold (window 100k - 16k reserve; faux counts a prompt twice, as input and cache write), four more cross it.
+    const big = (i: number) => `output ${i}: ${"x".repeat(20_000)}`;
+    for (let i = 0; i < 5; i++) await store.appendLog({ ...entry(`b${i}`, big(i), "luigi"), isMention: false });
+    await store.appendLog(entry("q1", "@mom first question"));
+    small.setResponses([fauxAssistantMessage([fauxText("First answer.")])]);
+    const firstEvents: OutboundEventBody[] = [];
+    const first = await agent.run(entry("q1", "@mom first question"), (e) => firstEvents.push(e));
+    expect(firstEvents.some((e) => e.type === "compaction_start")).toBe(false);
+    expect(first).toMatchObject({ stopReason: "stop", finalText: "First answer." });
+
+    for (let i = 5; i < 9; i++) await store.appendLog({ ...entry(`b${i}`, big(i), "luigi"), isMention: false });
+    await store.appendLog(entry("q2", "@mom second question"));
+    const summary = () => fauxAssistantMessage([fauxText("Summary: luigi pasted long outputs.")]);
+    small.setResponses([fauxAssistantMessage([fauxText("Second answer.")]), summary, summary]);
+    const events: OutboundEventBody[] = [];
+    const second = await agent.run(entry("q2", "@mom second question"), (e) => events.push(e));
+
+    expect(events.find((e) => e.type === "compaction_start")).toMatchObject({ reason: "threshold" });
+    expect(events.find((e) => e.type === "compaction_end")).toMatchObject({ aborted: false });
+    expect(readFileSync(store.contextFile, "utf8")).toContain("Summary: luigi pasted long outputs.");
+    expect(second).toMatchObject({ stopReason: "stop", finalText: "Second answer." });
+    expect(second.usage.output).toBeGreaterThan(0);
     agent.dispose();
   });
 

@@ -178,13 +178,16 @@ export class ChannelAgent {
     // pi compacts after the prompt has resolved; the run (and its events) lasts until that is done.
     let compactionDone: Promise<void> = Promise.resolve();
     let endCompaction = () => {};
+    // The run's answers as pi reports them, not a slice of session.messages: compaction replaces
+    // that array with a shorter one, and an index taken before the run then points past its end.
+    const answers: AssistantMessage[] = [];
     const unsubscribe = this.session.subscribe((event) => {
       if (event.type === "compaction_start") compactionDone = new Promise((r) => (endCompaction = r));
+      if (event.type === "message_end" && event.message.role === "assistant") answers.push(event.message);
       const body = mapper.map(event);
       if (body) emit(body);
       if (event.type === "compaction_end") endCompaction();
     });
-    const firstNew = this.session.messages.length;
     let thrown: Error | undefined;
     try {
       // A resumed message whose first attempt reached the session is not said twice: only the note is.
@@ -226,7 +229,7 @@ export class ChannelAgent {
     // A steer that arrived after pi's last check would otherwise wait for the next prompt.
     const undelivered = this.session.pendingMessageCount > 0 ? [...this.session.clearQueue().steering] : [];
     unsubscribe();
-    const outcome = this.outcome(firstNew, thrown);
+    const outcome = this.outcome(answers, thrown);
     return undelivered.length ? { ...outcome, undelivered } : outcome;
   }
 
@@ -280,8 +283,7 @@ export class ChannelAgent {
     this.session.dispose();
   }
 
-  private outcome(firstNew: number, thrown: Error | undefined): RunOutcome {
-    const assistants = this.session.messages.slice(firstNew).filter((m): m is AssistantMessage => (m as { role: string }).role === "assistant");
+  private outcome(assistants: AssistantMessage[], thrown: Error | undefined): RunOutcome {
     const usage = assistants.reduce((acc, m) => addUsage(acc, m.usage ?? ZERO_USAGE), ZERO_USAGE);
     const last = assistants.at(-1);
     const finalText = (last?.content ?? [])
