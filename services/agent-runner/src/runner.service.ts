@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
-import { Bus, type Consumption, type Delivery, type Following } from "@mom/bus";
+import { Bus, type Consumption, type Delivery, type Following, RejectedInput } from "@mom/bus";
 import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
 import {
   createHostToolApi,
@@ -173,8 +173,12 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** A message on mom.in: make sure its channel has a live owner; the owner reads it from there. */
   private async onDiscover(d: Delivery<ChannelMessage>): Promise<void> {
     const ref = this.refOf(d);
+    const adapters = Object.keys(this.opts.loaded.config.adapters);
+    if (!adapters.includes(ref.adapter)) {
+      throw new RejectedInput(`adapter ${JSON.stringify(ref.adapter)} is not in config.json (adapters: ${adapters.join(", ") || "none"})`);
+    }
     if (d.data.channelId !== ref.channelId) {
-      throw new Error(`payload channelId ${JSON.stringify(d.data.channelId)} does not match subject channel ${JSON.stringify(ref.channelId)}`);
+      throw new RejectedInput(`payload channelId ${JSON.stringify(d.data.channelId)} does not match subject channel ${JSON.stringify(ref.channelId)}`);
     }
     // A channel never seen starts after what the durable has acknowledged: nothing of it past
     // that point can have been handled, nothing before it is new.
@@ -328,7 +332,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private refOf(d: Delivery<unknown>): ChannelRef {
-    if (!d.channel) throw new Error(`not a channel subject: ${d.subject}`);
+    if (!d.channel) throw new RejectedInput(`not a channel subject: ${d.subject}`);
     return d.channel;
   }
 
