@@ -112,6 +112,11 @@ export class ChannelStore {
     });
   }
 
+  /** mom's answer to the message `triggerId`, if it is in the log's last MiB. */
+  findReplyTo(triggerId: string): Promise<LogEntry | undefined> {
+    return this.serialise(async () => (await readLogTail(this.logFile)).find((p) => p.entry.isBot && p.entry.metadata?.triggerId === triggerId)?.entry);
+  }
+
   /** Appends one receipt to receipts.jsonl (append-only, same torn-line safety as the log). */
   appendReceipt(receipt: Receipt): Promise<void> {
     const check = receiptValidator.check(receipt);

@@ -89,6 +89,8 @@ export class NotHandledHere extends Error {
 
 const INTERRUPTED = "interrupted: the runner answering it stopped unexpectedly; another runner resumes it";
 const INTAKE_RETRIES_MS = [250, 1000, 4000];
+/** Message ids a worker remembers for telling a re-sent message from a re-read one. */
+const TAKEN_IDS = 10_000;
 
 /** What taking a message in leads to; wrapped so that awaiting the intake never waits for the run. */
 interface Later {
@@ -198,8 +200,10 @@ export class ChannelWorker {
   /** Logs the message and decides what it does; `done` settles when it is fully handled. */
   private async accept(seq: number, message: ChannelMessage): Promise<Later> {
     if (this.deps.materialize) message = await this.deps.materialize(message);
-    await this.deps.store.appendLog(toLogEntry(message));
+    const fresh = await this.deps.store.appendLog(toLogEntry(message));
     const interrupted = this.deps.ledger.interrupted?.seq === seq ? this.deps.ledger.interrupted : undefined;
+    if (!fresh && !interrupted && (await this.isDuplicate(seq, message))) return NOW;
+    this.noteTaken(message.id, seq);
     if (!message.isMention) return NOW;
     if (isStopCommand(message.text)) return { done: this.stop(`@${message.sender.username}`) };
     if (interrupted) return this.resume(seq, message, interrupted);
@@ -209,6 +213,33 @@ export class ChannelWorker {
       if (steered) return steered;
     }
     return { done: this.enqueue(seq, message) };
+  }
+
+  /**
+   * A message whose id is already logged came again as another stream message (a producer
+   * re-sent it under a new msg-id): it is not answered twice. Said in the log, never silently.
+   * The same stream message read again (an intake retry, or a new owner re-reading what the
+   * previous one logged but did not finish) is no duplicate, unless its answer is already logged.
+   */
+  private async isDuplicate(seq: number, message: ChannelMessage): Promise<boolean> {
+    const firstSeq = this.taken.get(message.id);
+    const resent = firstSeq !== undefined && firstSeq !== seq;
+    const answered = await this.deps.store.findReplyTo(message.id);
+    if (!resent && !answered) return false;
+    this.deps.log.warn(
+      { msgId: message.id, seq, ...(firstSeq !== undefined && { firstSeq }), ...(answered?.runId && { answeredBy: answered.runId }) },
+      answered ? "duplicate message: already answered; not answering it again" : "duplicate message: already taken in; not answering it again",
+    );
+    return true;
+  }
+
+  /** Message ids taken in here and their stream sequence; the oldest are forgotten past TAKEN_IDS. */
+  private readonly taken = new Map<string, number>();
+
+  private noteTaken(id: string, seq: number): void {
+    this.taken.delete(id);
+    this.taken.set(id, seq);
+    if (this.taken.size > TAKEN_IDS) this.taken.delete(this.taken.keys().next().value!);
   }
 
   /**

@@ -1,0 +1,53 @@
+import { afterEach, describe, expect, it } from "@jest/globals";
+import type { ChannelMessage } from "@mom/contracts";
+import { eventually } from "../support/discord-stack.js";
+import { startStack, type Stack, type StackOptions } from "../support/stack.js";
+import { outboundEvents } from "../support/streams.js";
+
+// Bad or heavy input that reaches a run: each is answered once, clearly, and loses nothing.
+let s: Stack | undefined;
+afterEach(async () => {
+  await s?.stop();
+  s = undefined;
+});
+async function stack(opts: StackOptions = {}): Promise<Stack> {
+  s = await startStack({ cli: false, ...opts });
+  return s;
+}
+
+function message(text: string, extra: Partial<ChannelMessage> = {}): ChannelMessage {
+  return {
+    id: `m-${Math.random().toString(36).slice(2)}`,
+    channelId: "local",
+    timestamp: new Date().toISOString(),
+    sender: { id: "u-tester", username: "tester", isBot: false },
+    text,
+    attachments: [],
+    isMention: true,
+    ...extra,
+  };
+}
+const publish = (st: Stack, m: ChannelMessage, msgId = m.id) => st.bus.publish(st.bus.subjects.channel("in", { adapter: "cli", channelId: "local" }), m, msgId);
+const ended = async (st: Stack) => (await outboundEvents(st.bus)).filter((e) => e.event.type === "run_ended");
+
+describe("bad input that reaches a run", () => {
+  it("answers a message re-sent under a new msg-id once, and says so in the log (during its run and after)", async () => {
+    const st = await stack();
+    st.llm.enqueue({ text: "the one answer", delayMs: 1000 });
+    const m = message("@mom hello once");
+    await publish(st, m, "first-copy");
+    await st.llm.waitForRequests(1);
+    await publish(st, m, "second-copy");
+    await eventually(() => st.logs.find((l) => l.msg === "duplicate message: already taken in; not answering it again" && l.msgId === m.id), "the duplicate logged");
+    await eventually(async () => (await ended(st)).length === 1, "the answer");
+    await publish(st, m, "third-copy");
+    const late = await eventually(() => st.logs.find((l) => l.msg === "duplicate message: already answered; not answering it again" && l.msgId === m.id), "the late duplicate logged");
+    expect(late.answeredBy).toEqual(expect.any(String));
+    // A later message is still answered, after both duplicates were passed over.
+    await publish(st, message("@mom and this"));
+    await eventually(async () => (await ended(st)).length === 2, "the next answer");
+    expect(st.llm.requests).toHaveLength(2);
+    const started = (await outboundEvents(st.bus)).filter((e) => e.event.type === "run_started");
+    expect(started.map((e) => (e.event as { trigger: { messageId: string } }).trigger.messageId).filter((id) => id === m.id)).toHaveLength(1);
+  });
+});
