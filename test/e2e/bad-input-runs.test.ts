@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from "@jest/globals";
 import type { ChannelMessage } from "@mom/contracts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { eventually } from "../support/discord-stack.js";
 import { startStack, type Stack, type StackOptions } from "../support/stack.js";
 import { outboundEvents } from "../support/streams.js";
@@ -49,5 +51,24 @@ describe("bad input that reaches a run", () => {
     expect(st.llm.requests).toHaveLength(2);
     const started = (await outboundEvents(st.bus)).filter((e) => e.event.type === "run_started");
     expect(started.map((e) => (e.event as { trigger: { messageId: string } }).trigger.messageId).filter((id) => id === m.id)).toHaveLength(1);
+  });
+
+  it("publishes the end of a run whose answer is over 1 MB, cut with a note; the whole answer stays in log.jsonl", async () => {
+    const st = await stack();
+    // Twelve 100,000-character words: the fake model streams them as twelve deltas.
+    const answer = Array.from({ length: 12 }, (_, i) => String.fromCharCode(97 + i).repeat(100_000)).join(" ");
+    st.llm.enqueue({ text: answer });
+    await publish(st, message("@mom write a lot"));
+    const [end] = await eventually(async () => {
+      const e = await ended(st);
+      return e.length ? e : undefined;
+    }, "run_ended");
+    const body = end!.event as { stopReason: string; finalText: string };
+    expect(body.stopReason).toBe("stop");
+    expect(body.finalText.startsWith("a".repeat(100_000))).toBe(true);
+    expect(body.finalText).toMatch(/\[answer cut: 100,000 of 1,200,011 characters shown; the whole answer is in channels\/cli\/local\/log\.jsonl\]$/);
+    const log = readFileSync(join(st.loaded.paths.workspaceDir, "channels", "cli", "local", "log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(log.find((e) => e.isBot)?.text).toBe(answer);
+    expect(st.logs.filter((l) => String(l.msg).includes("could not publish"))).toEqual([]);
   });
 });

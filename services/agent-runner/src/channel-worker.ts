@@ -1,13 +1,14 @@
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, type InterruptedRun, isStopCommand, type LogEntry, type Receipt } from "@mom/contracts";
+import { type ChannelMessage, type ChannelRef, escapeChannelToken, type InterruptedRun, isStopCommand, type LogEntry, type Receipt } from "@mom/contracts";
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { ActiveRun } from "./active-run.js";
 import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
+import { fitAnswer } from "./answer-fit.js";
 
 export interface ChannelWorkerDeps {
   bus: Bus;
@@ -488,7 +489,7 @@ export class ChannelWorker {
       type: "run_ended" as const,
       stopReason: o.stopReason,
       ...(o.errorMessage !== undefined && { errorMessage: o.errorMessage }),
-      finalText: o.finalText,
+      finalText: fitAnswer(o.finalText, `channels/${this.deps.ref.adapter}/${escapeChannelToken(this.deps.ref.channelId)}/log.jsonl`),
       ...(m.replyTo !== undefined && { replyTo: m.replyTo }),
       usage: o.usage,
       durationMs: Date.now() - started,
