@@ -4,7 +4,7 @@ import { AuthStorage, ModelRegistry } from "@mariozechner/pi-coding-agent";
 import type { LogEntry, OutboundEventBody } from "@mom/contracts";
 import { Sandbox } from "@mom/sandbox";
 import { type ChannelStore, WorkspaceLayout } from "@mom/store";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChannelAgent } from "./channel-agent.js";
@@ -38,7 +38,7 @@ describe("ChannelAgent", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function setup(model = faux) {
+  async function setup(model = faux, onFileProblems?: (problems: string[]) => void) {
     const layout = new WorkspaceLayout(join(dir, "workspace"));
     await layout.ensureWorkspace();
     const store = layout.channel({ adapter: "cli", channelId: `c${Math.random().toString(36).slice(2)}` });
@@ -52,6 +52,7 @@ describe("ChannelAgent", () => {
       sandbox,
       resolved: { model: model.getModel() as never, authStorage, modelRegistry: ModelRegistry.inMemory(authStorage) },
       agentDir: join(dir, "pi"),
+      onFileProblems,
     });
     return { layout, store, agent };
   }
@@ -118,6 +119,80 @@ describe("ChannelAgent", () => {
     expect(second).toMatchObject({ stopReason: "stop", finalText: "Second answer." });
     expect(second.usage.output).toBeGreaterThan(0);
     agent.dispose();
+  });
+
+  it("caps what reaches the model from memory and skills, newest first with a note; a MEMORY.md that is a directory is reported and skipped", async () => {
+    const problems: string[] = [];
+    const { store, agent, layout } = await setup(faux, (p) => problems.push(...p));
+    const older = "old note\n".repeat(300_000); // ~2.7 MB
+    writeFileSync(join(layout.workspaceDir, "MEMORY.md"), `${older}- the newest global note\n`);
+    mkdirSync(join(store.dir, "MEMORY.md"), { recursive: true });
+    const skillDir = join(store.skillsDir, "huge");
+    mkdirSync(skillDir, { recursive: true });
+    writeFileSync(join(skillDir, "SKILL.md"), `---\nname: huge\ndescription: ${"d".repeat(200_000)}\n---\nbody\n`);
+    await store.appendLog(entry("k1", "@mom hi"));
+    let systemPrompt = "";
+    faux.setResponses([
+      (ctx) => {
+        systemPrompt = ctx.systemPrompt ?? "";
+        return fauxAssistantMessage([fauxText("Hi.")]);
+      },
+    ]);
+    const outcome = await agent.run(entry("k1", "@mom hi"), () => {});
+    expect(outcome).toMatchObject({ stopReason: "stop", finalText: "Hi." });
+    expect(systemPrompt).toContain("- the newest global note");
+    expect(systemPrompt).toMatch(/MEMORY\.md is 2,700,025 bytes; only its last [\d,]+ characters \(the newest notes\) are shown here/);
+    expect(systemPrompt).toContain(`[cut; the whole description is in ${join(skillDir, "SKILL.md")}]`);
+    expect(systemPrompt.length).toBeLessThan(40_000);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/MEMORY\.md: 2700025 bytes, more than the 16384 a prompt takes; only its end is shown$/),
+        expect.stringMatching(/MEMORY\.md: not a regular file .*; memory skipped$/),
+        expect.stringMatching(/SKILL\.md: description of 200000 characters cut to 1024 in the prompt$/),
+      ]),
+    );
+    agent.dispose();
+  });
+
+  it("syncs only the newest unsynced history that fits, with a note, from a 200 MB log never synced", async () => {
+    const { store, agent } = await setup();
+    await store.ensureDirs();
+    // 200 MB of other people's lines (written straight to the file, as years of history would be).
+    const fd = openSync(store.logFile, "a");
+    const chunk = Array.from({ length: 1000 }, (_, i) => JSON.stringify({ ...entry(`h-${i}`, `line ${i} ${"z".repeat(1000)}`, "luigi"), isMention: false })).join("\n") + "\n";
+    const lines = Math.ceil(200 * 1_048_576 / Buffer.byteLength(chunk));
+    for (let i = 0; i < lines; i++) writeSync(fd, chunk.replaceAll('"id":"h-', `"id":"h${i}-`));
+    closeSync(fd);
+    await store.appendLog({ ...entry("recent", "the most recent remark", "luigi"), isMention: false });
+    await store.appendLog(entry("t1", "@mom what did I miss?"));
+    let request: string[] = [];
+    faux.setResponses([
+      (ctx) => {
+        request = ctx.messages.map((m) => (typeof m.content === "string" ? m.content : m.content.map((c) => ("text" in c ? c.text : "")).join("")));
+        return fauxAssistantMessage([fauxText("Plenty.")]);
+      },
+    ]);
+    const heapBefore = process.memoryUsage().heapUsed;
+    const outcome = await agent.run(entry("t1", "@mom what did I miss?"), () => {});
+    expect(outcome).toMatchObject({ stopReason: "stop", finalText: "Plenty." });
+    const total = request.reduce((n, t) => n + t.length, 0);
+    expect(total).toBeLessThan(110_000);
+    expect(request[0]).toMatch(/^\[mom: \d+ earlier messages \(.*\) and \d+\.\d MB of older log lines before them of this channel were left out of your context/);
+    expect(request.at(-2)).toContain("the most recent remark");
+    expect(request.at(-1)).toContain("what did I miss?");
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(100 * 1_048_576);
+    // The next run reads from the cursor this one left: nothing of the old history again.
+    await store.appendLog(entry("t2", "@mom thanks"));
+    faux.setResponses([
+      (ctx) => {
+        request = ctx.messages.map((m) => JSON.stringify(m.content));
+        return fauxAssistantMessage([fauxText("Welcome.")]);
+      },
+    ]);
+    await agent.run(entry("t2", "@mom thanks"), () => {});
+    expect(request.filter((t) => t.includes("left out of your context"))).toHaveLength(1);
+    agent.dispose();
+    rmSync(store.logFile, { force: true });
   });
 
   it("ends with stopReason error and a message when the provider fails", async () => {

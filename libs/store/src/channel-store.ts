@@ -89,9 +89,9 @@ export class ChannelStore {
     });
   }
 
-  /** Entries after a cursor (see log-reader.ts), queued behind pending appends. */
-  readLogSince(cursor: LogCursor | undefined): Promise<{ entries: PlacedEntry[]; rescanned: boolean }> {
-    return this.serialise(() => readLogSince(this.logFile, cursor));
+  /** Entries after a cursor, of at most the last `maxBytes` of the log (see log-reader.ts), queued behind pending appends. */
+  readLogSince(cursor: LogCursor | undefined, maxBytes?: number): Promise<{ entries: PlacedEntry[]; rescanned: boolean; skippedBytes: number }> {
+    return this.serialise(() => readLogSince(this.logFile, cursor, maxBytes));
   }
 
   /** The entries in the log's last MiB: recent messages and people, at a cost that does not grow with history. */

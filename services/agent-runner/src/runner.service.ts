@@ -399,7 +399,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           extraPrompt: () => formatCustomToolsForPrompt(allowedCustom()),
           receiptsNote: () => receiptsNote(active.current?.receipts),
           modelAccess: this.guard?.forChannel({ ref, key, store, currentRun: () => active.current, hasDefault: (m) => resolved.modelRegistry.hasConfiguredAuth(m) }),
-          onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
+          onFileProblems: (problems) => this.log.warn({ channel: key, problems }, "some workspace files could not be used whole (skills, memory)"),
         }),
     });
     return { worker, gate };
