@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "@jest/globals";
 import type { ChannelMessage } from "@mom/contracts";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { eventually } from "../support/discord-stack.js";
 import { startStack, type Stack, type StackOptions } from "../support/stack.js";
@@ -70,5 +70,28 @@ describe("bad input that reaches a run", () => {
     const log = readFileSync(join(st.loaded.paths.workspaceDir, "channels", "cli", "local", "log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
     expect(log.find((e) => e.isBot)?.text).toBe(answer);
     expect(st.logs.filter((l) => String(l.msg).includes("could not publish"))).toEqual([]);
+  });
+
+  it("an answer that cannot be written to log.jsonl still reaches the channel, saying so, and is not run again", async () => {
+    const st = await stack();
+    st.llm.enqueue({ text: "the unsaved answer", delayMs: 1000 });
+    await publish(st, message("@mom answer this"));
+    await st.llm.waitForRequests(1);
+    // The log becomes unwritable while the model answers (as a read-only volume would make it).
+    const log = join(st.loaded.paths.workspaceDir, "channels", "cli", "local", "log.jsonl");
+    renameSync(log, `${log}.bak`);
+    mkdirSync(log);
+    const [end] = await eventually(async () => {
+      const e = await ended(st);
+      return e.length ? e : undefined;
+    }, "run_ended");
+    const body = end!.event as { stopReason: string; finalText: string };
+    expect(body.stopReason).toBe("stop");
+    expect(body.finalText).toMatch(/^the unsaved answer\n\n_\(mom could not save this answer in the channel's log\.jsonl, so it will not be part of this channel's history: .*EISDIR.*\)_$/s);
+    expect(st.logs.find((l) => l.msg === "could not write the answer to log.jsonl; publishing it anyway")).toBeDefined();
+    // Done: not redelivered and answered again.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(st.llm.requests).toHaveLength(1);
+    expect(await ended(st)).toHaveLength(1);
   });
 });

@@ -78,6 +78,11 @@ interface QueuedRun {
 export const BUSY_TEXT = "I'm still working on the previous request. Say `stop` to cancel it, or ask again when I'm done.";
 const SILENT = "[SILENT]";
 
+/** Said under an answer that could not be written to the channel's log. */
+function unsavedNote(err: unknown): string {
+  return `_(mom could not save this answer in the channel's log.jsonl, so it will not be part of this channel's history: ${(err as Error).message})_`;
+}
+
 const HANDED_OVER = "the runner is shutting down; another runner will answer this message";
 
 /** The worker stopped before this message was done; whoever owns the channel next reads it again. */
@@ -450,7 +455,14 @@ export class ChannelWorker {
     // "[SILENT]": a scheduled check with nothing to say; the adapter posts nothing.
     const silent = outcome.finalText.startsWith(SILENT);
     if (outcome.finalText) {
-      await this.deps.store.appendLog(replyLogEntry(runId, message, outcome.finalText));
+      try {
+        await this.deps.store.appendLog(replyLogEntry(runId, message, outcome.finalText));
+      } catch (err) {
+        // The answer exists only in this process now: it goes out on the bus with a word about it,
+        // rather than a retry that would run the whole message again and fail the same way.
+        log.error({ err }, "could not write the answer to log.jsonl; publishing it anyway");
+        if (!silent) outcome = { ...outcome, finalText: `${outcome.finalText}\n\n${unsavedNote(err)}` };
+      }
     }
     const toolActivity = relevantActivity(item.receipts, item.labels);
     pub.emit({
