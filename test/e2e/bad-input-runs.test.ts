@@ -94,4 +94,31 @@ describe("bad input that reaches a run", () => {
     expect(st.llm.requests).toHaveLength(1);
     expect(await ended(st)).toHaveLength(1);
   });
+
+  it("an abort on mom.ctl needs the requester or an admin; the aborted run's pending approval is reported denied, not expired", async () => {
+    const st = await stack({ config: { policy: { ask: ["bash"] } } });
+    st.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Risky", command: "echo risky" } }] }, { text: "never said" });
+    await publish(st, message("@mom do the risky thing"));
+    const requested = await eventually(async () => (await outboundEvents(st.bus)).find((e) => e.event.type === "approval_requested"), "approval_requested");
+    const ctl = st.bus.subjects.channel("ctl", { adapter: "cli", channelId: "local" });
+    const abort = (by?: { id: string; username: string }) => ({ type: "abort", ts: new Date().toISOString(), ...(by && { requestedBy: by }) });
+    await st.bus.publish(ctl, abort(), "abort-anonymous");
+    await st.bus.publish(ctl, abort({ id: "u-mallory", username: "mallory" }), "abort-mallory");
+    await eventually(() => st.logs.filter((l) => String(l.msg).startsWith("abort refused: ")).length === 2, "both aborts refused");
+    expect(st.logs.map((l) => l.msg)).toEqual(
+      expect.arrayContaining([
+        "abort refused: it does not say who asks (requestedBy)",
+        "abort refused: u-mallory is neither an admin of adapter cli nor the person whose message started the run",
+      ]),
+    );
+    expect(await ended(st)).toHaveLength(0);
+    await st.bus.publish(ctl, abort({ id: "u-tester", username: "tester" }), "abort-tester");
+    const [end] = await eventually(async () => {
+      const e = await ended(st);
+      return e.length ? e : undefined;
+    }, "run_ended");
+    expect(end!.event).toMatchObject({ stopReason: "aborted" });
+    const resolved = (await outboundEvents(st.bus)).find((e) => e.event.type === "approval_resolved");
+    expect(resolved?.event).toEqual({ type: "approval_resolved", approvalId: (requested.event as { approvalId: string }).approvalId, outcome: "denied", decidedBy: "@tester" });
+  });
 });

@@ -19,7 +19,7 @@ import type { Logger } from "pino";
 import { channelMaterializer } from "./attachment-materializer.js";
 import { attachmentSender } from "./attachment-sender.js";
 import { ApprovalBroker } from "./approval-broker.js";
-import { approversFor, callableTools, channelPolicy, noCallableToolsMessage } from "./channel-policy.js";
+import { abortRefusal, approversFor, callableTools, channelPolicy, noCallableToolsMessage } from "./channel-policy.js";
 import { ChannelWorker } from "./channel-worker.js";
 import { ActiveRun } from "./active-run.js";
 import { ChannelDirectory, type Versioned } from "./cluster/channel-directory.js";
@@ -41,6 +41,8 @@ interface OwnedChannel {
   ledger: ChannelLedger;
   worker: ChannelWorker;
   gate: ChannelToolGate;
+  /** The channel's run in progress (who asked for it decides who may abort it). */
+  active: ActiveRun;
   feed: Following;
 }
 
@@ -197,7 +199,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     }
     const channel = qualifiedChannelId(ref);
     const ledger = new ChannelLedger(this.directory, key, v, this.log.child({ channel }), () => void this.lose(key), excused);
-    const { worker, gate } = this.createWorker(ref, ledger, () => void this.restart(key));
+    const { worker, gate, active } = this.createWorker(ref, ledger, () => void this.restart(key));
     const feed = this.bus.follow({
       stream: "IN",
       filterSubject: this.bus.subjects.channel("in", ref),
@@ -207,7 +209,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data);
       },
     });
-    this.owned.set(key, { ref, ledger, worker, gate, feed });
+    this.owned.set(key, { ref, ledger, worker, gate, active, feed });
     this.log.info({ channel, fromSeq: ledger.resumeSeq, interrupted: v.record.run?.runId }, "channel acquired");
   }
 
@@ -308,7 +310,15 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const data = d.data;
     // The owner acts; for a channel nobody owns, one replica (the first by id) answers a decision.
     if (!c && !(data.type === "approval_decision" && this.speaksForUnowned(channelKey(ref)))) return;
-    if (data.type === "abort") return c!.worker.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : "abort", data.runId);
+    if (data.type === "abort") {
+      const running = c!.active.current;
+      const refusal = abortRefusal(this.opts.loaded.config, ref, data.requestedBy, running?.message.sender.id);
+      if (refusal) {
+        this.log.warn({ channel: qualifiedChannelId(ref), runId: data.runId ?? running?.runId, by: data.requestedBy?.id }, `abort refused: ${refusal}`);
+        return;
+      }
+      return c!.worker.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : data.requestedBy!.id, data.runId);
+    }
     const key = qualifiedChannelId(ref);
     const result = c ? this.broker.decide(key, data) : ({ status: "unknown" } as const);
     const by = data.decidedBy.username ? `@${data.decidedBy.username}` : data.decidedBy.id;
@@ -336,7 +346,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     return d.channel;
   }
 
-  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate } {
+  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate; active: ActiveRun } {
     const key = qualifiedChannelId(ref);
     const store = this.layout.channel(ref);
     const { loaded, models } = this.opts;
@@ -402,7 +412,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           onFileProblems: (problems) => this.log.warn({ channel: key, problems }, "some workspace files could not be used whole (skills, memory)"),
         }),
     });
-    return { worker, gate };
+    return { worker, gate, active };
   }
 
   private reportToolProblems(): void {
