@@ -195,6 +195,24 @@ describe("ChannelAgent", () => {
     rmSync(store.logFile, { force: true });
   });
 
+  it("shows the model at most 50,000 characters of one message, saying where the rest is", async () => {
+    const { store, agent } = await setup();
+    const huge = `@mom look at this ${"q".repeat(300_000)}`;
+    await store.appendLog(entry("p1", huge));
+    let last = "";
+    faux.setResponses([
+      (ctx) => {
+        const m = ctx.messages.at(-1)!;
+        last = typeof m.content === "string" ? m.content : m.content.map((c) => ("text" in c ? c.text : "")).join("");
+        return fauxAssistantMessage([fauxText("Seen.")]);
+      },
+    ]);
+    expect(await agent.run(entry("p1", huge), () => {})).toMatchObject({ finalText: "Seen." });
+    expect(last.length).toBeLessThan(51_000);
+    expect(last).toMatch(/\[message cut: 50,000 of 300,018 characters shown; the whole message is in log\.jsonl\]$/);
+    agent.dispose();
+  });
+
   it("ends with stopReason error and a message when the provider fails", async () => {
     const { store, agent } = await setup();
     await store.appendLog(entry("e1", "hello"));

@@ -4,17 +4,24 @@ import type { UserMessage } from "@mariozechner/pi-ai";
 
 export const LOG_SYNC_ENTRY = "mom.log-sync";
 
+/** Most characters of one message the model reads (a pasted log belongs in a file, not a prompt). */
+export const MESSAGE_MAX_CHARS = 50_000;
+
 /**
  * How a chat message reads to the model: `[date] [@user]: text`, plus its attachments. A saved
  * file is listed by its path relative to the channel directory (the agent's working directory),
  * e.g. `attachments/1732184400000-report.pdf`; one that could not be saved by its name and why.
  */
 export function formatChatLine(e: Pick<LogEntry, "date" | "userName" | "text" | "attachments">): string {
+  const text =
+    e.text.length <= MESSAGE_MAX_CHARS
+      ? e.text
+      : `${e.text.slice(0, MESSAGE_MAX_CHARS)}\n[message cut: ${MESSAGE_MAX_CHARS.toLocaleString("en")} of ${e.text.length.toLocaleString("en")} characters shown; the whole message is in log.jsonl]`;
   const files = e.attachments.map((a) =>
     a.localPath ? channelRelative(a.localPath) : `${a.filename} (not available${a.note ? `: ${a.note}` : ""})`,
   );
   const attachments = files.length ? `\n\nAttachments:\n${files.map((f) => `- ${f}`).join("\n")}` : "";
-  return `[${e.date}] [@${e.userName}]: ${e.text}${attachments}`;
+  return `[${e.date}] [@${e.userName}]: ${text}${attachments}`;
 }
 
 /** `channels/<adapter>/<channel>/attachments/x` (workspace-relative, as logged) -> `attachments/x`. */
