@@ -81,6 +81,9 @@ describe("tool policy, approvals and receipts", () => {
     const offered = (st.llm.requests[0]!.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
     expect(offered).not.toContain("bash");
     expect(offered).toContain("read");
+    // The denial is recorded as the call ends, but written to disk (after each receipt's publish) on its own time.
+    const deadline = Date.now() + 5000;
+    while (types(fileReceipts(st)).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const rs = fileReceipts(st);
     expect(types(rs)).toEqual(["tool.call.requested", "tool.call.denied"]);
     // grounding: the lie is answered by the activity under it, and the model was shown the receipts

@@ -44,3 +44,12 @@ export interface Consumption {
   /** Stops pulling, then waits for in-flight handlers (up to the bus drain timeout). Idempotent. */
   stop(): Promise<void>;
 }
+
+/**
+ * Thrown by a handler for input that is well-formed but must not be handled (an adapter that is not
+ * configured, a payload that contradicts its subject): the message is dead-lettered with this
+ * message as the reason and acked at once, never retried.
+ */
+export class RejectedInput extends Error {
+  override name = "RejectedInput";
+}

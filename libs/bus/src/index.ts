@@ -1,7 +1,7 @@
 export { Bus, type PublishOptions, type PublishResult, type StreamSummary } from "./bus.js";
 export type { BusOptions, StreamRetention, StreamSettings } from "./options.js";
 export { DEFAULT_STREAM_SETTINGS, DEFAULT_DRAIN_TIMEOUT_MS, streamRetention } from "./options.js";
-export type { ConsumeOptions, Delivery, Consumption } from "./consume-types.js";
+export { type ConsumeOptions, type Delivery, type Consumption, RejectedInput } from "./consume-types.js";
 export { buildDeadLetter, type DeadLetterInput } from "./dead-letter.js";
 export { STREAM_TOKENS, streamConfigs } from "./provision.js";
 export {

@@ -3,7 +3,7 @@ import type { JsMsg } from "@nats-io/jetstream";
 import { metrics } from "@mom/observability";
 import type { Logger } from "pino";
 import type { Static, TSchema } from "typebox";
-import type { Delivery } from "./consume-types.js";
+import { type Delivery, RejectedInput } from "./consume-types.js";
 import type { DeadLetterInput } from "./dead-letter.js";
 
 export interface ProcessContext<S extends TSchema> {
@@ -66,15 +66,17 @@ export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, 
     }
   };
 
-  const parsed = parsePayload(ctx.validator, msg.data);
-  if (!parsed.ok) {
-    if (await deadLetter(parsed.reason)) return settle("ack", () => msg.ack());
+  const reject = async (reason: string): Promise<void> => {
+    if (await deadLetter(reason)) return settle("ack", () => msg.ack());
     if (lastTry) {
-      log.error({ reason: parsed.reason }, "invalid message dropped: dead letter failed on the last delivery");
+      log.error({ reason }, "invalid message dropped: dead letter failed on the last delivery");
       return settle("term", () => msg.term());
     }
     return settle("nak", () => msg.nak(retryDelayMs(deliveryCount)));
-  }
+  };
+
+  const parsed = parsePayload(ctx.validator, msg.data);
+  if (!parsed.ok) return reject(parsed.reason);
 
   const parsedSubject = ctx.subjects.parse(msg.subject);
   const delivery: Delivery<Static<S>> = {
@@ -90,6 +92,7 @@ export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, 
   try {
     await ctx.handler(delivery);
   } catch (err) {
+    if (err instanceof RejectedInput) return reject(err.message);
     if (!lastTry) {
       const retryInMs = retryDelayMs(deliveryCount);
       log.warn({ err, retryInMs }, `handler failed: ${errorMessage(err)}`);

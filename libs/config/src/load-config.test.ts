@@ -1,5 +1,5 @@
 import { describe, expect, it, beforeEach, afterEach } from "@jest/globals";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, defaultConfig, loadConfig, unsetEnvRefs } from "./index.js";
@@ -180,6 +180,11 @@ describe("ConfigError messages name file, path and expectation", () => {
   it("an unreadable file", () => {
     mkdirSync(file);
     expect(() => loadConfig(dataDir, {})).toThrow(`${file}: cannot read: EISDIR`);
+  });
+
+  it("a symlink to a file that does not exist (never starts on defaults instead)", () => {
+    symlinkSync(join(dataDir, "gone.json"), file);
+    expect(() => loadConfig(dataDir, {})).toThrow(`${file}: is a symlink to ${join(dataDir, "gone.json")}, which does not exist`);
   });
 
   it("a bad NATS url is listed with the schema problems", () => {

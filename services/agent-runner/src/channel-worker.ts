@@ -1,7 +1,7 @@
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, type InterruptedRun, isStopCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
+import { type ChannelMessage, type ChannelRef, escapeChannelToken, type InterruptedRun, isStopCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { ActiveRun } from "./active-run.js";
 import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
 import { RunTelemetry } from "./run-telemetry.js";
+import { fitAnswer } from "./answer-fit.js";
 
 export interface ChannelWorkerDeps {
   bus: Bus;
@@ -80,6 +81,11 @@ interface QueuedRun {
 export const BUSY_TEXT = "I'm still working on the previous request. Say `stop` to cancel it, or ask again when I'm done.";
 const SILENT = "[SILENT]";
 
+/** Said under an answer that could not be written to the channel's log. */
+function unsavedNote(err: unknown): string {
+  return `_(mom could not save this answer in the channel's log.jsonl, so it will not be part of this channel's history: ${(err as Error).message})_`;
+}
+
 const HANDED_OVER = "the runner is shutting down; another runner will answer this message";
 
 /** The worker stopped before this message was done; whoever owns the channel next reads it again. */
@@ -92,6 +98,8 @@ export class NotHandledHere extends Error {
 
 const INTERRUPTED = "interrupted: the runner answering it stopped unexpectedly; another runner resumes it";
 const INTAKE_RETRIES_MS = [250, 1000, 4000];
+/** Message ids a worker remembers for telling a re-sent message from a re-read one. */
+const TAKEN_IDS = 10_000;
 
 /** What taking a message in leads to; wrapped so that awaiting the intake never waits for the run. */
 interface Later {
@@ -201,8 +209,10 @@ export class ChannelWorker {
   /** Logs the message and decides what it does; `done` settles when it is fully handled. */
   private async accept(seq: number, message: ChannelMessage, traceparent: string | undefined): Promise<Later> {
     if (this.deps.materialize) message = await this.deps.materialize(message);
-    await this.deps.store.appendLog(toLogEntry(message));
+    const fresh = await this.deps.store.appendLog(toLogEntry(message));
     const interrupted = this.deps.ledger.interrupted?.seq === seq ? this.deps.ledger.interrupted : undefined;
+    if (!fresh && !interrupted && (await this.isDuplicate(seq, message))) return NOW;
+    this.noteTaken(message.id, seq);
     if (!message.isMention) return NOW;
     if (isStopCommand(message.text)) return { done: this.stop(`@${message.sender.username}`) };
     if (interrupted) return this.resume(seq, message, interrupted, traceparent);
@@ -212,6 +222,33 @@ export class ChannelWorker {
       if (steered) return steered;
     }
     return { done: this.enqueue(seq, message, undefined, traceparent) };
+  }
+
+  /**
+   * A message whose id is already logged came again as another stream message (a producer
+   * re-sent it under a new msg-id): it is not answered twice. Said in the log, never silently.
+   * The same stream message read again (an intake retry, or a new owner re-reading what the
+   * previous one logged but did not finish) is no duplicate, unless its answer is already logged.
+   */
+  private async isDuplicate(seq: number, message: ChannelMessage): Promise<boolean> {
+    const firstSeq = this.taken.get(message.id);
+    const resent = firstSeq !== undefined && firstSeq !== seq;
+    const answered = await this.deps.store.findReplyTo(message.id);
+    if (!resent && !answered) return false;
+    this.deps.log.warn(
+      { msgId: message.id, seq, ...(firstSeq !== undefined && { firstSeq }), ...(answered?.runId && { answeredBy: answered.runId }) },
+      answered ? "duplicate message: already answered; not answering it again" : "duplicate message: already taken in; not answering it again",
+    );
+    return true;
+  }
+
+  /** Message ids taken in here and their stream sequence; the oldest are forgotten past TAKEN_IDS. */
+  private readonly taken = new Map<string, number>();
+
+  private noteTaken(id: string, seq: number): void {
+    this.taken.delete(id);
+    this.taken.set(id, seq);
+    if (this.taken.size > TAKEN_IDS) this.taken.delete(this.taken.keys().next().value!);
   }
 
   /**
@@ -432,7 +469,14 @@ export class ChannelWorker {
     // "[SILENT]": a scheduled check with nothing to say; the adapter posts nothing.
     const silent = outcome.finalText.startsWith(SILENT);
     if (outcome.finalText) {
-      await this.deps.store.appendLog(replyLogEntry(runId, message, outcome.finalText));
+      try {
+        await this.deps.store.appendLog(replyLogEntry(runId, message, outcome.finalText));
+      } catch (err) {
+        // The answer exists only in this process now: it goes out on the bus with a word about it,
+        // rather than a retry that would run the whole message again and fail the same way.
+        log.error({ err }, "could not write the answer to log.jsonl; publishing it anyway");
+        if (!silent) outcome = { ...outcome, finalText: `${outcome.finalText}\n\n${unsavedNote(err)}` };
+      }
     }
     const toolActivity = relevantActivity(item.receipts, item.labels);
     pub.emit({
@@ -471,7 +515,7 @@ export class ChannelWorker {
       type: "run_ended" as const,
       stopReason: o.stopReason,
       ...(o.errorMessage !== undefined && { errorMessage: o.errorMessage }),
-      finalText: o.finalText,
+      finalText: fitAnswer(o.finalText, `channels/${this.deps.ref.adapter}/${escapeChannelToken(this.deps.ref.channelId)}/log.jsonl`),
       ...(m.replyTo !== undefined && { replyTo: m.replyTo }),
       usage: o.usage,
       durationMs: Date.now() - started,

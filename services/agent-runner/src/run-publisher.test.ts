@@ -82,4 +82,22 @@ describe("RunPublisher", () => {
       [3, "run_ended"],
     ]);
   });
+
+  it("joins deltas only up to a bound, so a fast long answer still travels in events that fit", async () => {
+    const ref = { adapter: "cli", channelId: "pub-long" };
+    const pub = new RunPublisher(bus, ref, "run-long", logger);
+    const piece = "x".repeat(10_000);
+    for (let i = 0; i < 120; i++) pub.emit({ type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: piece } });
+    await pub.flushed();
+    const stream = bus.subjects.stream("OUT");
+    const info = await bus.jsm.streams.info(stream);
+    const deltas: string[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await bus.jsm.streams.getMessage(stream, { seq });
+      const r = parsePayload(validator(OutboundEvent), m.data);
+      if (r.ok && r.value.runId === "run-long" && r.value.event.type === "message_update") deltas.push(r.value.event.assistantMessageEvent.delta ?? "");
+    }
+    expect(deltas.join("")).toBe(piece.repeat(120));
+    expect(Math.max(...deltas.map((d) => d.length))).toBeLessThanOrEqual(20_000);
+  });
 });

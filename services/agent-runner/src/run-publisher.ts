@@ -4,6 +4,8 @@ import type { Logger } from "pino";
 
 /** Streamed text arriving within this window travels as one event. */
 export const DELTA_WINDOW_MS = 50;
+/** ...up to this many characters, so a joined event always fits in one NATS message. */
+const MAX_JOINED_DELTA = 16_000;
 
 type Delta = Extract<OutboundEventBody, { type: "message_update" }>;
 
@@ -91,7 +93,7 @@ export class RunPublisher {
   emit(event: OutboundEventBody): void {
     if (!goesOnTheBus(event)) return;
     if (isDelta(event)) {
-      if (this.held && sameStream(this.held, event)) {
+      if (this.held && sameStream(this.held, event) && this.held.assistantMessageEvent.delta!.length < MAX_JOINED_DELTA) {
         this.held.assistantMessageEvent.delta += event.assistantMessageEvent.delta!;
         return;
       }

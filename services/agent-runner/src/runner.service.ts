@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
-import { Bus, type Consumption, type Delivery, type Following, serviceReadiness } from "@mom/bus";
+import { Bus, type Consumption, type Delivery, type Following, RejectedInput, serviceReadiness } from "@mom/bus";
 import { reportQueueDepth } from "@mom/observability";
 import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
 import {
@@ -20,7 +20,7 @@ import type { Logger } from "pino";
 import { channelMaterializer } from "./attachment-materializer.js";
 import { attachmentSender } from "./attachment-sender.js";
 import { ApprovalBroker } from "./approval-broker.js";
-import { approversFor, callableTools, channelPolicy, noCallableToolsMessage } from "./channel-policy.js";
+import { abortRefusal, approversFor, callableTools, channelPolicy, noCallableToolsMessage } from "./channel-policy.js";
 import { ChannelWorker } from "./channel-worker.js";
 import { ActiveRun } from "./active-run.js";
 import { ChannelDirectory, type Versioned } from "./cluster/channel-directory.js";
@@ -42,6 +42,8 @@ interface OwnedChannel {
   ledger: ChannelLedger;
   worker: ChannelWorker;
   gate: ChannelToolGate;
+  /** The channel's run in progress (who asked for it decides who may abort it). */
+  active: ActiveRun;
   feed: Following;
 }
 
@@ -184,8 +186,12 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** A message on mom.in: make sure its channel has a live owner; the owner reads it from there. */
   private async onDiscover(d: Delivery<ChannelMessage>): Promise<void> {
     const ref = this.refOf(d);
+    const adapters = Object.keys(this.opts.loaded.config.adapters);
+    if (!adapters.includes(ref.adapter)) {
+      throw new RejectedInput(`adapter ${JSON.stringify(ref.adapter)} is not in config.json (adapters: ${adapters.join(", ") || "none"})`);
+    }
     if (d.data.channelId !== ref.channelId) {
-      throw new Error(`payload channelId ${JSON.stringify(d.data.channelId)} does not match subject channel ${JSON.stringify(ref.channelId)}`);
+      throw new RejectedInput(`payload channelId ${JSON.stringify(d.data.channelId)} does not match subject channel ${JSON.stringify(ref.channelId)}`);
     }
     // A channel never seen starts after what the durable has acknowledged: nothing of it past
     // that point can have been handled, nothing before it is new.
@@ -204,7 +210,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     }
     const channel = qualifiedChannelId(ref);
     const ledger = new ChannelLedger(this.directory, key, v, this.log.child({ channel }), () => void this.lose(key), excused);
-    const { worker, gate } = this.createWorker(ref, ledger, () => void this.restart(key));
+    const { worker, gate, active } = this.createWorker(ref, ledger, () => void this.restart(key));
     const feed = this.bus.follow({
       stream: "IN",
       filterSubject: this.bus.subjects.channel("in", ref),
@@ -214,7 +220,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data, d.traceparent);
       },
     });
-    this.owned.set(key, { ref, ledger, worker, gate, feed });
+    this.owned.set(key, { ref, ledger, worker, gate, active, feed });
     this.log.info({ channel, fromSeq: ledger.resumeSeq, interrupted: v.record.run?.runId }, "channel acquired");
   }
 
@@ -315,7 +321,15 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const data = d.data;
     // The owner acts; for a channel nobody owns, one replica (the first by id) answers a decision.
     if (!c && !(data.type === "approval_decision" && this.speaksForUnowned(channelKey(ref)))) return;
-    if (data.type === "abort") return c!.worker.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : "abort", data.runId);
+    if (data.type === "abort") {
+      const running = c!.active.current;
+      const refusal = abortRefusal(this.opts.loaded.config, ref, data.requestedBy, running?.message.sender.id);
+      if (refusal) {
+        this.log.warn({ channel: qualifiedChannelId(ref), runId: data.runId ?? running?.runId, by: data.requestedBy?.id }, `abort refused: ${refusal}`);
+        return;
+      }
+      return c!.worker.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : data.requestedBy!.id, data.runId);
+    }
     const key = qualifiedChannelId(ref);
     const result = c ? this.broker.decide(key, data) : ({ status: "unknown" } as const);
     const by = data.decidedBy.username ? `@${data.decidedBy.username}` : data.decidedBy.id;
@@ -339,11 +353,11 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private refOf(d: Delivery<unknown>): ChannelRef {
-    if (!d.channel) throw new Error(`not a channel subject: ${d.subject}`);
+    if (!d.channel) throw new RejectedInput(`not a channel subject: ${d.subject}`);
     return d.channel;
   }
 
-  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate } {
+  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate; active: ActiveRun } {
     const key = qualifiedChannelId(ref);
     const store = this.layout.channel(ref);
     const { loaded, models } = this.opts;
@@ -406,10 +420,10 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           extraPrompt: () => formatCustomToolsForPrompt(allowedCustom()),
           receiptsNote: () => receiptsNote(active.current?.receipts),
           modelAccess: this.guard?.forChannel({ ref, key, store, currentRun: () => active.current, hasDefault: (m) => resolved.modelRegistry.hasConfiguredAuth(m) }),
-          onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
+          onFileProblems: (problems) => this.log.warn({ channel: key, problems }, "some workspace files could not be used whole (skills, memory)"),
         }),
     });
-    return { worker, gate };
+    return { worker, gate, active };
   }
 
   private reportToolProblems(): void {

@@ -77,10 +77,11 @@ export class ChannelToolGate implements ToolGate {
       });
       const result = await outcome;
       if (!result.approved) {
-        const expired = result.by === undefined;
-        metrics.approvals.inc({ outcome: expired ? "expired" : "denied" });
-        run.publisher.emit({ type: "approval_resolved", approvalId, outcome: expired ? "expired" : "denied", ...(result.by && { decidedBy: result.by }) });
-        await receipt("tool.call.denied", { detail: result.reason, ...(result.by && { actor: result.by }) });
+        // Stopping the run denies what it waited for, in the name of whoever stopped it.
+        const by = result.by ?? (result.expired ? undefined : run.cancelledBy);
+        metrics.approvals.inc({ outcome: result.expired ? "expired" : "denied" });
+        run.publisher.emit({ type: "approval_resolved", approvalId, outcome: result.expired ? "expired" : "denied", ...(by && { decidedBy: by }) });
+        await receipt("tool.call.denied", { detail: result.reason, ...(by && { actor: by }) });
         throw new Error(`${call.toolId} was not run: ${result.reason}.`);
       }
       // What the approver saw is what runs: arguments that changed while waiting are not approved.
