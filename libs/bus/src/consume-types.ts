@@ -30,6 +30,8 @@ export interface Delivery<T> {
   data: T;
   /** The publisher's Nats-Msg-Id, when it set one. */
   msgId?: string;
+  /** The publisher's W3C trace context (`traceparent` header), when it sent one. */
+  traceparent?: string;
   streamSeq: number;
   /** 1 on the first delivery. */
   deliveryCount: number;

@@ -1,13 +1,14 @@
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, type InterruptedRun, isStopCommand, type LogEntry, type Receipt } from "@mom/contracts";
+import { type ChannelMessage, type ChannelRef, type InterruptedRun, isStopCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { ActiveRun } from "./active-run.js";
 import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
+import { RunTelemetry } from "./run-telemetry.js";
 
 export interface ChannelWorkerDeps {
   bus: Bus;
@@ -61,6 +62,8 @@ interface QueuedRun {
   runId: string;
   seq: number;
   message: ChannelMessage;
+  /** The trace context the message arrived with (its ingress's span). */
+  traceparent?: string;
   resume?: Resume;
   publisher: RunPublisher;
   cancelledBy?: string;
@@ -156,10 +159,10 @@ export class ChannelWorker {
    * Takes the channel's next message (stream sequence `seq`). Re-reads of a sequence already
    * taken are ignored. Never throws: failures are retried, then dead-lettered.
    */
-  deliver(seq: number, message: ChannelMessage): void {
+  deliver(seq: number, message: ChannelMessage, traceparent?: string): void {
     if (this.halted || !this.deps.ledger.begin(seq)) return;
     this.lastActivity = Date.now();
-    const job = this.handle(seq, message).then(
+    const job = this.handle(seq, message, traceparent).then(
       () => this.deps.ledger.done(seq),
       (err: unknown) => {
         if (err instanceof NotHandledHere) return;
@@ -172,14 +175,14 @@ export class ChannelWorker {
   }
 
   /** Intake (materialise, log, decide) in arrival order, retried; then the run, if one starts. */
-  private handle(seq: number, message: ChannelMessage): Promise<void> {
+  private handle(seq: number, message: ChannelMessage, traceparent: string | undefined): Promise<void> {
     let started!: (outcome: Later) => void;
     const later = new Promise<Later>((r) => (started = r));
     this.intake = this.intake.then(async () => {
       for (let attempt = 0; ; attempt++) {
         if (this.halted) return started({ done: Promise.reject(new NotHandledHere(`worker ${this.halted}`)) });
         try {
-          return started(await this.accept(seq, message));
+          return started(await this.accept(seq, message, traceparent));
         } catch (err) {
           const pause = INTAKE_RETRIES_MS[attempt];
           if (pause === undefined) {
@@ -196,19 +199,19 @@ export class ChannelWorker {
   }
 
   /** Logs the message and decides what it does; `done` settles when it is fully handled. */
-  private async accept(seq: number, message: ChannelMessage): Promise<Later> {
+  private async accept(seq: number, message: ChannelMessage, traceparent: string | undefined): Promise<Later> {
     if (this.deps.materialize) message = await this.deps.materialize(message);
     await this.deps.store.appendLog(toLogEntry(message));
     const interrupted = this.deps.ledger.interrupted?.seq === seq ? this.deps.ledger.interrupted : undefined;
     if (!message.isMention) return NOW;
     if (isStopCommand(message.text)) return { done: this.stop(`@${message.sender.username}`) };
-    if (interrupted) return this.resume(seq, message, interrupted);
+    if (interrupted) return this.resume(seq, message, interrupted, traceparent);
     if ((this.current || this.queued.length > 0) && this.deps.busyMode === "reject") return { done: this.reject(message) };
     if (this.current && this.deps.busyMode === "steer") {
       const steered = await this.steer(seq, this.current, message);
       if (steered) return steered;
     }
-    return { done: this.enqueue(seq, message) };
+    return { done: this.enqueue(seq, message, undefined, traceparent) };
   }
 
   /**
@@ -217,7 +220,7 @@ export class ChannelWorker {
    * message runs again, told what the cut-off attempt did. A message whose runs keep killing
    * their runner is set aside after maxCrashes.
    */
-  private async resume(seq: number, message: ChannelMessage, was: InterruptedRun): Promise<Later> {
+  private async resume(seq: number, message: ChannelMessage, was: InterruptedRun, traceparent: string | undefined): Promise<Later> {
     const log = this.deps.log.child({ runId: was.runId, msgId: message.id });
     const endOf = (event: Parameters<RunPublisher["emit"]>[0]) => {
       const pub = new RunPublisher(this.deps.bus, this.deps.ref, was.runId, log, this.deps.publishRetryMs, INTERRUPTED_END_SEQ);
@@ -242,7 +245,7 @@ export class ChannelWorker {
       log.warn({ crashes }, "resuming a run whose runner died");
       await endOf(this.ended({ stopReason: "aborted", errorMessage: INTERRUPTED, finalText: "", usage: ZERO_USAGE }, message, Date.now()));
     }
-    return { done: this.enqueue(seq, message, { fromRunId: was.runId, crashes }) };
+    return { done: this.enqueue(seq, message, { fromRunId: was.runId, crashes }, traceparent) };
   }
 
   private reject(message: ChannelMessage): Promise<void> {
@@ -319,12 +322,18 @@ export class ChannelWorker {
     this.agent = undefined;
   }
 
-  private enqueue(seq: number, message: ChannelMessage, resume?: Resume): Promise<void> {
+  /** Runs waiting for their turn (this channel's queue), for the queue-depth gauge. */
+  get queuedRuns(): number {
+    return this.queued.length;
+  }
+
+  private enqueue(seq: number, message: ChannelMessage, resume?: Resume, traceparent?: string): Promise<void> {
     const runId = randomUUID();
     let end!: (undelivered: string[]) => void;
     const ended = new Promise<string[]>((r) => (end = r));
     const publisher = new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log.child({ runId }), this.deps.publishRetryMs);
-    const item: QueuedRun = { runId, seq, message, resume, publisher, steered: [], ended, end, receipts: [], labels: new Map() };
+    publisher.traceparent = traceparent;
+    const item: QueuedRun = { runId, seq, message, traceparent, resume, publisher, steered: [], ended, end, receipts: [], labels: new Map() };
     this.queued.push(item);
     if (this.current || this.queued.length > 1) {
       item.publisher.emit({ type: "run_queued", trigger: this.trigger(message), position: this.queued.length });
@@ -363,6 +372,7 @@ export class ChannelWorker {
     this.current = item;
     this.deps.active.current = item;
     let outcome: RunOutcome;
+    let telemetry: RunTelemetry | undefined;
     try {
       try {
         await this.deps.ledger.runStarting({ seq: item.seq, messageId: message.id, runId, crashes: item.resume?.crashes ?? 0 });
@@ -371,6 +381,8 @@ export class ChannelWorker {
         if (!this.halted) this.deps.onFailure?.();
         throw new NotHandledHere(`run not started: ${(err as Error).message}`);
       }
+      telemetry = new RunTelemetry({ traceparent: item.traceparent, channel: qualifiedChannelId(this.deps.ref), runId, messageId: message.id });
+      pub.traceparent = telemetry.traceparent;
       const agent = await this.getAgent();
       pub.emit({
         type: "run_started",
@@ -392,6 +404,7 @@ export class ChannelWorker {
           : await agent.run(this.runTrigger(message), (body) => {
               if (body.type === "tool_execution_start") item.labels.set(body.toolCallId, body.label);
               if (body.type === "tool_execution_end" && body.isError) void this.deps.onToolError?.(body.toolCallId, body.toolName);
+              telemetry!.event(body);
               pub.emit(body);
             }, resume);
       } finally {
@@ -406,6 +419,7 @@ export class ChannelWorker {
       this.deps.active.current = undefined;
       this.lastActivity = Date.now();
     }
+    telemetry?.end(outcome, Date.now() - started);
     if (this.halted === "fenced") throw new NotHandledHere("channel taken over mid-run");
     const cutOff = this.cutOff && outcome.stopReason === "aborted";
     this.cutOff = undefined;

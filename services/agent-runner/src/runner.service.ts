@@ -1,6 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
-import { Bus, type Consumption, type Delivery, type Following } from "@mom/bus";
+import { Bus, type Consumption, type Delivery, type Following, serviceReadiness } from "@mom/bus";
+import { reportQueueDepth } from "@mom/observability";
 import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
 import {
   createHostToolApi,
@@ -77,6 +78,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** Spend limits, auth profiles and cooldowns around every model call. */
   private guard?: ModelGuard;
   private readonly sandbox: Sandbox;
+  private unready?: () => void;
+  private stopQueueDepth?: () => void;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -160,11 +163,19 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       maxInFlight: 64,
       handler: (d) => this.onDiscover(d),
     });
+    this.stopQueueDepth = reportQueueDepth(this.runnerId, () => {
+      let queued = 0;
+      for (const c of this.owned.values()) queued += c.worker.queuedRuns;
+      return queued;
+    });
+    this.unready = serviceReadiness("agent-runner", this.bus, () => (this.membership.healthy ? undefined : "no heartbeat written to NATS for half a lease"));
     this.log.info({ model: this.opts.loaded.config.model, workspace: this.layout.workspaceDir, nats: this.bus.serverVersion, leaseMs }, "agent runner ready");
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
+    this.unready?.();
+    this.stopQueueDepth?.();
     for (const t of this.timers) clearInterval(t);
     this.customTools.close();
     await this.membership?.leave();
@@ -207,7 +218,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       from: ledger.resumeSeq,
       schema: ChannelMessage,
       handler: (d) => {
-        if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data);
+        if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data, d.traceparent);
       },
     });
     this.owned.set(key, { ref, ledger, worker, gate, feed });

@@ -10,6 +10,7 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import { join } from "node:path";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
 import { explicitNatsUrl } from "./nats-target.js";
+import { checkRetention } from "./retention-check.js";
 
 export interface Check {
   name: string;
@@ -104,6 +105,7 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
     checks.push({ name: "model", ok: false, detail: err instanceof ModelSetupError ? err.message : String(err) });
   }
   checks.push(await checkNats(loaded));
+  checks.push(await checkRetention(loaded));
   try {
     mkdirSync(loaded.paths.workspaceDir, { recursive: true });
     accessSync(loaded.paths.workspaceDir, constants.W_OK);
