@@ -150,6 +150,8 @@ refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" publish mom.out.cli.local
 refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" delete-stream MOM_IN
 refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" subscribe "mom.in.>"
 refuse runner "$MOM_RUNNER_PASSWORD" publish mom.in.cli.local
+refuse runner "$MOM_RUNNER_PASSWORD" publish mom.ctl.cli.local
+refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" publish mom.ctl.slack-acme.C1
 refuse runner "$MOM_RUNNER_PASSWORD" delete-stream MOM_OUT
 refuse scheduler "$MOM_SCHEDULER_PASSWORD" publish mom.out.cli.local
 

@@ -98,4 +98,27 @@ describe("spend limits", () => {
       expect(await usageReport(["--by", "adapter", "--data", st.dataDir])).toMatch(/cli\s+3\s+90,000\s+4,000\s+0\s+0\s+94,000\s+\$1\.0200/);
     }
   });
+
+  it("pi's compaction summary is a metered model call: written to the ledger like any other", async () => {
+    const st = await stack({ global: { month: { tokens: 10_000_000 } } });
+    // 120k of a 128k window: pi compacts after the answer, with a summary call of its own.
+    st.llm.enqueue({ text: "long answer", usage: { input: 120_000, output: 10 } }, { text: "## Summary\nThe user asked for a long answer.", usage: { input: 700, output: 40 } });
+    st.type("please");
+    await st.output.waitFor("long answer");
+    await st.llm.waitForRequests(2);
+    expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("<conversation>");
+    let report = "";
+    while (!/cli\/local\s+2\s/.test(report)) report = await usageReport(["--data", st.dataDir]);
+    expect(report).toMatch(/cli\/local\s+2\s+120,700\s+50\s/);
+  }, 40_000);
+
+  it("a compaction that would cross a limit is not made, and the channel is told", async () => {
+    // The answer's 120,010 tokens leave less than the summary call's estimate (its prompt plus 1,024 out).
+    const st = await stack({ channels: { "cli/local": { day: { tokens: 120_500 } } } });
+    st.llm.enqueue({ text: "long answer", usage: { input: 120_000, output: 10 } }, { text: "never asked" });
+    st.type("please");
+    await st.output.waitFor(/Token limit reached: this channel \(cli\/local\) has used 120,010 tokens of its 120,500 tokens daily budget/);
+    expect(st.llm.requests).toHaveLength(1);
+    expect(st.llm.pending()).toBe(1);
+  }, 40_000);
 });

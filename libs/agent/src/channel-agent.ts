@@ -12,7 +12,7 @@ import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
 import { gated, withNote } from "./gated-tools.js";
 import type { ToolGate } from "@mom/tools";
-import { guardedStreamFn, type ModelAccess, withPickedCredential } from "./model-access.js";
+import { guardedCompaction, guardedStreamFn, type ModelAccess, withPickedCredential } from "./model-access.js";
 import { loadMomSkills } from "./skills.js";
 import { boundedSkills, readMemoryFile } from "./prompt-files.js";
 import { linearGetBranch } from "./session-path.js";
@@ -155,7 +155,10 @@ export class ChannelAgent {
     const base = session.agent.transformContext;
     session.agent.transformContext = async (messages, signal) => withNote(base ? await base(messages, signal) : messages, opts.receiptsNote?.());
     const agent = new ChannelAgent(opts, session, sessionManager, loader);
-    if (opts.modelAccess) session.agent.streamFn = guardedStreamFn(session.agent.streamFn, opts.modelAccess, opts.resolved.modelRegistry, (why) => (agent.stoppedBecause = why));
+    if (opts.modelAccess) {
+      session.agent.streamFn = guardedStreamFn(session.agent.streamFn, opts.modelAccess, opts.resolved.modelRegistry, (why) => (agent.stoppedBecause = why));
+      loader.compactWith = guardedCompaction(session.agent.streamFn, opts.resolved.modelRegistry);
+    }
     return agent;
   }
 

@@ -1,6 +1,17 @@
 import type { StreamFn } from "@mariozechner/pi-agent-core";
-import { type Api, type AssistantMessage, type AssistantMessageEvent, type Context, createAssistantMessageEventStream, type Model, streamSimple } from "@mariozechner/pi-ai";
-import { estimateTokens, type ModelRegistry } from "@mariozechner/pi-coding-agent";
+import {
+  type Api,
+  type AssistantMessage,
+  type AssistantMessageEvent,
+  type AssistantMessageEventStream,
+  type Context,
+  createAssistantMessageEventStream,
+  type Model,
+  registerApiProvider,
+  streamSimple,
+} from "@mariozechner/pi-ai";
+import { compact, estimateTokens, type ModelRegistry } from "@mariozechner/pi-coding-agent";
+import type { CompactWith } from "./resource-loader.js";
 import { parseRetryAfter, type ProviderRefusal } from "@mom/auth";
 import { type ProbedResponse, probeResponses } from "./response-probe.js";
 
@@ -184,5 +195,37 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
       out.end(message);
     });
     return out;
+  };
+}
+
+/** The pi-ai API id of models routed through a channel's guard (the real API rides along). */
+const GUARDED_API = "mom-guarded";
+const ROUTE = Symbol("mom.guarded-route");
+type Routed = Model<Api> & { [ROUTE]?: { streamFn: StreamFn; api: Api } };
+let guardedApiRegistered = false;
+
+/**
+ * pi's compaction summary (`compact`, which calls pi-ai's `completeSimple` itself, not the
+ * agent's stream function) made through the channel's guarded stream function: the model is
+ * handed over under an API id whose provider forwards to that function, so the summary call is
+ * admitted against the spend limits, uses and rotates the channel's credentials and is written to
+ * the usage ledger like every other call.
+ */
+export function guardedCompaction(streamFn: StreamFn, registry: ModelRegistry): CompactWith {
+  // One provider for every channel: each routed model carries its own channel's stream function.
+  if (!guardedApiRegistered) {
+    guardedApiRegistered = true;
+    const forward = (model: Routed, context: Context, options?: object): AssistantMessageEventStream => {
+      const route = model[ROUTE];
+      if (!route) throw new Error(`model ${model.id} was not routed through a channel's guard`);
+      // guardedStreamFn answers synchronously with its own stream.
+      return route.streamFn({ ...model, api: route.api }, context, options) as AssistantMessageEventStream;
+    };
+    registerApiProvider({ api: GUARDED_API as Api, stream: forward, streamSimple: forward }, "mom");
+  }
+  return async (event, model) => {
+    const auth = await registry.getApiKeyAndHeaders(model);
+    const routed: Routed = { ...model, api: GUARDED_API as Api, [ROUTE]: { streamFn, api: model.api } };
+    return compact(event.preparation, routed, (auth.ok && auth.apiKey) || "", auth.ok ? auth.headers : undefined, event.customInstructions, event.signal);
   };
 }

@@ -4,3 +4,4 @@ export { type Credential, DEFAULT_CREDENTIAL, credentialOrder, authConfigIssues 
 export { type ProviderRefusal, type AuthFailureReason, classifyRefusal, statusFromMessage, cooldownMs, parseRetryAfter, COOLDOWN_POLICY } from "./auth-failure.js";
 export { CooldownBoard, type CredentialState } from "./cooldown-board.js";
 export { ProfilesSource } from "./profiles-source.js";
+export { isPiAuthRef, oauthAccessToken } from "./oauth-profile.js";

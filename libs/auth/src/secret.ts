@@ -3,6 +3,7 @@ import { isAbsolute, join } from "node:path";
 
 const ENV_REF = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
 const FILE_REF = /^file:(.+)$/;
+const PI_AUTH_REF = /^pi-auth:(.+)$/;
 
 /** Thrown when a profile's secret cannot be read; the message names the reference, never a value. */
 export class SecretUnavailable extends Error {
@@ -11,6 +12,7 @@ export class SecretUnavailable extends Error {
 
 /** A profile's secret: literal, `env:NAME`, or `file:PATH` (relative to the data dir), read at each use. */
 export function resolveSecret(ref: string, dataDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (PI_AUTH_REF.test(ref)) throw new SecretUnavailable(`${ref}: a pi-auth: file holds OAuth credentials and is only for profiles of type "oauth"`);
   const e = ENV_REF.exec(ref);
   if (e) {
     const value = env[e[1]!];
@@ -34,7 +36,7 @@ export function resolveSecret(ref: string, dataDir: string, env: NodeJS.ProcessE
 
 /** True when the stored value is a reference (shown as is) rather than the secret itself. */
 export function isSecretRef(ref: string): boolean {
-  return ENV_REF.test(ref) || FILE_REF.test(ref);
+  return ENV_REF.test(ref) || FILE_REF.test(ref) || PI_AUTH_REF.test(ref);
 }
 
 /**

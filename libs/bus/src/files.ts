@@ -5,6 +5,8 @@ import { Objm, type ObjectStore } from "@nats-io/obj";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { DEFAULT_STREAM_SETTINGS, type StreamSettings } from "./options.js";
+import { isPermissionDenied } from "./permission.js";
+import { warnNotUpdated } from "./provision.js";
 
 // Attachments travel through one JetStream Object Store bucket per namespace (docs/bus.md):
 // the ingress puts what people send, the runner puts what the agent attaches; the other side
@@ -103,8 +105,13 @@ export async function provisionFilesBucket(
   if (config.max_age !== want.ttl) changed.push("max_age");
   if (config.num_replicas !== want.replicas) changed.push("num_replicas");
   if (changed.length) {
-    await jsm.streams.update(stream, { max_age: want.ttl, num_replicas: want.replicas });
-    logger.info({ bucket, stream, changed }, "object store bucket updated");
+    try {
+      await jsm.streams.update(stream, { max_age: want.ttl, num_replicas: want.replicas });
+      logger.info({ bucket, stream, changed }, "object store bucket updated");
+    } catch (err) {
+      if (!isPermissionDenied(err)) throw err;
+      warnNotUpdated(logger, stream, changed);
+    }
   }
   return store;
 }

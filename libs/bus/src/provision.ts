@@ -12,6 +12,7 @@ import {
 import { nanos } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { DEFAULT_STREAM_SETTINGS, type StreamSettings, streamRetention } from "./options.js";
+import { isPermissionDenied } from "./permission.js";
 
 /** Stream key -> the subject token its wildcard covers. */
 export const STREAM_TOKENS: Record<StreamKey, string> = {
@@ -89,15 +90,29 @@ export async function ensureStream(jsm: JetStreamManager, want: StreamConfig, lo
   }
   const changed = differs(have, want);
   if (changed.length === 0) return;
-  await jsm.streams.update(want.name, {
-    subjects: want.subjects,
-    max_age: want.max_age,
-    duplicate_window: want.duplicate_window,
-    max_bytes: want.max_bytes,
-    num_replicas: want.num_replicas,
-    discard: want.discard,
-  });
+  try {
+    await jsm.streams.update(want.name, {
+      subjects: want.subjects,
+      max_age: want.max_age,
+      duplicate_window: want.duplicate_window,
+      max_bytes: want.max_bytes,
+      num_replicas: want.num_replicas,
+      discard: want.discard,
+    });
+  } catch (err) {
+    if (!isPermissionDenied(err)) throw err;
+    warnNotUpdated(logger, want.name, changed);
+    return;
+  }
   logger.info({ stream: want.name, changed }, "stream updated");
+}
+
+/**
+ * With deploy/nats/auth.conf no service may update a stream (an update could route messages onto
+ * the control subjects), so a changed setting stays for an admin to apply; the stream works as it is.
+ */
+export function warnNotUpdated(logger: Logger, stream: string, changed: string[]): void {
+  logger.warn({ stream, changed }, "stream settings differ from config.json, but this NATS user may not change streams: apply them as a NATS admin (docs/bus.md)");
 }
 
 /** Creates or updates every mom stream. Idempotent and safe to run from several services at once. */

@@ -174,6 +174,11 @@ export const SandboxConfig = Type.Union([
       network: Type.Optional(Type.Boolean({ description: "Containers get the host's network (default none)" })),
       memoryMb: Type.Optional(positiveInt("Memory of each channel's container, in MiB")),
       cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "CPUs of each channel's container" })),
+      scope: Type.Optional(
+        Type.Union([Type.Literal("channel"), Type.Literal("workspace")], {
+          description: 'One container per channel (default; channels cannot see each other), or one for the whole workspace (channels share it and can read and write each other\'s directories)',
+        }),
+      ),
       ...sandboxCommon,
     },
     closed,

@@ -6,6 +6,9 @@ import { inside, type SandboxView } from "./view.js";
 
 const KILL_TIMEOUT_MS = 3000;
 
+/** Container checks under way in this process, by container name. */
+const ensuring = new Map<string, Promise<void>>();
+
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error("timed out")), ms);
@@ -30,11 +33,19 @@ export interface DockerOptions extends ExecutorOptions {
   limits: DockerLimits;
   /** Most processes in the container (--pids-limit). */
   maxProcesses: number;
+  /**
+   * "channel" (default): a container of the channel's own, mounting its view. "workspace": one
+   * container for every channel, mounting `sharedView`; each command still starts in (and has
+   * HOME at) its channel's directory.
+   */
+  scope?: "channel" | "workspace";
+  /** The workspace container's mounts (scope "workspace"). */
+  sharedView?: SandboxView;
 }
 
-/** The name of a channel's container: stable, so a restarted runner finds it again. */
-export function containerName(channelDir: string): string {
-  return `mom-${createHash("sha256").update(channelDir).digest("hex").slice(0, 16)}`;
+/** The name of a channel's (or the workspace's) container: stable, so a restarted runner finds it again. */
+export function containerName(dir: string, scope: "channel" | "workspace" = "channel"): string {
+  return `mom-${scope === "workspace" ? "ws-" : ""}${createHash("sha256").update(dir).digest("hex").slice(0, 16)}`;
 }
 
 /**
@@ -66,15 +77,33 @@ export class DockerExecutor implements Executor {
   readonly view: SandboxView;
   readonly maxOutputBytes: number;
   private readonly name: string;
+  /** What the container mounts: the channel's view, or the workspace's shared one. */
+  private readonly containerView: SandboxView;
 
   constructor(private readonly o: DockerOptions) {
     this.view = o.view;
     this.maxOutputBytes = o.maxOutputBytes;
-    this.name = containerName(o.view.channelDir);
+    const shared = o.scope === "workspace";
+    if (shared && !o.sharedView) throw new Error('docker scope "workspace" needs the shared view');
+    this.containerView = shared ? o.sharedView! : o.view;
+    this.name = shared ? containerName(o.workspaceDir, "workspace") : containerName(o.view.channelDir);
   }
 
   /** The running container, started or created as needed (the health check before every command). */
   async container(): Promise<Dockerode.Container> {
+    // Channels sharing a container check it one at a time, so two first commands make one container.
+    const previous = ensuring.get(this.name) ?? Promise.resolve();
+    const mine = previous.catch(() => {}).then(() => this.ensure());
+    const settled = mine.then(
+      () => {},
+      () => {},
+    );
+    ensuring.set(this.name, settled);
+    void settled.then(() => ensuring.get(this.name) === settled && ensuring.delete(this.name));
+    return mine;
+  }
+
+  private async ensure(): Promise<Dockerode.Container> {
     const c = this.o.docker.getContainer(this.name);
     const info = await c.inspect().catch((err: { statusCode?: number }) => {
       if (err.statusCode === 404) return undefined;
@@ -82,7 +111,9 @@ export class DockerExecutor implements Executor {
     });
     if (info?.State.Running) return c;
     if (info) {
-      await c.start().catch(async () => {
+      await c.start().catch(async (err: { statusCode?: number }) => {
+        // 304: another channel of a shared container (or another runner) started it just now.
+        if (err.statusCode === 304) return;
         // Its mounts or image may be gone: start from scratch.
         await c.remove({ force: true });
         await this.create();
@@ -94,16 +125,16 @@ export class DockerExecutor implements Executor {
   }
 
   private async create(): Promise<void> {
-    const { binds, tmpfs } = dockerMounts(this.view, this.o.workspaceDir);
-    const env = Object.entries(cleanEnv(this.view.channelDir, this.o.env)).map(([k, v]) => `${k}=${v}`);
+    const { binds, tmpfs } = dockerMounts(this.containerView, this.o.workspaceDir);
+    const env = Object.entries(cleanEnv(this.containerView.channelDir, this.o.env)).map(([k, v]) => `${k}=${v}`);
     const c = await this.o.docker
       .createContainer({
         name: this.name,
         Image: this.o.image,
         Cmd: ["sleep", "2147483647"],
         Env: env,
-        WorkingDir: this.view.channelDir,
-        Labels: { "mom.channel-dir": this.view.channelDir },
+        WorkingDir: this.containerView.channelDir,
+        Labels: { "mom.channel-dir": this.containerView.channelDir, "mom.scope": this.o.scope ?? "channel" },
         HostConfig: {
           Binds: binds,
           Tmpfs: tmpfs,
@@ -204,7 +235,7 @@ export class DockerExecutor implements Executor {
     if (ExitCode !== 0) throw new Error(`the kill inside the container failed (${ExitCode})`);
   }
 
-  /** Removes the channel's container (on shutdown it may just stay; it is found again). */
+  /** Removes the container (on shutdown it may just stay; it is found again). A shared one goes for every channel. */
   async remove(): Promise<void> {
     await this.o.docker
       .getContainer(this.name)

@@ -7,7 +7,7 @@ import { ConfinedFiles } from "./confined-files.js";
 import { DEFAULT_MAX_OUTPUT_BYTES, type Executor, type ExecutorKind } from "./executor.js";
 import { HostExecutor } from "./host-executor.js";
 import { pidsCgroupBase } from "./pids-cgroup.js";
-import { channelView } from "./view.js";
+import { channelView, sharedContainerView } from "./view.js";
 
 /** config.json `sandbox`, with `env:` references already resolved by the runner. */
 export interface SandboxSettings {
@@ -18,6 +18,8 @@ export interface SandboxSettings {
   socketPath?: string;
   memoryMb?: number;
   cpus?: number;
+  /** docker: a container per channel (default) or one for the whole workspace. */
+  scope?: "channel" | "workspace";
   /** bwrap: give commands the host's network. Default false. */
   network?: boolean;
   /** Variables every command gets on top of PATH, HOME and LANG. */
@@ -108,6 +110,7 @@ export class Sandbox {
               image: this.settings.image!,
               workspaceDir: this.paths.workspaceDir,
               maxProcesses: this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES,
+              ...(this.settings.scope === "workspace" && { scope: "workspace" as const, sharedView: sharedContainerView({ ...this.paths, shared: this.shared }) }),
               limits: { ...(this.settings.memoryMb && { memoryBytes: this.settings.memoryMb * 1024 * 1024 }), ...(this.settings.cpus && { cpus: this.settings.cpus }) },
             })
           : new HostExecutor(o);
@@ -137,6 +140,9 @@ export class Sandbox {
       return "none — commands run directly on the runner's host as the runner's user (development mode). The file tools still only reach this channel's directory, the shared workspace files and the system.";
     }
     const net = this.settings.network ? "with the host's network" : "without network";
+    if (this.kind === "docker" && this.settings.scope === "workspace") {
+      return `docker — commands run in one container shared by every channel of this workspace (image ${this.settings.image}), starting in this channel's directory: the channels' directories and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace read-only, a read-only root with a private /tmp shared by the channels, ${net}. Other channels' directories are reachable from bash; the file tools still reach only this channel's. Background processes end with the command.`;
+    }
     if (this.kind === "docker") {
       return `docker — commands run in this channel's own container (image ${this.settings.image}): this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace read-only, other channels hidden, a read-only root with a private /tmp, ${net}. Background processes end with the command.`;
     }

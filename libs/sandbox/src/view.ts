@@ -56,6 +56,18 @@ export function channelView(input: ViewInput): SandboxView {
   return { mounts, channelDir };
 }
 
+/**
+ * What one container shared by every channel of the workspace mounts (docker `scope:
+ * "workspace"`): like a channel's view, but with every channel's directory writable, the runner's
+ * files included, since a container's mounts cannot differ per command.
+ */
+export function sharedContainerView(input: Omit<ViewInput, "channelDir" | "readOnly">): SandboxView {
+  const workspaceDir = resolve(input.workspaceDir);
+  const channels = join(workspaceDir, "channels");
+  const mounts = channelView({ ...input, channelDir: channels }).mounts.filter((m) => !(m.path === channels && m.mode === "hidden"));
+  return { mounts, channelDir: channels };
+}
+
 export function inside(dir: string, path: string): boolean {
   const rel = relative(dir, path);
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));

@@ -1,7 +1,7 @@
 import { createJiti, type Jiti } from "jiti";
 import { type FSWatcher, watch as fsWatch } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import * as typebox from "typebox";
 import * as typeboxCompile from "typebox/compile";
 import * as typeboxValue from "typebox/value";
@@ -36,6 +36,13 @@ export interface CustomToolRegistryOptions {
   /** A tool whose import or factory takes longer than this is reported and skipped. Default 10 s. */
   loadTimeoutMs?: number;
   logger?: ToolsLogger;
+  /**
+   * Asked before a tool directory is loaded (or probed): a reason not to load it, or undefined.
+   * The runner passes `requireApproval` so workspace tools need an admin's approval.
+   */
+  admit?: (toolDir: string) => Promise<string | undefined>;
+  /** Files besides the dirs whose change reloads the tools (e.g. the approvals file). */
+  watchFiles?: string[];
 }
 
 /** Entry files looked for in each `<dir>/<name>/`, in this order. */
@@ -85,6 +92,8 @@ export class CustomToolRegistry implements ToolSource {
   private lastSignature?: string;
   private polling = false;
   private readonly probe: ToolProbe;
+  private readonly admit?: (toolDir: string) => Promise<string | undefined>;
+  private readonly watchFiles: string[];
 
   constructor(
     dirs: string[],
@@ -96,6 +105,8 @@ export class CustomToolRegistry implements ToolSource {
     this.pollIntervalMs = opts.pollIntervalMs ?? 2000;
     this.loadTimeoutMs = opts.loadTimeoutMs ?? 10_000;
     this.logger = opts.logger;
+    this.admit = opts.admit;
+    this.watchFiles = (opts.watchFiles ?? []).map((f) => resolve(f));
     this.probe = new ToolProbe({ dataDir: api.dataDir, workspaceDir: api.workspaceDir });
   }
 
@@ -181,6 +192,11 @@ export class CustomToolRegistry implements ToolSource {
     const problems: ToolProblem[] = [];
     for (const dir of this.dirs) {
       for (const found of await this.scan(dir, problems)) {
+        const refused = await this.admit?.(dirname(found));
+        if (refused) {
+          problems.push({ path: found, error: refused });
+          continue;
+        }
         const result = await this.loadFile(jiti, found);
         if ("error" in result) {
           problems.push({ path: found, error: result.error });
@@ -340,6 +356,10 @@ export class CustomToolRegistry implements ToolSource {
       }
     };
     for (const dir of this.dirs) await walk(dir, 0);
+    for (const f of this.watchFiles) {
+      const s = await stat(f).catch(() => undefined);
+      parts.push(`${f}:${s ? `${s.size}:${s.mtimeMs}` : "missing"}`);
+    }
     return parts.join("\n");
   }
 }

@@ -8,3 +8,4 @@ export * from "./prompt.js";
 export * from "./timeout.js";
 export { CUSTOM_TOOL_ID, describeType, prepareToolArgs, toolContractErrors } from "./tool-schema.js";
 export * from "./approval-text.js";
+export * from "./tool-approvals.js";

@@ -1,6 +1,6 @@
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { CredentialPick, ModelAccess } from "@mom/agent";
-import { classifyRefusal, CooldownBoard, credentialOrder, ProfilesSource, resolveSecret, type AuthFailureReason } from "@mom/auth";
+import { classifyRefusal, CooldownBoard, credentialOrder, isPiAuthRef, oauthAccessToken, ProfilesSource, resolveSecret, type AuthFailureReason } from "@mom/auth";
 import type { Bus } from "@mom/bus";
 import type { LimitsConfig, LoadedConfig } from "@mom/config";
 import type { ChannelRef, OutboundEventBody, Receipt } from "@mom/contracts";
@@ -79,7 +79,9 @@ export class ModelGuard {
         }
         if (!c.profile) return { id: c.id };
         try {
-          return { id: c.id, apiKey: resolveSecret(c.profile.secret, paths.dataDir) };
+          const { secret } = c.profile;
+          // pi-auth: OAuth credentials, refreshed by pi when expired (docs/auth.md).
+          return { id: c.id, apiKey: c.profile.type === "oauth" && isPiAuthRef(secret) ? await oauthAccessToken(secret, model.provider, paths.dataDir) : resolveSecret(secret, paths.dataDir) };
         } catch (err) {
           skipped.push(`${c.id}: ${(err as Error).message}`);
         }

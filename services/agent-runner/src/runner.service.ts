@@ -7,6 +7,8 @@ import {
   createHostToolApi,
   createInvokeTool,
   CustomToolRegistry,
+  requireApproval,
+  TOOL_APPROVALS_FILE,
   formatActivity,
   formatCustomToolsForPrompt,
   INVOKE_TOOL_NAME,
@@ -94,7 +96,12 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     this.customTools = new CustomToolRegistry(
       [...(config.tools.globalDir ? [config.tools.globalDir] : []), join(paths.workspaceDir, "tools")],
       createHostToolApi({ dataDir: paths.dataDir, workspaceDir: paths.workspaceDir }),
-      { logger: this.log.child({ component: "custom-tools" }) },
+      {
+        logger: this.log.child({ component: "custom-tools" }),
+        // Workspace tools load once an admin approved their content (`mom tools approve`).
+        admit: requireApproval(join(paths.dataDir, TOOL_APPROVALS_FILE), join(paths.workspaceDir, "tools")),
+        watchFiles: [join(paths.dataDir, TOOL_APPROVALS_FILE)],
+      },
     );
   }
 

@@ -5,7 +5,7 @@ import { authConfigIssues } from "@mom/auth";
 import { type AuthProfile, ConfigError, createLogger, type LoadedConfig, loadAuthProfiles, loadConfig, parseModelRef, redactNatsUrl, unsetEnvRefs } from "@mom/config";
 import { Sandbox } from "@mom/sandbox";
 import { spawnSync } from "node:child_process";
-import { CustomToolRegistry, createHostToolApi } from "@mom/tools";
+import { CustomToolRegistry, createHostToolApi, requireApproval, TOOL_APPROVALS_FILE } from "@mom/tools";
 import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
@@ -153,7 +153,9 @@ export function formatChecks(checks: Check[]): string {
 async function checkCustomTools(loaded: LoadedConfig): Promise<Check> {
   const { paths, config } = loaded;
   const dirs = [...(config.tools.globalDir ? [config.tools.globalDir] : []), join(paths.workspaceDir, "tools")];
-  const registry = new CustomToolRegistry(dirs, createHostToolApi({ dataDir: paths.dataDir, workspaceDir: paths.workspaceDir }));
+  const registry = new CustomToolRegistry(dirs, createHostToolApi({ dataDir: paths.dataDir, workspaceDir: paths.workspaceDir }), {
+    admit: requireApproval(join(paths.dataDir, TOOL_APPROVALS_FILE), join(paths.workspaceDir, "tools")),
+  });
   try {
     await registry.reload();
     const ids = registry.tools().map((t) => t.id);

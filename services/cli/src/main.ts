@@ -6,6 +6,7 @@ import { receiptsTrail } from "./receipts-command.js";
 import { authCommand } from "./auth-command.js";
 import { CommandError } from "./command-error.js";
 import { usageReport } from "./usage-command.js";
+import { toolsCommand } from "./tools-command.js";
 
 const USAGE = `usage: mom <command> [args]
 
@@ -18,6 +19,7 @@ const USAGE = `usage: mom <command> [args]
   receipts <adapter/channel> [--run ID] [dataDir]   print a channel's tool-call receipts
   auth list|add|remove|order [--data DIR]          model credentials: auth profiles, their order, cooldowns (mom auth help)
   usage [--by channel|adapter|model] [--since DATE] [--data DIR]   token and cost totals from the usage ledger
+  tools list|approve <name>...|approve --all [--data DIR]           custom tools: which are approved; approve new or changed ones
 
 dataDir defaults to ./data`;
 
@@ -53,6 +55,9 @@ async function main(argv: string[]): Promise<number> {
       return authCommand(args, { input: process.stdin, write: (t) => void process.stdout.write(t) });
     case "usage":
       process.stdout.write(`${await usageReport(args)}\n`);
+      return 0;
+    case "tools":
+      process.stdout.write(`${await toolsCommand(args)}\n`);
       return 0;
     case "help":
     case "--help":
