@@ -20,3 +20,4 @@ export type { FollowOptions, Following } from "./follow.js";
 export type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
 export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv } from "./json-kv.js";
 export { type RecordStream, type RecordStreamOptions, type StreamRecord, openRecordStream } from "./record-stream.js";
+export { type RangeStart, type RawMessage, type Watching, readRange, watchNew } from "./read-range.js";

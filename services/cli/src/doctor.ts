@@ -6,7 +6,7 @@ import { type AuthProfile, ConfigError, createLogger, type LoadedConfig, loadAut
 import { Sandbox } from "@mom/sandbox";
 import { spawnSync } from "node:child_process";
 import { CustomToolRegistry, createHostToolApi } from "@mom/tools";
-import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
 import { explicitNatsUrl } from "./nats-target.js";
@@ -72,9 +72,18 @@ async function describeRunners(bus: Bus): Promise<string> {
 export async function runDoctor(dataDir: string): Promise<Check[]> {
   const checks: Check[] = [];
   let loaded: LoadedConfig;
+  if (!existsSync(dataDir) || !statSync(dataDir).isDirectory()) {
+    checks.push({ name: "config", ok: false, detail: `no data dir ${dataDir} (nor ${join(dataDir, "config.json")}): check the path; \`mom up ${dataDir}\` creates one` });
+    return checks;
+  }
   try {
     loaded = loadConfig(dataDir);
-    checks.push({ name: "config", ok: true, detail: `${loaded.paths.configFile} (model ${loaded.config.model}, adapters: ${Object.keys(loaded.config.adapters).join(", ") || "none"})` });
+    const summary = `model ${loaded.config.model}, adapters: ${Object.keys(loaded.config.adapters).join(", ") || "none"}`;
+    checks.push(
+      existsSync(loaded.paths.configFile)
+        ? { name: "config", ok: true, detail: `${loaded.paths.configFile} (${summary})` }
+        : { name: "config", ok: false, optional: true, detail: `no ${loaded.paths.configFile}: built-in defaults (${summary}); see docs/config.md` },
+    );
   } catch (err) {
     checks.push({ name: "config", ok: false, detail: err instanceof ConfigError ? err.message : String(err) });
     return checks;
@@ -105,9 +114,10 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
   }
   checks.push(await checkNats(loaded));
   try {
-    mkdirSync(loaded.paths.workspaceDir, { recursive: true });
-    accessSync(loaded.paths.workspaceDir, constants.W_OK);
-    checks.push({ name: "workspace", ok: true, detail: `${loaded.paths.workspaceDir} writable` });
+    // The doctor looks, it does not create: a missing workspace is made by the runner in the data dir.
+    const there = existsSync(loaded.paths.workspaceDir);
+    accessSync(there ? loaded.paths.workspaceDir : loaded.paths.dataDir, constants.W_OK);
+    checks.push({ name: "workspace", ok: true, detail: there ? `${loaded.paths.workspaceDir} writable` : `${loaded.paths.workspaceDir} not created yet (the runner creates it; ${loaded.paths.dataDir} is writable)` });
   } catch (err) {
     checks.push({ name: "workspace", ok: false, detail: `${loaded.paths.workspaceDir}: ${(err as Error).message}` });
   }
