@@ -1,4 +1,4 @@
-export { Bus, type PublishOptions, type PublishResult } from "./bus.js";
+export { Bus, noJetStreamMessage, type PublishOptions, type PublishResult } from "./bus.js";
 export type { BusOptions, StreamSettings } from "./options.js";
 export { DEFAULT_STREAM_SETTINGS, DEFAULT_DRAIN_TIMEOUT_MS } from "./options.js";
 export type { ConsumeOptions, Delivery, Consumption } from "./consume-types.js";

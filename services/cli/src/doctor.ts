@@ -9,7 +9,10 @@ import { CustomToolRegistry, createHostToolApi } from "@mom/tools";
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
+import { probeModel } from "./model-probe.js";
 import { explicitNatsUrl } from "./nats-target.js";
+
+const firstLine = (s: string) => s.trim().split("\n")[0] ?? "";
 
 export interface Check {
   name: string;
@@ -38,9 +41,8 @@ async function checkNats(loaded: LoadedConfig): Promise<Check> {
     const info = await bus.jsm.getAccountInfo();
     return { name: "NATS", ok: true, detail: `${shown} reachable (nats-server ${bus.serverVersion}), JetStream on (${info.streams} streams); ${await describeRunners(bus)}` };
   } catch (err) {
-    const msg = (err as Error).message;
-    const js = /jetstream|503/i.test(msg);
-    return { name: "NATS", ok: false, detail: js ? `${shown}: JetStream is not enabled — start nats-server with -js` : `${shown}: ${msg}` };
+    // Bus.connect's messages name the server and say how to fix it (JetStream off, refused, auth).
+    return { name: "NATS", ok: false, detail: (err as Error).message };
   } finally {
     await bus?.drain().catch(() => {});
   }
@@ -107,8 +109,14 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
   }
   try {
     const { provider, modelId } = parseModelRef(loaded.config.model);
-    const { model } = resolveModel(provider, modelId, loaded.paths, (p) => profiles.some((x) => x.provider === p));
-    checks.push({ name: "model", ok: true, detail: `${model.provider}/${model.id} (${model.api}), credentials found` });
+    const resolved = resolveModel(provider, modelId, loaded.paths, (p) => profiles.some((x) => x.provider === p));
+    const { model } = resolved;
+    const problem = await probeModel(resolved, profiles, loaded.paths.dataDir);
+    checks.push(
+      problem
+        ? { name: "model", ok: false, detail: `${model.provider}/${model.id} (${model.api}, ${model.baseUrl}): credentials found, but a one-word test call failed: ${firstLine(problem)}` }
+        : { name: "model", ok: true, detail: `${model.provider}/${model.id} (${model.api}), credentials found, a one-word test call answered` },
+    );
   } catch (err) {
     checks.push({ name: "model", ok: false, detail: err instanceof ModelSetupError ? err.message : String(err) });
   }

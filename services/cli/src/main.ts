@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { events, ingress, runner, scheduler, up } from "./commands.js";
+import { channelArg } from "./channel-arg.js";
 import { existingDataDir } from "./data-dir.js";
 import { formatChecks, runDoctor } from "./doctor.js";
 import { receiptsTrail } from "./receipts-command.js";
@@ -65,7 +66,10 @@ function program(): Command {
     .argument("<adapter/channel>", "qualified channel id, e.g. cli/local")
     .argument("[dataDir]", "data directory", "data")
     .option("--run <id>", "only this run")
-    .action(async (qualified: string, dataDir: string, o: { run?: string }) => print(await receiptsTrail(qualified, existingDataDir(dataDir), o.run)));
+    .action(async (qualified: string, dataDir: string, o: { run?: string }) => {
+      channelArg(qualified);
+      print(await receiptsTrail(qualified, existingDataDir(dataDir), o.run));
+    });
   mom
     .command("replay")
     .description("a channel's messages, runs, control messages and receipts from the bus, in order")
@@ -79,6 +83,7 @@ function program(): Command {
     .option("--workspace <dir>", "with --redrive: the scratch workspace (default: a new temporary dir)")
     .option("-d, --data <dir>", "data directory", "data")
     .action(async (qualified: string, o) => {
+      channelArg(qualified);
       exitCode = await replayCommand(qualified, { ...o, data: existingDataDir(o.data) }, print);
     });
   mom
