@@ -2,7 +2,6 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { Bus } from "@mom/bus";
 import type { ChannelMessage, ChannelRef } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
-import { statSync } from "node:fs";
 import { EventScheduler } from "./event-scheduler.js";
 import { SCHEDULER_OPTIONS, type SchedulerOptions } from "./scheduler-options.js";
 
@@ -20,10 +19,7 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
     this.scheduler = new EventScheduler({
       eventsDir: layout.eventsDir,
       settings: config.scheduler,
-      context: {
-        adapters: new Set(Object.keys(config.adapters)),
-        channelExists: (ref) => isDirectory(layout.channelDir(ref)),
-      },
+      context: { adapters: new Set(Object.keys(config.adapters)) },
       publish: (ref, message) => this.publish(ref, message),
       log: opts.logger,
       ...(opts.clock && { clock: opts.clock }),
@@ -43,13 +39,5 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
   private async publish(ref: ChannelRef, message: ChannelMessage): Promise<{ duplicate: boolean }> {
     const r = await this.bus.publish(this.bus.subjects.channel("in", ref), message, message.id, { timeoutMs: 5000 });
     return { duplicate: r.duplicate };
-  }
-}
-
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
   }
 }
