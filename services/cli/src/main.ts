@@ -80,7 +80,7 @@ function program(): Command {
     .option("--json", "one JSON object per line")
     .option("--redrive", "feed the window's inbound messages to a fresh agent in a scratch workspace; print recorded and new answers side by side")
     .option("--model <provider/id>", "with --redrive: the model for the fresh agent (default: config.json's)")
-    .option("--workspace <dir>", "with --redrive: the scratch workspace (default: a new temporary dir)")
+    .option("--workspace <dir>", "with --redrive: the scratch dir, outside the data dir (default: a new temporary dir)")
     .option("-d, --data <dir>", "data directory", "data")
     .action(async (qualified: string, o) => {
       channelArg(qualified);
