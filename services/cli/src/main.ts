@@ -1,14 +1,11 @@
 import { Command, CommanderError } from "commander";
-import { events, ingress, runner, scheduler, up } from "./commands.js";
 import { channelArg } from "./channel-arg.js";
 import { existingDataDir } from "./data-dir.js";
-import { formatChecks, runDoctor } from "./doctor.js";
-import { receiptsTrail } from "./receipts-command.js";
-import { AUTH_USAGE, authCommand } from "./auth-command.js";
-import { replayCommand } from "./replay-command.js";
-import { tailCommand } from "./tail-command.js";
-import { USAGE_USAGE, usageReport } from "./usage-command.js";
 import { momVersion } from "./version.js";
+
+// Each command loads its own modules: the services pull in every platform SDK, which `--help`,
+// `--version` or `mom tail` should not wait for.
+const commands = () => import("./commands.js");
 
 const print = (text: string) => void process.stdout.write(`${text}\n`);
 
@@ -29,33 +26,34 @@ function program(): Command {
     .command("up")
     .description("runner + scheduler + terminal chat in one terminal (starts a local NATS unless NATS_URL is set)")
     .argument("[dataDir]", "data directory (created on first use)", "data")
-    .action(async (dataDir: string) => up(dataDir));
+    .action(async (dataDir: string) => (await commands()).up(dataDir));
   mom
     .command("runner")
     .description("the agent runner service, as deployed (JSON logs on stderr)")
     .argument("[dataDir]", "data directory", "data")
-    .action(async (dataDir: string) => runner(existingDataDir(dataDir)));
+    .action(async (dataDir: string) => (await commands()).runner(existingDataDir(dataDir)));
   mom
     .command("scheduler")
     .description("the scheduler service: fires workspace/events/*.json")
     .argument("[dataDir]", "data directory", "data")
-    .action(async (dataDir: string) => scheduler(existingDataDir(dataDir)));
+    .action(async (dataDir: string) => (await commands()).scheduler(existingDataDir(dataDir)));
   mom
     .command("events")
     .description("list scheduled events (next fire time) and the invalid and missed ones")
     .argument("[dataDir]", "data directory", "data")
-    .action((dataDir: string) => print(events(existingDataDir(dataDir))));
+    .action(async (dataDir: string) => print((await commands()).events(existingDataDir(dataDir))));
   mom
     .command("ingress")
     .description("the ingress service of one adapter from config.json")
     .argument("<adapter>", "adapter name in config.json")
     .argument("[dataDir]", "data directory", "data")
-    .action(async (adapter: string, dataDir: string) => ingress(adapter, existingDataDir(dataDir)));
+    .action(async (adapter: string, dataDir: string) => (await commands()).ingress(adapter, existingDataDir(dataDir)));
   mom
     .command("doctor")
     .description("check config, NATS + JetStream, the model (one tiny real call), workspace, tools and sandbox")
     .argument("[dataDir]", "data directory", "data")
     .action(async (dataDir: string) => {
+      const { formatChecks, runDoctor } = await import("./doctor.js");
       const checks = await runDoctor(dataDir);
       print(formatChecks(checks));
       exitCode = checks.some((c) => !c.ok && !c.optional) ? 1 : 0;
@@ -68,6 +66,7 @@ function program(): Command {
     .option("--run <id>", "only this run")
     .action(async (qualified: string, dataDir: string, o: { run?: string }) => {
       channelArg(qualified);
+      const { receiptsTrail } = await import("./receipts-command.js");
       print(await receiptsTrail(qualified, existingDataDir(dataDir), o.run));
     });
   mom
@@ -84,6 +83,7 @@ function program(): Command {
     .option("-d, --data <dir>", "data directory", "data")
     .action(async (qualified: string, o) => {
       channelArg(qualified);
+      const { replayCommand } = await import("./replay-command.js");
       exitCode = await replayCommand(qualified, { ...o, data: existingDataDir(o.data) }, print);
     });
   mom
@@ -92,7 +92,10 @@ function program(): Command {
     .argument("[adapter[/channel]]", "only this adapter or channel")
     .option("--json", "one JSON object per line")
     .option("-d, --data <dir>", "data directory", "data")
-    .action(async (target: string | undefined, o: { json?: boolean; data: string }) => tailCommand(target, { ...o, data: existingDataDir(o.data) }, print));
+    .action(async (target: string | undefined, o: { json?: boolean; data: string }) => {
+      const { tailCommand } = await import("./tail-command.js");
+      return tailCommand(target, { ...o, data: existingDataDir(o.data) }, print);
+    });
   // These two parse their own arguments (sub-commands and options of their own).
   mom
     .command("auth")
@@ -102,6 +105,7 @@ function program(): Command {
     .allowExcessArguments()
     .argument("[args...]")
     .action(async (args: string[]) => {
+      const { AUTH_USAGE, authCommand } = await import("./auth-command.js");
       if (args.includes("--help") || args.includes("-h")) return print(AUTH_USAGE);
       exitCode = await authCommand(args, { input: process.stdin, write: (t) => void process.stdout.write(t) });
     });
@@ -112,7 +116,10 @@ function program(): Command {
     .allowUnknownOption()
     .allowExcessArguments()
     .argument("[args...]")
-    .action(async (args: string[]) => print(args.includes("--help") || args.includes("-h") ? USAGE_USAGE : await usageReport(args)));
+    .action(async (args: string[]) => {
+      const { USAGE_USAGE, usageReport } = await import("./usage-command.js");
+      print(args.includes("--help") || args.includes("-h") ? USAGE_USAGE : await usageReport(args));
+    });
   return mom;
 }
 

@@ -7,7 +7,6 @@ import { type BusEntry, entryJson, formatEntry, interleave, toEntry } from "./bu
 import { channelArg } from "./channel-arg.js";
 import { CommandError } from "./command-error.js";
 import { natsTargetFor } from "./nats-target.js";
-import { redrive } from "./redrive.js";
 
 export interface ReplayOptions {
   since?: string;
@@ -106,7 +105,8 @@ export async function replayCommand(qualified: string, o: ReplayOptions, print: 
     const bus = await Bus.connect({ url: target.url, name: "mom-replay", namespace: loaded.config.nats.namespace, logger: createLogger("mom-replay", { level: "silent" }) });
     try {
       const window = await readChannelWindow(bus, ref, { since, until, fromSeq });
-      if (o.redrive) return await redrive(loaded, ref, window.entries, { model: o.model, workspace: o.workspace, json: o.json }, print);
+      // The agent and its model SDKs load only for a redrive.
+      if (o.redrive) return await (await import("./redrive.js")).redrive(loaded, ref, window.entries, { model: o.model, workspace: o.workspace, json: o.json }, print);
       printWindow(qualified, window, { since, until, fromSeq }, !!o.json, print);
       return 0;
     } finally {
