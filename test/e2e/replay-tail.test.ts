@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Bus } from "@mom/bus";
+import { createLogger } from "@mom/config";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -52,6 +54,27 @@ describe("mom replay and mom tail", () => {
     expect(tailOut.text).toMatch(/✓ Count the files \(\d+ ms\)/);
     expect(tailOut.text).toContain("receipt tool.call.succeeded bash");
     expect(tailOut.text).toContain("mom: There are **42** files.");
+  });
+
+  it("tail started before any service waits for the streams, then shows the traffic", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mom-tail-early-"));
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ nats: { url: s.nats.url, namespace: `${s.nats.namespace}-early` } }));
+    const early = spawn(process.execPath, [mom, "tail", "--data", dir], { env: { ...process.env, NATS_URL: "" }, stdio: ["ignore", "pipe", "pipe"] });
+    const seen = new OutputCapture();
+    early.stdout!.setEncoding("utf8").on("data", seen.write);
+    early.stderr!.setEncoding("utf8").on("data", seen.write);
+    try {
+      await seen.waitFor("waiting for mom's streams");
+      const bus = await Bus.connect({ url: s.nats.url, name: "early", namespace: `${s.nats.namespace}-early`, logger: createLogger("early", { level: "silent" }) });
+      await bus.provision();
+      await seen.waitFor("tailing every channel");
+      await bus.publish(bus.subjects.channel("in", { adapter: "cli", channelId: "x" }), { id: "e1", channelId: "x", timestamp: new Date().toISOString(), sender: { id: "u", username: "zoe", isBot: false }, text: "early bird", attachments: [], isMention: false }, "e1");
+      await seen.waitFor("cli/x  zoe: early bird");
+      await bus.drain();
+    } finally {
+      early.kill("SIGTERM");
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("replays a channel in order, readable, without touching the live consumers", async () => {

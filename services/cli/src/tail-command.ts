@@ -6,6 +6,7 @@ import { entryJson, formatEntry, toEntry } from "./bus-view.js";
 import { channelArg } from "./channel-arg.js";
 import { CommandError } from "./command-error.js";
 import { natsTargetFor } from "./nats-target.js";
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 
 const KINDS: Array<[ChannelSubjectKind, StreamKey]> = [
   ["in", "IN"],
@@ -30,6 +31,21 @@ function targetTokens(target: string | undefined): { tokens: string; matches: (s
   return { tokens: `${target}.*`, matches: (s) => s.split(".")[2] === target };
 }
 
+/** A tail started before any service is fine: it waits for the streams the services create. */
+async function untilStreamsExist(bus: Bus, keys: StreamKey[], onWait: () => void): Promise<void> {
+  let said = false;
+  for (;;) {
+    const missing = await Promise.all(keys.map((k) => bus.jsm.streams.info(bus.subjects.stream(k)).then(() => false, (err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return true;
+      throw err;
+    })));
+    if (!missing.includes(true)) return;
+    if (!said) onWait();
+    said = true;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
 /**
  * `mom tail [adapter[/channel]]`: everything stored on the bus from now on, one readable line per
  * message (or JSON lines), until Ctrl-C. Ordered consumers only: the live services' durable
@@ -44,6 +60,7 @@ export async function tailCommand(target: string | undefined, o: { json?: boolea
   const show = (line: string | undefined) => line !== undefined && print(line);
   const watchers: Watching[] = [];
   try {
+    await untilStreamsExist(bus, [...KINDS.map(([, key]) => key), "DLQ"], () => !o.json && print(`waiting for mom's streams on ${s.namespace} (no mom service has used this NATS yet)…`));
     for (const [kind, key] of KINDS) {
       watchers.push(
         await watchNew(bus, s.stream(key), `${s.namespace}.${kind}.${tokens}`, (m) => {
