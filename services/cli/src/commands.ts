@@ -83,6 +83,7 @@ export async function up(dataDir: string): Promise<never> {
   try {
     if (!url) {
       const nats = await startLocalNats(loaded.paths.dataDir);
+      if (nats.orphanStopped) process.stdout.write(`mom: stopped the nats-server (pid ${nats.orphanStopped}) that a \`mom up\` which did not quit had left running on ${loaded.paths.dataDir}/nats\n`);
       closers.push(() => nats.stop());
       url = nats.url;
       const forget = announceLocalNats(loaded, nats.url);
