@@ -54,6 +54,11 @@ describe("mom replay and mom tail", () => {
     expect(tailOut.text).toMatch(/✓ Count the files \(\d+ ms\)/);
     expect(tailOut.text).toContain("receipt tool.call.succeeded bash");
     expect(tailOut.text).toContain("mom: There are **42** files.");
+
+    // a payload that breaks the contract: shown as it is stored, then the runner's dead letter
+    await s.bus.publish(s.bus.subjects.channel("in", { adapter: "cli", channelId: "local" }), { bogus: true }, "bad-1");
+    await tailOut.waitFor(/✗ dead letter from agent-runner \(\S+\.in\.cli\.local, msg-id bad-1\): /);
+    expect(tailOut.text).toMatch(/cli\/local {2}\? \S+_IN #\d+: invalid payload \(/);
   });
 
   it("tail started before any service waits for the streams, then shows the traffic", async () => {
