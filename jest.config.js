@@ -13,6 +13,7 @@ const packages = {
   usage: "libs/usage",
   sandbox: "libs/sandbox",
   render: "libs/render",
+  observability: "libs/observability",
   "agent-runner": "services/agent-runner",
   "ingress-cli": "services/ingress-cli",
   "ingress-slack": "services/ingress-slack",

@@ -1,7 +1,10 @@
 // Programs mom needs from the system: nats-server (when NATS_URL is unset; `mom up` and the tests
-// start their own) and bubblewrap (the default sandbox). Installs Debian's package when allowed
-// (root, or passwordless sudo); otherwise says how, in one line.
+// start their own), bubblewrap (the default sandbox), and kustomize for the manifest tests.
+// Installs Debian's package when allowed (root, or passwordless sudo); otherwise says how, in one line.
 import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 
 const ok = (cmd, args) => spawnSync(cmd, args, { stdio: "ignore" }).status === 0;
 
@@ -27,4 +30,85 @@ export function ensureBubblewrap({ required }) {
   if (aptInstall("bubblewrap")) return true;
   console.error("mom: bubblewrap (bwrap) not found: run `sudo apt-get install -y bubblewrap`" + (required ? "" : "; until then tools run unsandboxed on this host"));
   return !required;
+}
+
+/** Where mom keeps tools and images it fetched for its own tests, between runs on one machine. */
+export function cacheDir(...parts) {
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "mom", ...parts);
+}
+
+const kustomizeCache = () => cacheDir("tools", "kustomize");
+
+/** A kustomize to render k8s/ with: on PATH, else the one ensureKustomize() unpacked. */
+export function findKustomize() {
+  if (ok("kustomize", ["version"])) return "kustomize";
+  const cached = join(kustomizeCache(), "usr/bin/kustomize");
+  return existsSync(cached) ? cached : undefined;
+}
+
+/** The Debian mirror apt already uses (never a host name written into the project). */
+export function debianMirror() {
+  const texts = [];
+  for (const f of ["/etc/apt/sources.list", ...listDir("/etc/apt/sources.list.d").map((n) => join("/etc/apt/sources.list.d", n))]) {
+    try { texts.push(readFileSync(f, "utf8")); } catch { /* unreadable: next */ }
+  }
+  const urls = texts.join("\n").match(/\bhttps?:\/\/\S+/g) ?? [];
+  return urls.map((u) => u.replace(/\/+$/, "")).find((u) => /\/debian$/.test(u));
+}
+
+function listDir(dir) {
+  try { return readdirSync(dir); } catch { return []; }
+}
+
+/**
+ * Unpacks Debian package `pkg` of `suite` into the cache (apt with a sources file and lists of its
+ * own: the system's apt setup is left alone; no root needed) and returns the folder, or undefined
+ * after saying why in one line. For tools Debian stable lacks or has too old.
+ */
+function unpackDebianPackage(pkg, suite) {
+  const dir = cacheDir("tools", pkg);
+  const mirror = debianMirror();
+  if (!mirror || !ok("apt-get", ["--version"]) || !ok("dpkg", ["--version"])) {
+    console.error(`mom: cannot fetch ${pkg}: no apt, dpkg or Debian mirror here`);
+    return undefined;
+  }
+  const work = join(dir, "apt");
+  mkdirSync(join(work, "lists/partial"), { recursive: true });
+  mkdirSync(join(work, "cache/archives/partial"), { recursive: true });
+  writeFileSync(join(work, "sources.list"), `deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror} ${suite} main\n`);
+  const apt = (...args) =>
+    spawnSync("apt-get", ["-qq", "-o", `Dir::Etc::sourcelist=${join(work, "sources.list")}`, "-o", "Dir::Etc::sourceparts=-", "-o", `Dir::State::Lists=${join(work, "lists")}`, "-o", `Dir::Cache=${join(work, "cache")}`, "-o", "Debug::NoLocking=1", ...args], { cwd: work, stdio: ["ignore", "ignore", "ignore"] }).status === 0;
+  console.error(`mom: fetching ${pkg} (Debian ${suite}'s package) into ${dir}`);
+  const deb = () => listDir(work).find((n) => n.startsWith(`${pkg}_`) && n.endsWith(".deb"));
+  const fetched = apt("update") && apt("download", pkg) && deb() && spawnSync("dpkg", ["-x", join(work, deb()), dir], { stdio: "inherit" }).status === 0;
+  rmSync(work, { recursive: true, force: true });
+  if (!fetched) console.error(`mom: could not download Debian ${suite}'s ${pkg}`);
+  return fetched ? dir : undefined;
+}
+
+/** kustomize for the manifest tests: on PATH, else sid's package (Debian stable has none). */
+export function ensureKustomize() {
+  const found = findKustomize();
+  if (found) return found;
+  if (!unpackDebianPackage("kustomize", "sid")) {
+    console.error("mom: install kustomize (>= 5) on PATH");
+    return undefined;
+  }
+  return findKustomize();
+}
+
+/**
+ * A DOCKER_CONFIG folder whose cli-plugins/ has Compose v2, for `docker compose` in the engine
+ * test: the user's own plugin when `docker compose` already works (undefined: use the default),
+ * else trixie's docker-compose package (bookworm has only Compose v1). Returns null without one.
+ */
+export function ensureComposeConfig() {
+  if (ok("docker", ["compose", "version"])) return undefined;
+  const plugin = () => join(cacheDir("tools", "docker-compose"), "usr/libexec/docker/cli-plugins/docker-compose");
+  if (!existsSync(plugin()) && !unpackDebianPackage("docker-compose", "trixie")) return null;
+  const config = cacheDir("tools", "docker-config");
+  mkdirSync(join(config, "cli-plugins"), { recursive: true });
+  rmSync(join(config, "cli-plugins/docker-compose"), { force: true });
+  symlinkSync(plugin(), join(config, "cli-plugins/docker-compose"));
+  return config;
 }

@@ -6,12 +6,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensureBubblewrap, ensureNatsServer } from "./ensure-tools.mjs";
+import { ensureBubblewrap, ensureKustomize, ensureNatsServer } from "./ensure-tools.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ensure = spawnSync(process.execPath, [join(root, "scripts/ensure.mjs")], { stdio: "inherit" });
 if (ensure.status !== 0) process.exit(ensure.status ?? 1);
-if (!ensureNatsServer() || !ensureBubblewrap({ required: true })) process.exit(1);
+if (!ensureNatsServer() || !ensureBubblewrap({ required: true }) || !ensureKustomize()) process.exit(1);
 
 const outDir = mkdtempSync(join(tmpdir(), "mom-jest-"));
 const outFile = join(outDir, "results.json");

@@ -121,7 +121,7 @@ describe("runner replicas", () => {
     await cl.llm.waitForRequests(4, 20_000);
     expect(new Set(await Promise.all(["s0", "s1", "s2", "s3"].map((ch) => cl.ownerOf(ch)))).size).toBe(2);
     for (const ch of ["s0", "s1"]) {
-      await cl.bus.publish(cl.bus.subjects.channel("ctl", { adapter: "cli", channelId: ch }), { type: "abort", ts: new Date().toISOString() }, `abort-${ch}`);
+      await cl.bus.publish(cl.bus.subjects.channel("ctl", { adapter: "cli", channelId: ch }), { type: "abort", ts: new Date().toISOString(), requestedBy: { id: "U1", username: "alice" } }, `abort-${ch}`);
     }
     for (const ch of ["s2", "s3"]) await cl.publish(ch, 9, "stop");
     await until("every hanging run aborted", () => ["s0", "s1", "s2", "s3"].every((ch) => cl.eventsOf(ch).some((e) => e.event.type === "run_ended" && e.event.stopReason === "aborted")), 10_000);

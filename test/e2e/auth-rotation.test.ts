@@ -55,6 +55,8 @@ describe("auth profile rotation", () => {
     st.type("again");
     await st.output.waitFor("second answer");
     expect(st.llm.requests.map((r) => String(r.headers.authorization))).toEqual(["Bearer key-a-0123456789", "Bearer key-b-0123456789", "Bearer key-b-0123456789"]);
+    // The tag that files a response under its call never leaves the runner.
+    expect(st.llm.requests.flatMap((r) => Object.keys(r.headers)).filter((h) => h.startsWith("x-mom"))).toEqual([]);
   });
 
   it("a 429 without retry-after backs off about 15 s (with jitter); 401 and 402 rotate too", async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { metrics, readiness } from "@mom/observability";
 import { DM_REFUSAL } from "@mom/render";
 import { GatewayOp } from "@mom/testing";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -284,6 +285,8 @@ describe("Discord ingress end to end (fake Discord gateway + REST, real NATS, ru
   });
 
   it("rate limits: 429s with Retry-After are waited out by discord.js's queue, nothing lost or reordered", async () => {
+    const limited = async () => (await metrics.platformRateLimits.get()).values.find((v) => v.labels.adapter === ADAPTER)?.value ?? 0;
+    const limitedBefore = await limited();
     s.discord.rateLimit({ method: "POST", path: /\/messages$/, count: 2, retryAfterSeconds: 0.3 });
     s.discord.rateLimit({ method: "PATCH", count: 1, retryAfterSeconds: 0.2 });
     const text = Array.from({ length: 3 }, (_, i) => `Part ${i}: ${"word ".repeat(380)}`).join("\n\n");
@@ -296,5 +299,17 @@ describe("Discord ingress end to end (fake Discord gateway + REST, real NATS, ru
     const parts = s.discord.botMessages(IDS.general).filter((m) => /^Part \d:/.test(m.content));
     expect(parts.map((m) => m.content.slice(0, 7))).toEqual(["Part 0:", "Part 1:", "Part 2:"]);
     expect(last.embeds[0]?.footer).toBeDefined();
+    expect(await limited()).toBeGreaterThan(limitedBefore);
+  });
+
+  // Last: it closes the gateway for good.
+  it("is ready while its gateway is up, and not ready once Discord closes it for good", async () => {
+    expect(readiness()).toEqual({ ready: true });
+    s.discord.closeConnections(4004);
+    const down = await eventually(() => {
+      const r = readiness();
+      return r.ready ? undefined : r;
+    }, "readiness to drop");
+    expect(down.reason).toMatch(new RegExp(`^ingress-${ADAPTER}: Discord gateway `));
   });
 });

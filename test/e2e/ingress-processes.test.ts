@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { OutputCapture } from "../support/output-capture.js";
+import { sample, scrape } from "../support/prometheus.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -59,8 +60,9 @@ describe("mom ingress <telegram|whatsapp adapter> as processes", () => {
     return undefined;
   }
 
-  function run(adapter: string, ready: string) {
-    const env: NodeJS.ProcessEnv = { ...process.env, TG_TOKEN: telegram.token, WA_TOKEN: whatsapp.accessToken, WA_SECRET: whatsapp.appSecret, WA_VERIFY: whatsapp.verifyToken };
+  /** Started with MOM_HTTP_PORT: each ingress serves /readyz and /metrics as deployed. */
+  function run(adapter: string, ready: string, httpPort: number) {
+    const env: NodeJS.ProcessEnv = { ...process.env, TG_TOKEN: telegram.token, WA_TOKEN: whatsapp.accessToken, WA_SECRET: whatsapp.appSecret, WA_VERIFY: whatsapp.verifyToken, MOM_HTTP_PORT: String(httpPort) };
     delete env.NATS_URL;
     const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "ingress", adapter, dataDir], { env, stdio: ["ignore", "pipe", "pipe"] });
     const err = new OutputCapture();
@@ -70,12 +72,22 @@ describe("mom ingress <telegram|whatsapp adapter> as processes", () => {
   }
 
   it("telegram: polls the Bot API, publishes what people say, exits 0 on SIGTERM", async () => {
-    const p = run("tg", "telegram ingress receiving");
+    const httpPort = await freePort();
+    const p = run("tg", "telegram ingress receiving", httpPort);
     try {
       const log = await p.ready;
       expect(JSON.parse(log.split("\n").find((l) => l.includes("telegram ingress receiving"))!)).toMatchObject({ level: "info", adapter: "tg", via: "long polling" });
+      const readyz = await fetch(`http://127.0.0.1:${httpPort}/readyz`);
+      expect([readyz.status, await readyz.json()]).toEqual([200, { status: "ready" }]);
       const m = telegram.say({ chat: { id: -5, type: "group", title: "g" }, from: { id: 7, is_bot: false, first_name: "Ana", username: "ana" }, text: "hello" });
       expect(await published("tg", "-5")).toMatchObject({ id: String(m.message_id), text: "hello" });
+      // Counted when the ingress has JetStream's ack, a moment after the message is on the stream.
+      let counted = 0;
+      for (let i = 0; i < 100 && counted === 0; i++) {
+        counted = sample(await scrape(httpPort), "mom_messages_in_total", { adapter: "tg", source: "ingress" });
+        if (counted === 0) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(counted).toBe(1);
     } finally {
       p.child.kill("SIGTERM");
     }
@@ -83,9 +95,12 @@ describe("mom ingress <telegram|whatsapp adapter> as processes", () => {
   }, 60_000);
 
   it("whatsapp: serves the webhook, publishes signed posts, exits 0 on SIGTERM", async () => {
-    const p = run("wa", "webhook listening");
+    const httpPort = await freePort();
+    const p = run("wa", "webhook listening", httpPort);
     try {
       await p.ready;
+      const readyz = await fetch(`http://127.0.0.1:${httpPort}/readyz`);
+      expect([readyz.status, await readyz.json()]).toEqual([200, { status: "ready" }]);
       whatsapp.webhookUrl = `http://127.0.0.1:${port}/webhook`;
       expect(await whatsapp.verify(whatsapp.verifyToken, "42")).toEqual({ status: 200, body: "42" });
       const { id, status } = await whatsapp.say({ waId: "4917000000009", name: "Ana" }, { text: "hi" });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "@jest/globals";
 import { parsePayload, Receipt, validator } from "@mom/contracts";
+import { metrics } from "@mom/observability";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startStack, type Stack, type StackOptions } from "../support/stack.js";
@@ -42,6 +43,7 @@ async function runEnded(st: Stack) {
 }
 
 const bashCall = (command: string, label = "Run it") => ({ toolCalls: [{ name: "bash", arguments: { label, command } }] });
+const approvals = async (outcome: string) => (await metrics.approvals.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
 
 describe("tool policy, approvals and receipts", () => {
   it("records requested → started → succeeded, on the stream and in receipts.jsonl, and a failure", async () => {
@@ -79,6 +81,9 @@ describe("tool policy, approvals and receipts", () => {
     const offered = (st.llm.requests[0]!.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
     expect(offered).not.toContain("bash");
     expect(offered).toContain("read");
+    // The denial is recorded as the call ends, but written to disk (after each receipt's publish) on its own time.
+    const deadline = Date.now() + 5000;
+    while (types(fileReceipts(st)).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const rs = fileReceipts(st);
     expect(types(rs)).toEqual(["tool.call.requested", "tool.call.denied"]);
     // grounding: the lie is answered by the activity under it, and the model was shown the receipts
@@ -89,6 +94,7 @@ describe("tool policy, approvals and receipts", () => {
 
   it("ask → allow-once runs the call after the person says y", async () => {
     const st = await stack({ ask: ["bash"] });
+    const approvedBefore = await approvals("approved");
     st.llm.enqueue(bashCall("echo approved-output", "Approved thing"), { text: "ran it" });
     st.type("please run");
     await st.output.waitFor("🔐 Approval needed: mom wants to run bash (destructive)");
@@ -98,6 +104,7 @@ describe("tool policy, approvals and receipts", () => {
     expect(types(fileReceipts(st))).toEqual(["tool.call.requested", "tool.call.approved", "tool.call.started", "tool.call.succeeded"]);
     expect(fileReceipts(st)[1]).toMatchObject({ actor: "@tester" });
     expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("approved-output");
+    expect(await approvals("approved")).toBe(approvedBefore + 1);
   });
 
   it("ask on bash shows the exact command line, and one too long to show whole is denied without asking", async () => {
@@ -116,6 +123,7 @@ describe("tool policy, approvals and receipts", () => {
 
   it("ask → deny refuses the call and the model is told", async () => {
     const st = await stack({ ask: ["bash"] });
+    const deniedBefore = await approvals("denied");
     st.llm.enqueue(bashCall("echo never"), { text: "ok, not doing it" });
     st.type("please run");
     await st.output.waitFor("🔐 Approval needed: mom wants to run bash");
@@ -125,10 +133,12 @@ describe("tool policy, approvals and receipts", () => {
     expect(types(fileReceipts(st))).toEqual(["tool.call.requested", "tool.call.denied"]);
     expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("denied by @tester");
     expect(JSON.stringify(st.llm.requests[1]!.messages)).not.toContain("never\\n");
+    expect(await approvals("denied")).toBe(deniedBefore + 1);
   });
 
   it("ask → no decision before the timeout means deny", async () => {
     const st = await stack({ ask: ["bash"], approvalTimeoutSeconds: 1 });
+    const expiredBefore = await approvals("expired");
     st.llm.enqueue(bashCall("echo late"), { text: "timed out, sorry" });
     st.type("please run");
     await st.output.waitForAnswer("timed out, sorry");
@@ -136,6 +146,7 @@ describe("tool policy, approvals and receipts", () => {
     const rs = fileReceipts(st);
     expect(types(rs)).toEqual(["tool.call.requested", "tool.call.denied"]);
     expect(rs[1]!.detail).toMatch(/no decision within 1 s/);
+    expect(await approvals("expired")).toBe(expiredBefore + 1);
   });
 
   it("a decision from someone who may not decide is refused and recorded; the approver still decides", async () => {

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { ChannelMessage, ControlMessage, parsePayload, type TSchema, validator } from "@mom/contracts";
+import { metrics, readiness } from "@mom/observability";
 import { DM_REFUSAL } from "@mom/render";
 import type { FakeSlackMessage } from "@mom/testing";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -169,12 +170,19 @@ describe("Slack ingress end to end", () => {
     await s.startIngress({ socketPingTimeoutMs: 1000 }); // reconnect after 1 s instead of Bolt's 5 s
     try {
       const connections = s.slack.connections.calls.length;
+      expect(readiness()).toEqual({ ready: true });
       s.slack.sendDisconnect("refresh_requested");
       await waitUntil("the socket to close", () => s.slack.openSockets() === 0, 5000);
+      // Between the close and Bolt's reconnect the ingress is not ready.
+      await waitUntil("readiness to drop", () => {
+        const r = readiness();
+        return !r.ready && r.reason === `ingress-${SLACK_ADAPTER}: Slack Socket Mode not connected`;
+      }, 5000);
       s.llm.enqueue({ text: "Reconnected after the refresh." });
       s.mention("still there?");
       await waitForBotText("C0GENERAL", /Reconnected after the refresh/);
       expect(s.slack.connections.calls.length).toBe(connections + 1);
+      expect(readiness()).toEqual({ ready: true });
     } finally {
       await s.stopIngress();
       await s.startIngress();
@@ -182,6 +190,8 @@ describe("Slack ingress end to end", () => {
   }, 30_000);
 
   it("rate-limited Web API calls wait out Retry-After and nothing is lost or reordered", async () => {
+    const rateLimited = async () => (await metrics.platformRateLimits.get()).values.find((v) => v.labels.adapter === SLACK_ADAPTER)?.value ?? 0;
+    const rateLimitedBefore = await rateLimited();
     s.slack.rateLimit("chat.postMessage", 2, 1);
     s.slack.rateLimit("chat.update", 1, 1);
     s.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Think hard", command: "sleep 0.4; echo thought" } }] }, { text: "Worth the wait." });
@@ -202,6 +212,7 @@ describe("Slack ingress end to end", () => {
     const detail = botMessages("C0RANDOM", answer.ts)[0]!;
     expect(Number(detail.ts)).toBeGreaterThan(Number(answer.ts));
     expect(lastText(detail)).toContain("Think hard");
+    expect(await rateLimited()).toBe(rateLimitedBefore + limited.length);
   }, 30_000);
 
   it("a long answer is split into messages at Slack's limit without breaking code blocks", async () => {

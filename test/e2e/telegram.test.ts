@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger, loadConfig } from "@mom/config";
 import { busOptions } from "@mom/cli";
 import { startTelegramIngress, telegramOptionsFromConfig } from "@mom/ingress-telegram";
+import { metrics } from "@mom/observability";
 import { DM_REFUSAL } from "@mom/render";
 import { freePort } from "@mom/testing";
 import { readFileSync } from "node:fs";
@@ -129,6 +130,8 @@ describe("Telegram ingress end to end (fake Bot API, unmodified grammY, real NAT
   });
 
   it("429 with retry_after is waited out: edits and the answer still land, in order", async () => {
+    const rateLimited = async () => (await metrics.platformRateLimits.get()).values.find((v) => v.labels.adapter === TG_ADAPTER)?.value ?? 0;
+    const rateLimitedBefore = await rateLimited();
     s.telegram.rateLimit("editMessageText", 2, 1);
     s.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Slow step", command: "sleep 0.3" } }] }, { text: "Done despite limits." });
     s.telegram.say({ chat: TG.team, from: TG.ana, ...s.telegram.mention("go") });
@@ -138,6 +141,7 @@ describe("Telegram ingress end to end (fake Bot API, unmodified grammY, real NAT
     expect(edits.at(-1)!.status).toBe(200);
     const waited = edits.find((c) => c.status === 200)!.at - edits.find((c) => c.status === 429)!.at;
     expect(waited).toBeGreaterThanOrEqual(900);
+    expect(await rateLimited()).toBe(rateLimitedBefore + 2);
   });
 
   it("a long answer is split into messages within 4,096 characters; `stop` is the runner's (no abort from the ingress)", async () => {

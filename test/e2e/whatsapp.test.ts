@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { metrics } from "@mom/observability";
 import { DM_REFUSAL } from "@mom/render";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -120,12 +121,15 @@ describe("WhatsApp ingress end to end (fake Cloud API + signed webhook posts, re
   });
 
   it("rate limits are waited out; a closed 24-hour window is said clearly and nothing is sent", async () => {
+    const rateLimited = async () => (await metrics.platformRateLimits.get()).values.find((v) => v.labels.adapter === WA_ADAPTER)?.value ?? 0;
+    const rateLimitedBefore = await rateLimited();
     s.whatsapp.rateLimit(2);
     s.llm.enqueue({ text: "Despite limits." });
     await s.whatsapp.say(WA.carol, { text: "go" });
     await sentText(WA.carol.waId, /^Despite limits\./);
     const limited = s.whatsapp.calls.filter((c) => c.status === 429);
     expect(limited.length).toBeGreaterThanOrEqual(2);
+    expect(await rateLimited()).toBe(rateLimitedBefore + limited.length);
 
     // a scheduled event for Carol after her window closed
     s.whatsapp.closeWindow(WA.carol.waId);

@@ -21,6 +21,8 @@ export interface Stack {
   cli?: RunningCliIngress;
   input: PassThrough;
   output: OutputCapture;
+  /** Every warn-or-worse log line of the services in this process, parsed (also written to stderr). */
+  logs: Array<Record<string, unknown>>;
   type(line: string): void;
   startRunner(): Promise<void>;
   stop(): Promise<void>;
@@ -42,7 +44,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const models = llm.modelsJson() as Parameters<NonNullable<StackOptions["models"]>>[0];
   const dataDir = writeTestDataDir("mom-e2e-", nats, llm, opts.config, opts.models ? opts.models(models) : models);
   const loaded = loadConfig(dataDir, {});
-  const logger = createLogger("e2e", { level: "warn" });
+  const logs: Array<Record<string, unknown>> = [];
+  const logger = createLogger("e2e", {
+    level: "warn",
+    destination: {
+      write: (line: string) => {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+        return process.stderr.write(line);
+      },
+    } as NodeJS.WritableStream,
+  });
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
   await bus.provision();
   const input = new PassThrough();
@@ -55,6 +66,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     bus,
     input,
     output,
+    logs,
     type: (line) => void input.write(`${line}\n`),
     async startRunner() {
       stack.runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });

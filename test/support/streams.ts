@@ -1,5 +1,5 @@
 import type { Bus } from "@mom/bus";
-import { ControlMessage, OutboundEvent, parsePayload, validator } from "@mom/contracts";
+import { ControlMessage, DeadLetter, OutboundEvent, parsePayload, validator } from "@mom/contracts";
 
 /** Every valid outbound event of a channel so far, read back from the OUT stream in order. */
 export async function outboundEvents(bus: Bus, ref = { adapter: "cli", channelId: "local" }): Promise<OutboundEvent[]> {
@@ -27,6 +27,20 @@ export async function controlMessagesOf(bus: Bus, ref: { adapter: string; channe
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
     const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
     const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
+    if (r?.ok) out.push(r.value);
+  }
+  return out;
+}
+
+/** Every dead letter so far (any stage), in stream order. */
+export async function deadLetters(bus: Bus): Promise<DeadLetter[]> {
+  const stream = bus.subjects.stream("DLQ");
+  const info = await bus.jsm.streams.info(stream);
+  const v = validator(DeadLetter);
+  const out: DeadLetter[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const r = m ? parsePayload(v, m.data) : undefined;
     if (r?.ok) out.push(r.value);
   }
   return out;

@@ -4,7 +4,7 @@ import { AuthStorage, ModelRegistry } from "@mariozechner/pi-coding-agent";
 import type { LogEntry, OutboundEventBody } from "@mom/contracts";
 import { Sandbox } from "@mom/sandbox";
 import { type ChannelStore, WorkspaceLayout } from "@mom/store";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChannelAgent } from "./channel-agent.js";
@@ -25,16 +25,20 @@ const entry = (id: string, text: string, userName = "mario"): LogEntry => ({
 describe("ChannelAgent", () => {
   let dir: string;
   let faux: FauxProviderRegistration;
+  /** A model whose window a few big log lines fill, so compaction really runs. */
+  let small: FauxProviderRegistration;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "mom-agent-"));
     faux = registerFauxProvider({ provider: "faux-agent", models: [{ id: "m1", contextWindow: 100_000 }] });
+    small = registerFauxProvider({ provider: "faux-agent", models: [{ id: "m-small", contextWindow: 100_000 }] });
   });
   afterAll(() => {
     faux.unregister();
+    small.unregister();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function setup() {
+  async function setup(model = faux, onFileProblems?: (problems: string[]) => void) {
     const layout = new WorkspaceLayout(join(dir, "workspace"));
     await layout.ensureWorkspace();
     const store = layout.channel({ adapter: "cli", channelId: `c${Math.random().toString(36).slice(2)}` });
@@ -46,8 +50,9 @@ describe("ChannelAgent", () => {
       workspaceDir: layout.workspaceDir,
       store,
       sandbox,
-      resolved: { model: faux.getModel() as never, authStorage, modelRegistry: ModelRegistry.inMemory(authStorage) },
+      resolved: { model: model.getModel() as never, authStorage, modelRegistry: ModelRegistry.inMemory(authStorage) },
       agentDir: join(dir, "pi"),
+      onFileProblems,
     });
     return { layout, store, agent };
   }
@@ -85,6 +90,126 @@ describe("ChannelAgent", () => {
     const context = readFileSync(store.contextFile, "utf8");
     expect(context).toContain("All done.");
     expect(context).toContain("anyone seen the build?");
+    agent.dispose();
+  });
+
+  it("keeps the answer of a run whose end compacts the context (compaction shortens the session's messages)", async () => {
+    const { store, agent } = await setup(small);
+    // Each line is ~5k tokens to the faux model (4 characters a token): five of them stay under the
+    // threshold (window 100k - 16k reserve; faux counts a prompt twice, as input and cache write), four more cross it.
+    const big = (i: number) => `output ${i}: ${"x".repeat(20_000)}`;
+    for (let i = 0; i < 5; i++) await store.appendLog({ ...entry(`b${i}`, big(i), "luigi"), isMention: false });
+    await store.appendLog(entry("q1", "@mom first question"));
+    small.setResponses([fauxAssistantMessage([fauxText("First answer.")])]);
+    const firstEvents: OutboundEventBody[] = [];
+    const first = await agent.run(entry("q1", "@mom first question"), (e) => firstEvents.push(e));
+    expect(firstEvents.some((e) => e.type === "compaction_start")).toBe(false);
+    expect(first).toMatchObject({ stopReason: "stop", finalText: "First answer." });
+
+    for (let i = 5; i < 9; i++) await store.appendLog({ ...entry(`b${i}`, big(i), "luigi"), isMention: false });
+    await store.appendLog(entry("q2", "@mom second question"));
+    const summary = () => fauxAssistantMessage([fauxText("Summary: luigi pasted long outputs.")]);
+    small.setResponses([fauxAssistantMessage([fauxText("Second answer.")]), summary, summary]);
+    const events: OutboundEventBody[] = [];
+    const second = await agent.run(entry("q2", "@mom second question"), (e) => events.push(e));
+
+    expect(events.find((e) => e.type === "compaction_start")).toMatchObject({ reason: "threshold" });
+    expect(events.find((e) => e.type === "compaction_end")).toMatchObject({ aborted: false });
+    expect(readFileSync(store.contextFile, "utf8")).toContain("Summary: luigi pasted long outputs.");
+    expect(second).toMatchObject({ stopReason: "stop", finalText: "Second answer." });
+    expect(second.usage.output).toBeGreaterThan(0);
+    agent.dispose();
+  });
+
+  it("caps what reaches the model from memory and skills, newest first with a note; a MEMORY.md that is a directory is reported and skipped", async () => {
+    const problems: string[] = [];
+    const { store, agent, layout } = await setup(faux, (p) => problems.push(...p));
+    const older = "old note\n".repeat(300_000); // ~2.7 MB
+    writeFileSync(join(layout.workspaceDir, "MEMORY.md"), `${older}- the newest global note\n`);
+    mkdirSync(join(store.dir, "MEMORY.md"), { recursive: true });
+    const skillDir = join(store.skillsDir, "huge");
+    mkdirSync(skillDir, { recursive: true });
+    writeFileSync(join(skillDir, "SKILL.md"), `---\nname: huge\ndescription: ${"d".repeat(200_000)}\n---\nbody\n`);
+    await store.appendLog(entry("k1", "@mom hi"));
+    let systemPrompt = "";
+    faux.setResponses([
+      (ctx) => {
+        systemPrompt = ctx.systemPrompt ?? "";
+        return fauxAssistantMessage([fauxText("Hi.")]);
+      },
+    ]);
+    const outcome = await agent.run(entry("k1", "@mom hi"), () => {});
+    expect(outcome).toMatchObject({ stopReason: "stop", finalText: "Hi." });
+    expect(systemPrompt).toContain("- the newest global note");
+    expect(systemPrompt).toMatch(/MEMORY\.md is 2,700,025 bytes; only its last [\d,]+ characters \(the newest notes\) are shown here/);
+    expect(systemPrompt).toContain(`[cut; the whole description is in ${join(skillDir, "SKILL.md")}]`);
+    expect(systemPrompt.length).toBeLessThan(40_000);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/MEMORY\.md: 2700025 bytes, more than the 16384 a prompt takes; only its end is shown$/),
+        expect.stringMatching(/MEMORY\.md: not a regular file .*; memory skipped$/),
+        expect.stringMatching(/SKILL\.md: description of 200000 characters cut to 1024 in the prompt$/),
+      ]),
+    );
+    agent.dispose();
+  });
+
+  it("syncs only the newest unsynced history that fits, with a note, from a 200 MB log never synced", async () => {
+    const { store, agent } = await setup();
+    await store.ensureDirs();
+    // 200 MB of other people's lines (written straight to the file, as years of history would be).
+    const fd = openSync(store.logFile, "a");
+    const chunk = Array.from({ length: 1000 }, (_, i) => JSON.stringify({ ...entry(`h-${i}`, `line ${i} ${"z".repeat(1000)}`, "luigi"), isMention: false })).join("\n") + "\n";
+    const lines = Math.ceil(200 * 1_048_576 / Buffer.byteLength(chunk));
+    for (let i = 0; i < lines; i++) writeSync(fd, chunk.replaceAll('"id":"h-', `"id":"h${i}-`));
+    closeSync(fd);
+    await store.appendLog({ ...entry("recent", "the most recent remark", "luigi"), isMention: false });
+    await store.appendLog(entry("t1", "@mom what did I miss?"));
+    let request: string[] = [];
+    faux.setResponses([
+      (ctx) => {
+        request = ctx.messages.map((m) => (typeof m.content === "string" ? m.content : m.content.map((c) => ("text" in c ? c.text : "")).join("")));
+        return fauxAssistantMessage([fauxText("Plenty.")]);
+      },
+    ]);
+    const heapBefore = process.memoryUsage().heapUsed;
+    const outcome = await agent.run(entry("t1", "@mom what did I miss?"), () => {});
+    expect(outcome).toMatchObject({ stopReason: "stop", finalText: "Plenty." });
+    const total = request.reduce((n, t) => n + t.length, 0);
+    expect(total).toBeLessThan(110_000);
+    expect(request[0]).toMatch(/^\[mom: \d+ earlier messages \(.*\) and \d+\.\d MB of older log lines before them of this channel were left out of your context/);
+    expect(request.at(-2)).toContain("the most recent remark");
+    expect(request.at(-1)).toContain("what did I miss?");
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(100 * 1_048_576);
+    // The next run reads from the cursor this one left: nothing of the old history again.
+    await store.appendLog(entry("t2", "@mom thanks"));
+    faux.setResponses([
+      (ctx) => {
+        request = ctx.messages.map((m) => JSON.stringify(m.content));
+        return fauxAssistantMessage([fauxText("Welcome.")]);
+      },
+    ]);
+    await agent.run(entry("t2", "@mom thanks"), () => {});
+    expect(request.filter((t) => t.includes("left out of your context"))).toHaveLength(1);
+    agent.dispose();
+    rmSync(store.logFile, { force: true });
+  });
+
+  it("shows the model at most 50,000 characters of one message, saying where the rest is", async () => {
+    const { store, agent } = await setup();
+    const huge = `@mom look at this ${"q".repeat(300_000)}`;
+    await store.appendLog(entry("p1", huge));
+    let last = "";
+    faux.setResponses([
+      (ctx) => {
+        const m = ctx.messages.at(-1)!;
+        last = typeof m.content === "string" ? m.content : m.content.map((c) => ("text" in c ? c.text : "")).join("");
+        return fauxAssistantMessage([fauxText("Seen.")]);
+      },
+    ]);
+    expect(await agent.run(entry("p1", huge), () => {})).toMatchObject({ finalText: "Seen." });
+    expect(last.length).toBeLessThan(51_000);
+    expect(last).toMatch(/\[message cut: 50,000 of 300,018 characters shown; the whole message is in log\.jsonl\]$/);
     agent.dispose();
   });
 

@@ -7,13 +7,14 @@ import { mkdirSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { type AttachOptions, createAttachTool } from "./attach-tool.js";
 import { createMomTools, MOM_TOOL_NAMES, withLabel } from "./labelled-tools.js";
-import { formatChatLine, lastSyncCursor, type PlacedLogEntry, type SyncCursor, syncLogToSession, wasPrompted } from "./log-sync.js";
+import { formatChatLine, HISTORY_READ_BYTES, lastSyncCursor, type PlacedLogEntry, type SyncCursor, syncLogToSession, wasPrompted } from "./log-sync.js";
 import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
 import { gated, withNote } from "./gated-tools.js";
 import type { ToolGate } from "@mom/tools";
 import { guardedStreamFn, type ModelAccess, withPickedCredential } from "./model-access.js";
 import { loadMomSkills } from "./skills.js";
+import { boundedSkills, readMemoryFile } from "./prompt-files.js";
 import { linearGetBranch } from "./session-path.js";
 import { MomResourceLoader } from "./resource-loader.js";
 import { buildSystemPrompt, type PromptUser } from "./system-prompt.js";
@@ -25,8 +26,11 @@ export interface AgentChannelStore {
   readonly contextFile: string;
   readonly scratchDir: string;
   readonly skillsDir: string;
-  /** Log entries after a sync cursor (all of them without one), each with its end offset. */
-  readLogSince(cursor: SyncCursor | undefined): Promise<{ entries: PlacedLogEntry[] }>;
+  /**
+   * Log entries after a sync cursor (all of them without one), each with its end offset; of at
+   * most the log's last `maxBytes`, with the bytes after the cursor left unread.
+   */
+  readLogSince(cursor: SyncCursor | undefined, maxBytes: number): Promise<{ entries: PlacedLogEntry[]; skippedBytes: number }>;
   /** The log's recent entries (its last MiB): who has been talking. */
   readLogTail(): Promise<LogEntry[]>;
 }
@@ -53,8 +57,8 @@ export interface ChannelAgentOptions {
   gate?: ToolGate;
   /** The current run's tool receipts as text, added to what the model reads before each call. */
   receiptsNote?: () => string | undefined;
-  /** Told about skills that failed to load (bad SKILL.md), once per run. */
-  onSkillProblems?: (problems: string[]) => void;
+  /** Told about workspace files the prompt could not use whole (bad SKILL.md, a MEMORY.md that is a directory or too big), once per run. */
+  onFileProblems?: (problems: string[]) => void;
   /** Lets the attach tool send files into the current run (see attach-tool.ts); without it attach reports an error. */
   attach?: AttachOptions;
   /** Spend limits and credentials around every model call (model-access.ts). */
@@ -178,33 +182,39 @@ export class ChannelAgent {
     // pi compacts after the prompt has resolved; the run (and its events) lasts until that is done.
     let compactionDone: Promise<void> = Promise.resolve();
     let endCompaction = () => {};
+    // The run's answers as pi reports them, not a slice of session.messages: compaction replaces
+    // that array with a shorter one, and an index taken before the run then points past its end.
+    const answers: AssistantMessage[] = [];
     const unsubscribe = this.session.subscribe((event) => {
       if (event.type === "compaction_start") compactionDone = new Promise((r) => (endCompaction = r));
+      if (event.type === "message_end" && event.message.role === "assistant") answers.push(event.message);
       const body = mapper.map(event);
       if (body) emit(body);
       if (event.type === "compaction_end") endCompaction();
     });
-    const firstNew = this.session.messages.length;
     let thrown: Error | undefined;
     try {
       // A resumed message whose first attempt reached the session is not said twice: only the note is.
       const alreadyPrompted = resume !== undefined && wasPrompted(this.sessionManager, trigger.id);
       if (!alreadyPrompted) {
-        const { entries } = await this.opts.store.readLogSince(lastSyncCursor(this.sessionManager));
-        const added = syncLogToSession(this.sessionManager, entries, trigger.id);
+        const { entries, skippedBytes } = await this.opts.store.readLogSince(lastSyncCursor(this.sessionManager), HISTORY_READ_BYTES);
+        const added = syncLogToSession(this.sessionManager, entries, trigger.id, { skippedBytes });
         // The same messages go to the live context: rebuilding it from the session would walk the
         // channel's whole history on every run.
         if (added.length) this.session.agent.state.messages = [...this.session.agent.state.messages, ...added];
         for (const { entry } of entries) this.noteUser(entry);
       }
-      const { skills, problems } = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir, this.opts.sandbox.files);
-      if (problems.length) this.opts.onSkillProblems?.(problems);
+      const loaded = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir, this.opts.sandbox.files);
+      const { skills, problems } = boundedSkills(loaded.skills);
+      problems.unshift(...loaded.problems);
+      const memory = await this.readMemory(problems);
+      if (problems.length) this.opts.onFileProblems?.(problems);
       this.loader.skills = skills;
       this.loader.systemPrompt = buildSystemPrompt({
         qualifiedChannelId: this.opts.qualifiedChannelId,
         workspaceDir: this.opts.workspaceDir,
         channelDir: this.opts.store.dir,
-        memory: await this.readMemory(),
+        memory,
         sandbox: this.opts.sandbox.description,
         users: await this.users(),
         channels: this.opts.listChannels?.() ?? [],
@@ -226,7 +236,7 @@ export class ChannelAgent {
     // A steer that arrived after pi's last check would otherwise wait for the next prompt.
     const undelivered = this.session.pendingMessageCount > 0 ? [...this.session.clearQueue().steering] : [];
     unsubscribe();
-    const outcome = this.outcome(firstNew, thrown);
+    const outcome = this.outcome(answers, thrown);
     return undelivered.length ? { ...outcome, undelivered } : outcome;
   }
 
@@ -242,8 +252,12 @@ export class ChannelAgent {
 
   // Through the sandbox's file access: a MEMORY.md the agent turned into a symlink to another
   // channel's memory must not put that memory into this channel's prompt.
-  private async readMemory(): Promise<{ global: string; channel: string }> {
-    const read = (file: string) => this.opts.sandbox.files.readFile(file).then(String, () => "");
+  private async readMemory(problems: string[]): Promise<{ global: string; channel: string }> {
+    const read = async (file: string) => {
+      const { text, problem } = await readMemoryFile(this.opts.sandbox.files, file);
+      if (problem) problems.push(problem);
+      return text;
+    };
     return { global: await read(join(this.opts.workspaceDir, "MEMORY.md")), channel: await read(join(this.opts.store.dir, "MEMORY.md")) };
   }
 
@@ -280,8 +294,7 @@ export class ChannelAgent {
     this.session.dispose();
   }
 
-  private outcome(firstNew: number, thrown: Error | undefined): RunOutcome {
-    const assistants = this.session.messages.slice(firstNew).filter((m): m is AssistantMessage => (m as { role: string }).role === "assistant");
+  private outcome(assistants: AssistantMessage[], thrown: Error | undefined): RunOutcome {
     const usage = assistants.reduce((acc, m) => addUsage(acc, m.usage ?? ZERO_USAGE), ZERO_USAGE);
     const last = assistants.at(-1);
     const finalText = (last?.content ?? [])

@@ -40,8 +40,22 @@ export const MAX_COOLDOWN_WAIT_MS = 20_000;
 export const STOPPED_BEFORE_CALL = "stopped by mom before calling the model";
 const MAX_ATTEMPTS = 12;
 
+// pi hands every call a fresh tools array, but the tools in it are the session's own objects:
+// measuring each once saves stringifying the whole list (schemas and all) on every call.
+const toolChars = new WeakMap<object, number>();
+function toolsLength(tools: Context["tools"]): number {
+  if (!tools?.length) return 2;
+  let n = 1 + tools.length; // brackets and commas of JSON.stringify(tools)
+  for (const t of tools) {
+    let len = toolChars.get(t);
+    if (len === undefined) toolChars.set(t, (len = JSON.stringify(t).length));
+    n += len;
+  }
+  return n;
+}
+
 export function estimateCall(model: Model<Api>, context: Context): CallEstimate {
-  const chars = (context.systemPrompt?.length ?? 0) + JSON.stringify(context.tools ?? []).length;
+  const chars = (context.systemPrompt?.length ?? 0) + toolsLength(context.tools);
   const inputTokens = Math.ceil(chars / 4) + context.messages.reduce((n, m) => n + estimateTokens(m as Parameters<typeof estimateTokens>[0]), 0);
   const outputTokens = Math.min(ESTIMATE_OUTPUT_TOKENS, model.maxTokens || ESTIMATE_OUTPUT_TOKENS);
   const usd = (inputTokens * model.cost.input + outputTokens * model.cost.output) / 1_000_000;
@@ -109,13 +123,13 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
       out.push({ type: "error", reason: aborted ? "aborted" : "error", error: message });
       out.end(message);
     };
-    const call = async (apiKey: string | undefined) => {
+    const call = async (apiKey: string | undefined, tag: Record<string, string>) => {
       // One attempt per credential: the SDK's own retries would hit a refused key again.
-      if (apiKey === undefined) return base(model, context, { ...options, maxRetries: 0 });
+      if (apiKey === undefined) return base(model, context, { ...options, maxRetries: 0, headers: { ...options?.headers, ...tag } });
       const auth = await registry.getApiKeyAndHeaders(model);
       let headers = auth.ok ? auth.headers : model.headers;
       if (auth.ok && auth.apiKey && headers?.Authorization === `Bearer ${auth.apiKey}`) headers = { ...headers, Authorization: `Bearer ${apiKey}` };
-      return streamSimple(model, context, { ...options, apiKey, maxRetries: 0, ...((headers || options?.headers) && { headers: { ...headers, ...options?.headers } }) });
+      return streamSimple(model, context, { ...options, apiKey, maxRetries: 0, headers: { ...headers, ...options?.headers, ...tag } });
     };
     void (async () => {
       const reason = await access.admit(estimateCall(model, context), model);
@@ -129,9 +143,17 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
           continue;
         }
         const seen: ProbedResponse[] = [];
-        const inner = await probeResponses(seen, () => call(pick.apiKey));
-        const events = inner[Symbol.asyncIterator]();
-        const first = await events.next();
+        const probe = probeResponses(seen, (tag) => call(pick.apiKey, tag));
+        let inner: Awaited<typeof probe.result>;
+        let first: IteratorResult<AssistantMessageEvent>;
+        let events: AsyncIterator<AssistantMessageEvent>;
+        try {
+          inner = await probe.result;
+          events = inner[Symbol.asyncIterator]();
+          first = await events.next();
+        } finally {
+          probe.release();
+        }
         const failed = first.done ? undefined : (first.value as AssistantMessageEvent);
         if (failed?.type === "error" && failed.reason === "error" && attempt < MAX_ATTEMPTS) {
           const last = seen.at(-1);

@@ -1,4 +1,4 @@
-import type { Api, Model } from "@mariozechner/pi-ai";
+import { type Api, getApiProviders, type Model } from "@mariozechner/pi-ai";
 import { AuthStorage, ModelRegistry } from "@mariozechner/pi-coding-agent";
 import { existsSync } from "node:fs";
 
@@ -37,6 +37,12 @@ export function resolveModel(provider: string, modelId: string, paths: ModelPath
   const modelRegistry = ModelRegistry.create(authStorage, paths.modelsFile);
   const loadError = modelRegistry.getError();
   if (loadError) throw new ModelSetupError(`${paths.modelsFile}: ${loadError}`);
+  // pi accepts any api name in models.json and fails only when the model is called: every message.
+  const known = new Set(getApiProviders().map((p) => p.api));
+  const bad = modelRegistry.getAll().find((m) => !known.has(m.api));
+  if (bad) {
+    throw new ModelSetupError(`${paths.modelsFile}: providers.${bad.provider} (model "${bad.id}"): unknown "api": "${bad.api}"; known apis: ${[...known].join(", ")}`);
+  }
   const model = modelRegistry.find(provider, modelId);
   if (!model) {
     const known = [...new Set(modelRegistry.getAll().filter((m) => m.provider === provider).map((m) => m.id))];

@@ -97,7 +97,7 @@ describe("ProfilesSource", () => {
     const dir = mkdtempSync(join(tmpdir(), "mom-profiles-"));
     const file = join(dir, "auth-profiles.json");
     const errors: string[] = [];
-    const source = new ProfilesSource(file, (e) => errors.push(e.message));
+    const source = new ProfilesSource(file, (e) => errors.push(e.message), 0);
     expect(source.profiles()).toEqual([]);
     saveAuthProfiles(file, { profiles: [profile("a")] });
     expect(source.profiles().map((p) => p.id)).toEqual(["a"]);

@@ -8,16 +8,22 @@ import { statSync } from "node:fs";
 export class ProfilesSource {
   private stamp = "";
   private current: AuthProfile[] = [];
+  private checkedAt = 0;
 
   constructor(
     private readonly file: string,
     private readonly onError: (err: Error) => void = () => {},
+    /** Every model call asks; the file is looked at again at most this often. */
+    private readonly recheckMs = 1000,
   ) {
     this.current = loadAuthProfiles(file).profiles;
     this.stamp = this.stampOf();
   }
 
   profiles(): AuthProfile[] {
+    const now = Date.now();
+    if (now - this.checkedAt < this.recheckMs) return this.current;
+    this.checkedAt = now;
     const stamp = this.stampOf();
     if (stamp !== this.stamp) {
       this.stamp = stamp;
@@ -31,11 +37,12 @@ export class ProfilesSource {
   }
 
   private stampOf(): string {
+    // Asked before every model call: a missing file must not cost a thrown error each time.
     try {
-      const s = statSync(this.file);
-      return `${s.mtimeMs}:${s.size}:${s.ino}`;
+      const s = statSync(this.file, { throwIfNoEntry: false });
+      return s ? `${s.mtimeMs}:${s.size}:${s.ino}` : "absent";
     } catch {
-      return "absent";
+      return "unreadable";
     }
   }
 }

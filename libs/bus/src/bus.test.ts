@@ -59,6 +59,31 @@ describe("provision", () => {
     expect(config.max_bytes).toBe(10_000_000);
   });
 
+  it("gives each stream its own max age and byte limit where set, the shared ones elsewhere", async () => {
+    const bus = await buses.open({ streams: { maxAgeMs: 3_600_000, maxBytes: 5_000_000, byStream: { RECEIPTS: { maxAgeMs: 7_200_000 }, OUT: { maxBytes: 1_000_000 } } } });
+    await bus.provision();
+    const limits = async (key: "IN" | "OUT" | "RECEIPTS") => {
+      const { config } = await bus.jsm.streams.info(bus.subjects.stream(key));
+      return [config.max_age, config.max_bytes];
+    };
+    expect(await limits("IN")).toEqual([nanos(3_600_000), 5_000_000]);
+    expect(await limits("RECEIPTS")).toEqual([nanos(7_200_000), 5_000_000]);
+    expect(await limits("OUT")).toEqual([nanos(3_600_000), 1_000_000]);
+    expect(await bus.streamSummary("OUT")).toEqual({ maxAgeMs: 3_600_000, maxBytes: 1_000_000, messages: 0, bytes: 0 });
+  });
+
+  it("drops the oldest messages once a stream is over its byte limit", async () => {
+    const bus = await buses.open({ streams: { byStream: { CTL: { maxBytes: 4096 } } } });
+    await bus.provision();
+    const subject = bus.subjects.channel("ctl", { adapter: "cli", channelId: "local" });
+    for (let i = 0; i < 40; i++) await bus.publish(subject, { i, pad: "x".repeat(200) }, `m${i}`);
+    const summary = (await bus.streamSummary("CTL"))!;
+    expect(summary.bytes).toBeLessThanOrEqual(4096);
+    expect(summary.messages).toBeLessThan(40);
+    expect(summary.firstTs).toEqual(expect.any(String));
+    expect((await bus.lastMessage("CTL", subject))?.data).toMatchObject({ i: 39 });
+  });
+
   it("clamps the duplicate window to max age", async () => {
     const bus = await buses.open({ streams: { maxAgeMs: 10_000, duplicateWindowMs: 60_000 } });
     await bus.provision();

@@ -1,6 +1,7 @@
 import { createSubjects, type Subjects } from "@mom/contracts";
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type JetStreamPublishOptions, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { type NatsConnection, nuid } from "@nats-io/nats-core";
+import { headers, type NatsConnection, nuid } from "@nats-io/nats-core";
+import { metrics } from "@mom/observability";
 import { type Logger, pino } from "pino";
 import type { TSchema } from "typebox";
 import { type ObjectStore, Objm } from "@nats-io/obj";
@@ -21,6 +22,16 @@ export interface PublishResult {
   duplicate: boolean;
 }
 
+export interface StreamSummary {
+  maxAgeMs: number;
+  /** -1: no size limit. */
+  maxBytes: number;
+  messages: number;
+  bytes: number;
+  /** Time of the oldest message kept (ISO), when there is one. */
+  firstTs?: string;
+}
+
 export interface PublishOptions {
   /**
    * Keep retrying a failed publish (timeout, no responders, connection down) for this long, with the
@@ -31,6 +42,8 @@ export interface PublishOptions {
   timeoutMs?: number;
   /** Stops retrying (the publish rejects) once aborted: the publisher no longer has the right to speak. */
   signal?: AbortSignal;
+  /** W3C trace context, sent as the `traceparent` header (docs/observability.md). */
+  traceparent?: string;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -64,8 +77,9 @@ export class Bus implements FileSource {
   readonly filesBucket: string;
   private files?: Promise<ObjectStore>;
   readonly logger: Logger;
-  private readonly consumptions = new Set<Consumption>();
+  private readonly consumptions = new Set<Consumption & { readonly bound: boolean; readonly name: string }>();
   private drainPromise?: Promise<void>;
+  private disconnected = false;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -77,6 +91,28 @@ export class Bus implements FileSource {
     this.subjects = createSubjects(opts.namespace ?? "mom");
     this.filesBucket = filesBucketName(this.subjects.namespace);
     this.logger = logger;
+    void this.watchConnection();
+  }
+
+  /** Why this bus cannot serve now (disconnected, a consumer not bound), or undefined: what /readyz reports. */
+  readinessProblem(): string | undefined {
+    if (this.nc.isClosed()) return "NATS connection closed";
+    if (this.disconnected) return "NATS disconnected; reconnecting";
+    for (const c of this.consumptions) {
+      if (!c.bound) return `consumer ${c.name} not bound; retrying`;
+    }
+    return undefined;
+  }
+
+  private async watchConnection(): Promise<void> {
+    try {
+      for await (const s of this.nc.status()) {
+        if (s.type === "disconnect") this.disconnected = true;
+        else if (s.type === "reconnect") this.disconnected = false;
+      }
+    } catch {
+      // connection closed
+    }
   }
 
   /** Connects (failing fast with an error naming the URL); reconnects forever once connected. */
@@ -160,6 +196,11 @@ export class Bus implements FileSource {
     if (json === undefined) throw new Error(`publish to ${subject}: payload is not JSON-serialisable`);
     const pubOpts: Partial<JetStreamPublishOptions> = { msgID: msgId };
     if (opts.timeoutMs) pubOpts.timeout = opts.timeoutMs;
+    if (opts.traceparent) {
+      const h = headers();
+      h.set("traceparent", opts.traceparent);
+      pubOpts.headers = h;
+    }
     const deadline = Date.now() + (opts.retryForMs ?? 0);
     for (let attempt = 1; ; attempt++) {
       if (opts.signal?.aborted) throw new Error(`publish to ${subject} (msgId ${msgId}) cancelled`);
@@ -236,6 +277,23 @@ export class Bus implements FileSource {
     return { lastSeq: info.state.last_seq, created: info.created };
   }
 
+  /** A stream's retention limits and what it holds now; undefined when it does not exist (yet). */
+  async streamSummary(stream: StreamKey): Promise<StreamSummary | undefined> {
+    try {
+      const { config, state } = await this.jsm.streams.info(this.subjects.stream(stream));
+      return {
+        maxAgeMs: config.max_age / 1_000_000,
+        maxBytes: config.max_bytes,
+        messages: state.messages,
+        bytes: state.bytes,
+        ...(state.messages > 0 && state.first_ts && { firstTs: state.first_ts }),
+      };
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return undefined;
+      throw err;
+    }
+  }
+
   /** The stream sequence below which a durable has acknowledged everything (0 when it does not exist). */
   async ackFloor(stream: StreamKey, durable: string): Promise<number> {
     try {
@@ -269,7 +327,7 @@ export class Bus implements FileSource {
         drainTimeoutMs: this.drainTimeoutMs,
         deadLetter: (stage, input, dedupeId) => this.publishDeadLetter(stage, input, dedupeId),
         provision: () => this.provision(),
-        onStopped: (x) => this.consumptions.delete(x),
+        onStopped: () => this.consumptions.delete(c),
       },
       opts,
     );
@@ -312,7 +370,8 @@ export class Bus implements FileSource {
   private async publishDeadLetter(stage: string, input: DeadLetterInput, dedupeId?: string): Promise<void> {
     const dlqSubject = this.subjects.dlq(stage);
     const id = dedupeId ?? (input.msgId ? `${input.subject}:${input.msgId}` : nuid.next());
-    const { seq } = await this.publish(dlqSubject, buildDeadLetter(stage, input), `dlq:${stage}:${id}`);
+    const { seq, duplicate } = await this.publish(dlqSubject, buildDeadLetter(stage, input), `dlq:${stage}:${id}`);
+    if (!duplicate) metrics.deadLetters.inc({ stage });
     this.logger.warn(
       { stage, subject: input.subject, msgId: input.msgId, reason: input.reason, dlqSubject, dlqSeq: seq },
       `dead-lettered: ${input.reason}`,

@@ -30,6 +30,8 @@ export interface Delivery<T> {
   data: T;
   /** The publisher's Nats-Msg-Id, when it set one. */
   msgId?: string;
+  /** The publisher's W3C trace context (`traceparent` header), when it sent one. */
+  traceparent?: string;
   streamSeq: number;
   /** 1 on the first delivery. */
   deliveryCount: number;
@@ -41,4 +43,13 @@ export interface Delivery<T> {
 export interface Consumption {
   /** Stops pulling, then waits for in-flight handlers (up to the bus drain timeout). Idempotent. */
   stop(): Promise<void>;
+}
+
+/**
+ * Thrown by a handler for input that is well-formed but must not be handled (an adapter that is not
+ * configured, a payload that contradicts its subject): the message is dead-lettered with this
+ * message as the reason and acked at once, never retried.
+ */
+export class RejectedInput extends Error {
+  override name = "RejectedInput";
 }

@@ -82,6 +82,7 @@ export class PullConsumption<S extends TSchema> implements Consumption {
     this.log = deps.logger.child({ stage: opts.stage, stream: this.spec.stream, durable: opts.durable });
     this.ctx = {
       stream: this.spec.stream,
+      durable: opts.durable,
       validator: validator(opts.schema),
       handler: opts.handler,
       maxDeliver: this.spec.maxDeliver,
@@ -89,6 +90,15 @@ export class PullConsumption<S extends TSchema> implements Consumption {
       logger: this.log,
       deadLetter: (input, dedupeId) => deps.deadLetter(opts.stage, input, dedupeId),
     };
+  }
+
+  /** The durable exists and is being pulled from (false while a pull failure is being retried). */
+  get bound(): boolean {
+    return this.consumer !== undefined && !this.stopping;
+  }
+
+  get name(): string {
+    return `${this.spec.stream}/${this.spec.durable}`;
   }
 
   /** Creates/updates the durable (errors surface to the caller), then starts pulling in the background. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { DeadLetter, validator } from "@mom/contracts";
-import { buildDeadLetter } from "./dead-letter.js";
+import { buildDeadLetter, DEAD_LETTER_HEAD_BYTES } from "./dead-letter.js";
 import { retryDelayMs } from "./process-message.js";
 
 const check = validator(DeadLetter);
@@ -16,6 +16,7 @@ describe("buildDeadLetter", () => {
       reason: "bad",
       payload: "héllo ✓",
       payloadEncoding: "utf8",
+      payloadBytes: 10,
       msgId: "m1",
       rejectedAt: "2025-01-02T03:04:05.000Z",
     });
@@ -33,6 +34,22 @@ describe("buildDeadLetter", () => {
 
   it("takes string data as UTF-8 text", () => {
     expect(buildDeadLetter("x", { subject: "s", data: "{oops", reason: "r" }, now)).toMatchObject({ payload: "{oops", payloadEncoding: "utf8" });
+  });
+
+  it("keeps only the head of a payload too big to copy, cut at a character boundary, with its size", () => {
+    const text = `{"text":"${"é".repeat(DEAD_LETTER_HEAD_BYTES)}"}`;
+    const letter = buildDeadLetter("x", { subject: "s", data: new TextEncoder().encode(text), reason: "r" }, now);
+    expect(letter).toMatchObject({ payloadEncoding: "utf8", payloadBytes: Buffer.byteLength(text), payloadTruncated: true });
+    expect(Buffer.byteLength(letter.payload)).toBeLessThanOrEqual(DEAD_LETTER_HEAD_BYTES);
+    expect(text.startsWith(letter.payload)).toBe(true);
+    expect(check.check(letter).ok).toBe(true);
+  });
+
+  it("keeps a base64 head of big binary input", () => {
+    const bytes = new Uint8Array(DEAD_LETTER_HEAD_BYTES * 2).fill(0xff);
+    const letter = buildDeadLetter("x", { subject: "s", data: bytes, reason: "r" }, now);
+    expect(letter).toMatchObject({ payloadEncoding: "base64", payloadBytes: bytes.length, payloadTruncated: true });
+    expect(Buffer.from(letter.payload, "base64")).toHaveLength(DEAD_LETTER_HEAD_BYTES);
   });
 });
 

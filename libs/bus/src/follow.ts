@@ -3,7 +3,7 @@ import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStr
 import type { Logger } from "pino";
 import type { Static, TSchema } from "typebox";
 import type { Delivery } from "./consume-types.js";
-import { msgIdOf } from "./process-message.js";
+import { msgIdOf, traceparentOf } from "./process-message.js";
 
 export interface FollowOptions<S extends TSchema> {
   stream: string;
@@ -53,6 +53,7 @@ export function follow<S extends TSchema>(
       subject: msg.subject,
       data: parsed.value,
       msgId: msgIdOf(msg),
+      traceparent: traceparentOf(msg),
       streamSeq: msg.seq,
       deliveryCount: 1,
       redelivered: false,

@@ -1,9 +1,9 @@
-export { Bus, noJetStreamMessage, type PublishOptions, type PublishResult } from "./bus.js";
-export type { BusOptions, StreamSettings } from "./options.js";
-export { DEFAULT_STREAM_SETTINGS, DEFAULT_DRAIN_TIMEOUT_MS } from "./options.js";
-export type { ConsumeOptions, Delivery, Consumption } from "./consume-types.js";
+export { Bus, noJetStreamMessage, type PublishOptions, type PublishResult, type StreamSummary } from "./bus.js";
+export type { BusOptions, StreamRetention, StreamSettings } from "./options.js";
+export { DEFAULT_STREAM_SETTINGS, DEFAULT_DRAIN_TIMEOUT_MS, streamRetention } from "./options.js";
+export { type ConsumeOptions, type Delivery, type Consumption, RejectedInput } from "./consume-types.js";
 export { buildDeadLetter, type DeadLetterInput } from "./dead-letter.js";
-export { streamConfigs } from "./provision.js";
+export { STREAM_TOKENS, streamConfigs } from "./provision.js";
 export {
   type FileInfo,
   type FileSource,
@@ -20,4 +20,5 @@ export type { FollowOptions, Following } from "./follow.js";
 export type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
 export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv } from "./json-kv.js";
 export { type RecordStream, type RecordStreamOptions, type StreamRecord, openRecordStream } from "./record-stream.js";
+export { serviceReadiness } from "./service-readiness.js";
 export { type RangeStart, type RawMessage, type Watching, readRange, watchNew } from "./read-range.js";

@@ -1,4 +1,11 @@
+import type { StreamKey } from "@mom/contracts";
 import type { Logger } from "pino";
+
+/** Retention of one stream, overriding the shared maxAgeMs / maxBytes. */
+export interface StreamRetention {
+  maxAgeMs?: number;
+  maxBytes?: number;
+}
 
 /** Limits applied to every mom stream; `provision()` creates or updates the streams to match. */
 export interface StreamSettings {
@@ -10,6 +17,8 @@ export interface StreamSettings {
   maxBytes?: number;
   /** Stream replicas (default 1; use 3 on a clustered NATS). */
   replicas?: number;
+  /** Per-stream retention (e.g. receipts kept longer than chat traffic); unset fields use the shared ones. */
+  byStream?: Partial<Record<StreamKey, StreamRetention>>;
 }
 
 export interface BusOptions {
@@ -32,6 +41,14 @@ export const DEFAULT_STREAM_SETTINGS: Required<StreamSettings> = {
   duplicateWindowMs: 2 * 60 * 1000,
   maxBytes: -1,
   replicas: 1,
+  byStream: {},
 };
+
+/** The max age and byte limit a stream gets from these settings (-1 bytes: unlimited). */
+export function streamRetention(settings: StreamSettings | undefined, key: StreamKey): Required<StreamRetention> {
+  const s = { ...DEFAULT_STREAM_SETTINGS, ...settings };
+  const own = s.byStream[key];
+  return { maxAgeMs: own?.maxAgeMs ?? s.maxAgeMs, maxBytes: own?.maxBytes ?? s.maxBytes };
+}
 
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;

@@ -1,12 +1,14 @@
 import { parsePayload, type Subjects, type Validator } from "@mom/contracts";
 import type { JsMsg } from "@nats-io/jetstream";
+import { metrics } from "@mom/observability";
 import type { Logger } from "pino";
 import type { Static, TSchema } from "typebox";
-import type { Delivery } from "./consume-types.js";
+import { type Delivery, RejectedInput } from "./consume-types.js";
 import type { DeadLetterInput } from "./dead-letter.js";
 
 export interface ProcessContext<S extends TSchema> {
   stream: string;
+  durable: string;
   validator: Validator<S>;
   handler: (d: Delivery<Static<S>>) => Promise<void>;
   maxDeliver: number;
@@ -19,6 +21,11 @@ export interface ProcessContext<S extends TSchema> {
 
 export function msgIdOf(msg: JsMsg): string | undefined {
   return msg.headers?.get("Nats-Msg-Id") || undefined;
+}
+
+/** The W3C trace context its publisher sent, if any. */
+export function traceparentOf(msg: JsMsg): string | undefined {
+  return msg.headers?.get("traceparent") || undefined;
 }
 
 /** Redelivery delay after a failed handler: 250 ms per delivery so far, at most 10 s. */
@@ -38,6 +45,7 @@ function errorMessage(err: unknown): string {
 export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, msg: JsMsg): Promise<void> {
   const msgId = msgIdOf(msg);
   const deliveryCount = msg.info.deliveryCount;
+  if (deliveryCount > 1) metrics.redeliveries.inc({ stream: ctx.stream, consumer: ctx.durable });
   const log = ctx.logger.child({ subject: msg.subject, msgId, streamSeq: msg.seq, deliveryCount });
   const lastTry = ctx.maxDeliver > 0 && deliveryCount >= ctx.maxDeliver;
   const dedupeId = msgId ? `${ctx.stream}:${msg.seq}:${msgId}` : `${ctx.stream}:${msg.seq}`;
@@ -58,21 +66,24 @@ export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, 
     }
   };
 
-  const parsed = parsePayload(ctx.validator, msg.data);
-  if (!parsed.ok) {
-    if (await deadLetter(parsed.reason)) return settle("ack", () => msg.ack());
+  const reject = async (reason: string): Promise<void> => {
+    if (await deadLetter(reason)) return settle("ack", () => msg.ack());
     if (lastTry) {
-      log.error({ reason: parsed.reason }, "invalid message dropped: dead letter failed on the last delivery");
+      log.error({ reason }, "invalid message dropped: dead letter failed on the last delivery");
       return settle("term", () => msg.term());
     }
     return settle("nak", () => msg.nak(retryDelayMs(deliveryCount)));
-  }
+  };
+
+  const parsed = parsePayload(ctx.validator, msg.data);
+  if (!parsed.ok) return reject(parsed.reason);
 
   const parsedSubject = ctx.subjects.parse(msg.subject);
   const delivery: Delivery<Static<S>> = {
     subject: msg.subject,
     data: parsed.value,
     msgId,
+    traceparent: traceparentOf(msg),
     streamSeq: msg.seq,
     deliveryCount,
     redelivered: msg.redelivered,
@@ -81,6 +92,7 @@ export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, 
   try {
     await ctx.handler(delivery);
   } catch (err) {
+    if (err instanceof RejectedInput) return reject(err.message);
     if (!lastTry) {
       const retryInMs = retryDelayMs(deliveryCount);
       log.warn({ err, retryInMs }, `handler failed: ${errorMessage(err)}`);

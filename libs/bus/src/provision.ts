@@ -11,7 +11,7 @@ import {
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/nats-core";
 import type { Logger } from "pino";
-import { DEFAULT_STREAM_SETTINGS, type StreamSettings } from "./options.js";
+import { DEFAULT_STREAM_SETTINGS, type StreamSettings, streamRetention } from "./options.js";
 
 /** Stream key -> the subject token its wildcard covers. */
 export const STREAM_TOKENS: Record<StreamKey, string> = {
@@ -24,21 +24,20 @@ export const STREAM_TOKENS: Record<StreamKey, string> = {
 
 export function streamConfigs(subjects: Subjects, settings: StreamSettings = {}): StreamConfig[] {
   const s = { ...DEFAULT_STREAM_SETTINGS, ...settings };
-  const duplicateWindowMs = Math.min(s.duplicateWindowMs, s.maxAgeMs);
-  return (Object.keys(STREAM_TOKENS) as StreamKey[]).map(
-    (key) =>
-      ({
-        name: subjects.stream(key),
-        subjects: [`${subjects.namespace}.${STREAM_TOKENS[key]}.>`],
-        storage: StorageType.File,
-        retention: RetentionPolicy.Limits,
-        discard: DiscardPolicy.Old,
-        max_age: nanos(s.maxAgeMs),
-        duplicate_window: nanos(duplicateWindowMs),
-        max_bytes: s.maxBytes,
-        num_replicas: s.replicas,
-      }) as StreamConfig,
-  );
+  return (Object.keys(STREAM_TOKENS) as StreamKey[]).map((key) => {
+    const { maxAgeMs, maxBytes } = streamRetention(settings, key);
+    return {
+      name: subjects.stream(key),
+      subjects: [`${subjects.namespace}.${STREAM_TOKENS[key]}.>`],
+      storage: StorageType.File,
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      max_age: nanos(maxAgeMs),
+      duplicate_window: nanos(Math.min(s.duplicateWindowMs, maxAgeMs)),
+      max_bytes: maxBytes,
+      num_replicas: s.replicas,
+    } as StreamConfig;
+  });
 }
 
 /** JetStream API error: "stream name already in use with a different configuration". */

@@ -17,6 +17,7 @@ export function defaultConfig(): MomConfig {
     auth: { order: {} },
     limits: {},
     log: { level: "info" },
+    observability: {},
   };
 }
 
@@ -41,5 +42,6 @@ export function withDefaults(file: MomConfigFile): MomConfig {
     auth: { ...d.auth, ...file.auth },
     limits: file.limits ?? d.limits,
     log: { ...d.log, ...file.log },
+    observability: { ...d.observability, ...file.observability },
   };
 }

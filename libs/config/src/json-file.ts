@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { lstatSync, readFileSync, readlinkSync } from "node:fs";
 import type { TSchema } from "typebox";
 import { Compile } from "typebox/compile";
 import { ConfigError } from "./config-error.js";
@@ -14,7 +14,12 @@ export function readJsonFile(file: string, shown: string, check: (raw: unknown) 
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+      // A symlink to nothing is a file the operator meant to be there: starting on defaults would hide it.
+      const target = danglingTarget(file);
+      if (target === undefined) return undefined;
+      throw new ConfigError(shown, [{ path: "", message: `is a symlink to ${target}, which does not exist` }]);
+    }
     throw new ConfigError(shown, [{ path: "", message: `cannot read: ${(err as Error).message}` }]);
   }
   // Editors on Windows like to save a byte-order mark; it is not a syntax error worth a stop.
@@ -43,4 +48,13 @@ export function schemaChecker(schema: TSchema): (raw: unknown) => Issue[] {
     // Our explainer missed a keyword; TypeBox's own wording is still better than nothing.
     return [...compiled.Errors(raw)].map((e) => ({ path: e.instancePath || "/", message: e.message }));
   };
+}
+
+/** Where a symlink at `file` points, when it is one; undefined when nothing is at `file`. */
+function danglingTarget(file: string): string | undefined {
+  try {
+    return lstatSync(file).isSymbolicLink() ? readlinkSync(file) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it, beforeEach, afterEach } from "@jest/globals";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, defaultConfig, loadConfig, unsetEnvRefs } from "./index.js";
@@ -65,6 +65,7 @@ describe("loadConfig", () => {
       auth: { order: {} },
       limits: {},
       log: { level: "debug" },
+      observability: { httpPort: 9090 },
     };
     writeFileSync(file, JSON.stringify(full, null, 2));
     expect(loadConfig(dataDir, {}).config).toEqual(full);
@@ -76,6 +77,19 @@ describe("loadConfig", () => {
     expect(config.nats).toEqual({ url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 1, duplicateWindowSeconds: 120, replicas: 1 } });
     expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30, leaseSeconds: 15, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90 });
     expect(config.adapters).toEqual({ term: { type: "cli" } });
+  });
+
+  it("takes stream retention per stream and refuses a stream that does not exist", () => {
+    writeFileSync(file, JSON.stringify({ nats: { streams: { maxBytes: 1_000_000, byStream: { receipts: { maxAgeHours: 2160 }, out: { maxBytes: 500_000 } } } } }));
+    expect(loadConfig(dataDir, {}).config.nats.streams).toEqual({
+      maxAgeHours: 168,
+      duplicateWindowSeconds: 120,
+      replicas: 1,
+      maxBytes: 1_000_000,
+      byStream: { receipts: { maxAgeHours: 2160 }, out: { maxBytes: 500_000 } },
+    });
+    writeFileSync(file, JSON.stringify({ nats: { streams: { byStream: { inbound: { maxAgeHours: 1 } } } } }));
+    expect(() => loadConfig(dataDir, {})).toThrow(/\/nats\/streams\/byStream/);
   });
 
   it("accepts a byte-order mark", () => {
@@ -166,6 +180,11 @@ describe("ConfigError messages name file, path and expectation", () => {
   it("an unreadable file", () => {
     mkdirSync(file);
     expect(() => loadConfig(dataDir, {})).toThrow(`${file}: cannot read: EISDIR`);
+  });
+
+  it("a symlink to a file that does not exist (never starts on defaults instead)", () => {
+    symlinkSync(join(dataDir, "gone.json"), file);
+    expect(() => loadConfig(dataDir, {})).toThrow(`${file}: is a symlink to ${join(dataDir, "gone.json")}, which does not exist`);
   });
 
   it("a bad NATS url is listed with the schema problems", () => {

@@ -28,11 +28,34 @@ export const LogLevel = Type.Union([
 ]);
 export type LogLevel = Static<typeof LogLevel>;
 
+/** Retention of one stream; what is unset comes from `nats.streams`. */
+export const StreamRetentionConfig = Type.Object(
+  {
+    maxAgeHours: Type.Optional(positiveInt("How long this stream keeps messages")),
+    maxBytes: Type.Optional(positiveInt("Bytes this stream keeps at most (the oldest messages go first)")),
+  },
+  closed,
+);
+export type StreamRetentionConfig = Static<typeof StreamRetentionConfig>;
+
 export const StreamsConfig = Type.Object(
   {
     maxAgeHours: positiveInt("How long JetStream keeps messages"),
+    maxBytes: Type.Optional(positiveInt("Bytes each stream keeps at most (the oldest messages go first); unset: no limit")),
     duplicateWindowSeconds: positiveInt("Window in which a repeated Nats-Msg-Id is dropped"),
     replicas: Type.Integer({ minimum: 1, maximum: 5, description: "JetStream replicas per stream (3 on a 3-node cluster)" }),
+    byStream: Type.Optional(
+      Type.Object(
+        {
+          in: Type.Optional(StreamRetentionConfig),
+          out: Type.Optional(StreamRetentionConfig),
+          ctl: Type.Optional(StreamRetentionConfig),
+          receipts: Type.Optional(StreamRetentionConfig),
+          dlq: Type.Optional(StreamRetentionConfig),
+        },
+        { ...closed, description: "Retention per stream (in, out, ctl, receipts, dlq), overriding maxAgeHours / maxBytes" },
+      ),
+    ),
   },
   closed,
 );
@@ -173,6 +196,16 @@ export const RunnerConfig = Type.Object(
 
 export const LogConfig = Type.Object({ level: LogLevel }, closed);
 
+/** docs/observability.md */
+export const ObservabilityConfig = Type.Object(
+  {
+    httpPort: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 65535, description: "Port of /healthz, /readyz and /metrics (env MOM_HTTP_PORT overrides); unset: no HTTP server" }),
+    ),
+  },
+  closed,
+);
+
 export const AttachmentsConfig = Type.Object(
   {
     maxBytes: positiveInt("Largest file an ingress may hand to mom, and the attach tool may send"),
@@ -305,6 +338,7 @@ export const MomConfig = Type.Object(
     auth: AuthConfig,
     limits: LimitsConfig,
     log: LogConfig,
+    observability: ObservabilityConfig,
   },
   closed,
 );
@@ -322,6 +356,7 @@ export const MomConfigFile = Type.Partial(
     tools: Type.Partial(ToolsConfig, closed),
     auth: Type.Partial(AuthConfig, closed),
     log: Type.Partial(LogConfig, closed),
+    observability: Type.Partial(ObservabilityConfig, closed),
   }),
   closed,
 );

@@ -1,4 +1,5 @@
 import Type, { type Static } from "typebox";
+import { Metadata } from "./metadata.js";
 
 export const Sender = Type.Object(
   {
@@ -40,7 +41,7 @@ export const ChannelMessage = Type.Object(
     isMention: Type.Boolean({ description: "True when mom should answer: a mention, a DM, a terminal line, a scheduled event" }),
     isDirect: Type.Optional(Type.Boolean({ description: "A direct message rather than a shared channel" })),
     replyTo: Type.Optional(Type.String({ description: "Thread or message the answer belongs under" })),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false, $id: "ChannelMessage" },
 );

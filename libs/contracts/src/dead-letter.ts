@@ -8,6 +8,10 @@ export const DeadLetter = Type.Object(
     reason: Type.String(),
     payload: Type.String({ description: "The rejected payload: UTF-8 text, or base64 when payloadEncoding says so" }),
     payloadEncoding: Type.Union([Type.Literal("utf8"), Type.Literal("base64")]),
+    payloadBytes: Type.Optional(Type.Integer({ minimum: 0, description: "Size of the rejected payload in bytes" })),
+    payloadTruncated: Type.Optional(
+      Type.Boolean({ description: "True when `payload` holds only the head of a payload too big to copy whole (see payloadBytes)" }),
+    ),
     msgId: Type.Optional(Type.String()),
     rejectedAt: Type.String({ format: "date-time" }),
   },

@@ -1,5 +1,6 @@
 export * from "./channel-id.js";
 export * from "./subjects.js";
+export * from "./metadata.js";
 export * from "./channel-message.js";
 export * from "./control-message.js";
 export * from "./outbound-event.js";

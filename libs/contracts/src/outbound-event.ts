@@ -140,7 +140,9 @@ export const AuthProfileRotated = Type.Object(
 );
 
 // AgentSessionEvents made JSON-safe: large or cyclic fields are dropped or summarised so that
-// every event fits in one NATS message (see docs/outbound-events.md).
+// every event fits in one NATS message (see docs/outbound-events.md). The runner no longer publishes
+// the structure-only ones (agent/turn start and end, message_start); they stay accepted so streams
+// recorded by older runners still validate.
 export const AgentStart = Type.Object({ type: Type.Literal("agent_start") }, Loose);
 export const AgentEnd = Type.Object({ type: Type.Literal("agent_end") }, Loose);
 export const TurnStart = Type.Object({ type: Type.Literal("turn_start") }, Loose);

@@ -2,6 +2,7 @@
 // DM policy, turn approval clicks into decisions. Platform code only converts.
 import { type Bus, fileObjectName } from "@mom/bus";
 import type { Attachment, ChannelMessage, ChannelRef, ControlMessage } from "@mom/contracts";
+import { endSpan, metrics, SpanKind, startSpan, traceparentOf } from "@mom/observability";
 import { formatSizeOverLimit, guessMimeType } from "@mom/store";
 import type { Logger } from "pino";
 import type { Dialect } from "./dialect.js";
@@ -27,7 +28,17 @@ export function inboundMsgId(adapter: string, message: Pick<ChannelMessage, "cha
  */
 export async function publishInbound(bus: Bus, adapter: string, message: ChannelMessage, o: { log?: Logger; retryForMs?: number } = {}): Promise<{ duplicate: boolean }> {
   const ref = { adapter, channelId: message.channelId };
-  const { duplicate } = await bus.publish(bus.subjects.channel("in", ref), message, inboundMsgId(adapter, message), { retryForMs: o.retryForMs ?? 60_000 });
+  // The trace of a message starts here; its traceparent rides the NATS headers to the runner.
+  const span = startSpan("mom.ingress.receive", { kind: SpanKind.PRODUCER, attributes: { "mom.channel": `${adapter}/${message.channelId}`, "mom.message_id": message.id } });
+  let duplicate: boolean;
+  try {
+    ({ duplicate } = await bus.publish(bus.subjects.channel("in", ref), message, inboundMsgId(adapter, message), { retryForMs: o.retryForMs ?? 60_000, traceparent: traceparentOf(span) }));
+  } catch (err) {
+    endSpan(span, (err as Error).message);
+    throw err;
+  }
+  endSpan(span, undefined, { "mom.duplicate": duplicate });
+  if (!duplicate) metrics.messagesIn.inc({ adapter, source: "ingress" });
   o.log?.debug({ channel: `${adapter}/${message.channelId}`, msgId: message.id, duplicate, isMention: message.isMention }, "message published");
   return { duplicate };
 }

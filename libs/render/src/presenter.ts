@@ -1,4 +1,5 @@
-import type { Bus, Consumption, FileSource } from "@mom/bus";
+import type { Bus, Consumption, Delivery, FileSource } from "@mom/bus";
+import { endSpan, metrics, SpanKind, startSpan } from "@mom/observability";
 import { OutboundEvent } from "@mom/contracts";
 import type { Logger } from "pino";
 import { ChannelQueue } from "./channel-queue.js";
@@ -89,9 +90,15 @@ export class Presenter<S, P = unknown> {
     private readonly opts: PresenterOptions,
   ) {}
 
-  /** Applies one event after the earlier ones of its channel; resolves when it is applied. */
-  handle(channel: string, e: OutboundEvent): Promise<void> {
-    return this.queue.push(channel, () => this.apply(channel, e)).catch((err: unknown) => this.failed(err, channel, e));
+  /** Applies one event after the earlier ones of its channel; resolves when it is applied (false: it failed, and was logged). */
+  handle(channel: string, e: OutboundEvent): Promise<boolean> {
+    return this.queue.push(channel, () => this.apply(channel, e)).then(
+      () => true,
+      (err: unknown) => {
+        this.failed(err, channel, e);
+        return false;
+      },
+    );
   }
 
   get dialect(): Dialect {
@@ -226,6 +233,21 @@ export function drawOutbound(bus: Bus, adapter: string, presenter: Pick<Presente
     schema: OutboundEvent,
     stage: `ingress-${adapter}`,
     maxInFlight: 64,
-    handler: (d) => presenter.handle(d.channel!.channelId, d.data),
+    handler: (d) => observeRendering(adapter, d, () => presenter.handle(d.channel!.channelId, d.data)),
   });
+}
+
+/**
+ * Renders one outbound event with its metrics and, for an answer (a run's end, a busy reply), a
+ * `mom.ingress.render` span under the run's trace (the event's `traceparent`). `render` resolves
+ * false when the platform call failed.
+ */
+export async function observeRendering(adapter: string, d: Delivery<OutboundEvent>, render: () => Promise<boolean | void>): Promise<void> {
+  const ev = d.data.event;
+  const answer = (ev.type === "run_ended" && !ev.silent) || ev.type === "run_rejected";
+  const span = answer ? startSpan("mom.ingress.render", { parent: d.traceparent, kind: SpanKind.CONSUMER, attributes: { "mom.adapter": adapter, "mom.run_id": d.data.runId, "mom.event": ev.type } }) : undefined;
+  const ok = (await render()) !== false;
+  if (!ok) metrics.platformErrors.inc({ adapter });
+  else if (answer) metrics.messagesOut.inc({ adapter });
+  endSpan(span, ok ? undefined : "rendering failed");
 }

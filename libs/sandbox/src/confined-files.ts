@@ -78,6 +78,26 @@ export class ConfinedFiles {
     }
   }
 
+  /** At most the last `n` bytes and the file's size (for files read into a prompt); same rules as readFile. */
+  async readTail(path: string, n: number): Promise<{ data: Buffer; size: number }> {
+    const real = await this.resolveVisible(path);
+    const fh = await this.openChecked(path, real, READ_FLAGS, "ro");
+    try {
+      const { size } = await fh.stat();
+      const from = Math.max(0, size - n);
+      const buf = Buffer.alloc(size - from);
+      let total = 0;
+      while (total < buf.length) {
+        const { bytesRead } = await fh.read(buf, total, buf.length - total, from + total);
+        if (bytesRead === 0) break;
+        total += bytesRead;
+      }
+      return { data: buf.subarray(0, total), size };
+    } finally {
+      await fh.close();
+    }
+  }
+
   async writeFile(path: string, content: string | Uint8Array): Promise<void> {
     const abs = resolve(this.view.channelDir, path);
     let parent: string;

@@ -40,6 +40,14 @@ describe("ChannelStore log", () => {
     expect(await store.readLog()).toEqual({ entries: [entry("m1"), full], skipped: [] });
   });
 
+  it("finds mom's answer to a message in the log's tail, and nothing for an unanswered one", async () => {
+    await store.appendLog(entry("q1"));
+    await store.appendLog(entry("q2"));
+    await store.appendLog(entry("r1:reply", { user: "mom", userName: "mom", isBot: true, runId: "r1", metadata: { triggerId: "q1" } }));
+    expect(await store.findReplyTo("q1")).toMatchObject({ id: "r1:reply", runId: "r1" });
+    expect(await store.findReplyTo("q2")).toBeUndefined();
+  });
+
   it("reads an absent log as empty", async () => {
     expect(await store.readLog()).toEqual({ entries: [], skipped: [] });
   });

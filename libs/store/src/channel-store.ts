@@ -89,9 +89,9 @@ export class ChannelStore {
     });
   }
 
-  /** Entries after a cursor (see log-reader.ts), queued behind pending appends. */
-  readLogSince(cursor: LogCursor | undefined): Promise<{ entries: PlacedEntry[]; rescanned: boolean }> {
-    return this.serialise(() => readLogSince(this.logFile, cursor));
+  /** Entries after a cursor, of at most the last `maxBytes` of the log (see log-reader.ts), queued behind pending appends. */
+  readLogSince(cursor: LogCursor | undefined, maxBytes?: number): Promise<{ entries: PlacedEntry[]; rescanned: boolean; skippedBytes: number }> {
+    return this.serialise(() => readLogSince(this.logFile, cursor, maxBytes));
   }
 
   /** The entries in the log's last MiB: recent messages and people, at a cost that does not grow with history. */
@@ -110,6 +110,11 @@ export class ChannelStore {
       if (!(await this.loggedIds()).has(id)) return undefined;
       return (await readLogTail(this.logFile)).find((p) => p.entry.id === id)?.entry;
     });
+  }
+
+  /** mom's answer to the message `triggerId`, if it is in the log's last MiB. */
+  findReplyTo(triggerId: string): Promise<LogEntry | undefined> {
+    return this.serialise(async () => (await readLogTail(this.logFile)).find((p) => p.entry.isBot && p.entry.metadata?.triggerId === triggerId)?.entry);
   }
 
   /** Appends one receipt to receipts.jsonl (append-only, same torn-line safety as the log). */

@@ -54,7 +54,7 @@ describe("reading log.jsonl from a cursor", () => {
     expect(edited.entries.map((p) => p.entry.id)).toEqual(["y"]);
     // Rotated away (a new, empty file): nothing to sync, and no error.
     writeFileSync(file, "");
-    expect(await readLogSince(file, { lastId: "y", offset: 10 })).toEqual({ entries: [], rescanned: true });
+    expect(await readLogSince(file, { lastId: "y", offset: 10 })).toEqual({ entries: [], rescanned: true, skippedBytes: 0 });
   });
 
   it("a store opened after a restart continues from the cursor without reading the history", async () => {
@@ -68,6 +68,21 @@ describe("reading log.jsonl from a cursor", () => {
     expect(await after.appendLog(entry("m49"))).toBe(false);
     expect(await after.appendLog(entry("m50"))).toBe(true);
     expect(await after.readLogSince(cursor)).toMatchObject({ rescanned: false, entries: [{ entry: { id: "m50" } }] });
+  });
+
+  it("reads at most the last maxBytes after a cursor (or of a log never synced), saying how much it left unread", async () => {
+    const file = logFile(...Array.from({ length: 2000 }, (_, i) => `n${i}`));
+    const size = readFileSync(file).length;
+    const never = await readLogSince(file, undefined, 4096);
+    expect(never.entries.at(-1)!.entry.id).toBe("n1999");
+    expect(never.entries.length).toBeLessThan(100);
+    expect(never.skippedBytes).toBe(size - (size - never.entries[0]!.end) - line(never.entries[0]!.entry).length);
+    const first = (await readLogSince(file, undefined)).entries[99]!;
+    const after = await readLogSince(file, { lastId: "n99", offset: first.end }, 4096);
+    expect(after).toMatchObject({ rescanned: false });
+    expect(after.entries.at(-1)!.entry.id).toBe("n1999");
+    expect(after.skippedBytes).toBe(never.skippedBytes - first.end);
+    expect(await readLogSince(file, { lastId: "n1990", offset: 3 }, 4096)).toMatchObject({ rescanned: true, skippedBytes: 0, entries: expect.arrayContaining([expect.objectContaining({ entry: expect.objectContaining({ id: "n1999" }) })]) });
   });
 
   it("the tail holds the recent entries only", async () => {

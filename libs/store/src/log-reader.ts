@@ -90,18 +90,40 @@ async function cursorHolds(file: string, cursor: LogCursor, size: number): Promi
 }
 
 /**
- * The entries after a cursor, reading only the bytes after it. When the cursor no longer fits
- * (someone truncated, rotated or edited the log), the whole file is read once and the entries
- * after `lastId` are returned — all of them when `lastId` is gone too.
+ * The entries after a cursor, reading only the bytes after it, and of those at most the last
+ * `maxBytes` (a history never synced, or synced long ago, can be hundreds of MB: reading it whole
+ * would block the event loop and fill the heap). `skippedBytes` counts the bytes after the
+ * cursor left unread. When the cursor no longer fits (someone truncated, rotated or edited the
+ * log), `lastId` is looked for in the last `maxBytes` of the file and the entries after it are
+ * returned — the whole window when it is not there.
  */
-export async function readLogSince(file: string, cursor: LogCursor | undefined): Promise<{ entries: PlacedEntry[]; rescanned: boolean }> {
+export async function readLogSince(
+  file: string,
+  cursor: LogCursor | undefined,
+  maxBytes = Number.POSITIVE_INFINITY,
+): Promise<{ entries: PlacedEntry[]; rescanned: boolean; skippedBytes: number }> {
   const size = await fileSize(file);
   if (cursor?.offset !== undefined && (await cursorHolds(file, cursor, size))) {
-    return { entries: placed(await readRange(file, cursor.offset, size), cursor.offset), rescanned: false };
+    const { entries, base } = await readWindow(file, cursor.offset, size, maxBytes);
+    return { entries, rescanned: false, skippedBytes: base - cursor.offset };
   }
-  const all = placed(await readRange(file, 0, size), 0);
+  const { entries: all, base } = await readWindow(file, 0, size, maxBytes);
   const at = cursor ? all.findIndex((p) => p.entry.id === cursor.lastId) : -1;
-  return { entries: all.slice(at + 1), rescanned: cursor !== undefined };
+  return { entries: all.slice(at + 1), rescanned: cursor !== undefined, skippedBytes: at === -1 ? base : 0 };
+}
+
+/** The entries between `start` and `end`, of at most the last `maxBytes` (a partial first line dropped); `base` is where reading began. */
+async function readWindow(file: string, start: number, end: number, maxBytes: number): Promise<{ entries: PlacedEntry[]; base: number }> {
+  const from = Math.max(start, end - maxBytes);
+  let buf = await readRange(file, from, end);
+  let base = from;
+  if (from > start) {
+    const nl = buf.indexOf(0x0a);
+    if (nl === -1) return { entries: [], base: end };
+    buf = buf.subarray(nl + 1);
+    base += nl + 1;
+  }
+  return { entries: placed(buf, base), base };
 }
 
 /** The entries in the last `bytes` of the log (the first, partial line dropped). */

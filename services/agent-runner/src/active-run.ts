@@ -8,6 +8,8 @@ export interface RunInProgress {
   publisher: RunPublisher;
   /** This run's tool receipts so far (the gate appends them). */
   receipts: Receipt[];
+  /** Who stopped the run (`@user`), once someone has. */
+  cancelledBy?: string;
 }
 
 /**

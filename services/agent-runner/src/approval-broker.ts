@@ -16,7 +16,7 @@ export interface PendingApproval {
 
 export type ApprovalOutcome =
   | { approved: true; by: string }
-  | { approved: false; by?: string; reason: string };
+  | { approved: false; by?: string; reason: string; /** Nobody decided in time (not a refusal). */ expired?: true };
 
 export type DecideResult = { status: "resolved"; outcome: ApprovalOutcome } | { status: "refused"; pending: PendingApproval } | { status: "unknown" };
 
@@ -40,7 +40,7 @@ export class ApprovalBroker {
         resolve(o);
       };
       const onAbort = () => finish({ approved: false, reason: "the run was aborted" });
-      const timer = setTimeout(() => finish({ approved: false, reason: `no decision within ${Math.round(timeoutMs / 1000)} s` }), timeoutMs);
+      const timer = setTimeout(() => finish({ approved: false, reason: `no decision within ${Math.round(timeoutMs / 1000)} s`, expired: true }), timeoutMs);
       timer.unref();
       this.pending.set(approvalId, { ...p, approvalId, resolve: finish, timer });
       if (signal?.aborted) onAbort();

@@ -24,6 +24,18 @@ export function approversFor(config: MomConfig, ref: ChannelRef, requesterId: st
   return [...new Set(requesterToo ? [...admins, requesterId] : admins)];
 }
 
+/**
+ * Why an `abort` on mom.ctl may not stop a run, or undefined when it may: the adapter's admins may
+ * stop any run, the person whose message started it their own — as a `stop` they typed would.
+ * An abort that does not say who asks is refused.
+ */
+export function abortRefusal(config: MomConfig, ref: ChannelRef, by: { id: string } | undefined, requesterId: string | undefined): string | undefined {
+  if (!by) return "it does not say who asks (requestedBy)";
+  const admins = config.adapters[ref.adapter]?.admins ?? [];
+  if (admins.includes(by.id) || by.id === requesterId) return undefined;
+  return `${by.id} is neither an admin of adapter ${ref.adapter} nor the person whose message started the run`;
+}
+
 /** The tools among `ids` this channel may call; the model sees only these. */
 export function callableTools(ids: string[], policy: PolicyLayers): string[] {
   return ids.filter((id) => isAllowed(id, policy).allowed);

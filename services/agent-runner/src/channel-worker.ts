@@ -1,13 +1,15 @@
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, type InterruptedRun, isStopCommand, type LogEntry, type Receipt } from "@mom/contracts";
+import { type ChannelMessage, type ChannelRef, escapeChannelToken, type InterruptedRun, isStopCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { ActiveRun } from "./active-run.js";
 import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
+import { RunTelemetry } from "./run-telemetry.js";
+import { fitAnswer } from "./answer-fit.js";
 
 export interface ChannelWorkerDeps {
   bus: Bus;
@@ -61,6 +63,8 @@ interface QueuedRun {
   runId: string;
   seq: number;
   message: ChannelMessage;
+  /** The trace context the message arrived with (its ingress's span). */
+  traceparent?: string;
   resume?: Resume;
   publisher: RunPublisher;
   cancelledBy?: string;
@@ -77,6 +81,11 @@ interface QueuedRun {
 export const BUSY_TEXT = "I'm still working on the previous request. Say `stop` to cancel it, or ask again when I'm done.";
 const SILENT = "[SILENT]";
 
+/** Said under an answer that could not be written to the channel's log. */
+function unsavedNote(err: unknown): string {
+  return `_(mom could not save this answer in the channel's log.jsonl, so it will not be part of this channel's history: ${(err as Error).message})_`;
+}
+
 const HANDED_OVER = "the runner is shutting down; another runner will answer this message";
 
 /** The worker stopped before this message was done; whoever owns the channel next reads it again. */
@@ -89,6 +98,8 @@ export class NotHandledHere extends Error {
 
 const INTERRUPTED = "interrupted: the runner answering it stopped unexpectedly; another runner resumes it";
 const INTAKE_RETRIES_MS = [250, 1000, 4000];
+/** Message ids a worker remembers for telling a re-sent message from a re-read one. */
+const TAKEN_IDS = 10_000;
 
 /** What taking a message in leads to; wrapped so that awaiting the intake never waits for the run. */
 interface Later {
@@ -156,10 +167,10 @@ export class ChannelWorker {
    * Takes the channel's next message (stream sequence `seq`). Re-reads of a sequence already
    * taken are ignored. Never throws: failures are retried, then dead-lettered.
    */
-  deliver(seq: number, message: ChannelMessage): void {
+  deliver(seq: number, message: ChannelMessage, traceparent?: string): void {
     if (this.halted || !this.deps.ledger.begin(seq)) return;
     this.lastActivity = Date.now();
-    const job = this.handle(seq, message).then(
+    const job = this.handle(seq, message, traceparent).then(
       () => this.deps.ledger.done(seq),
       (err: unknown) => {
         if (err instanceof NotHandledHere) return;
@@ -172,14 +183,14 @@ export class ChannelWorker {
   }
 
   /** Intake (materialise, log, decide) in arrival order, retried; then the run, if one starts. */
-  private handle(seq: number, message: ChannelMessage): Promise<void> {
+  private handle(seq: number, message: ChannelMessage, traceparent: string | undefined): Promise<void> {
     let started!: (outcome: Later) => void;
     const later = new Promise<Later>((r) => (started = r));
     this.intake = this.intake.then(async () => {
       for (let attempt = 0; ; attempt++) {
         if (this.halted) return started({ done: Promise.reject(new NotHandledHere(`worker ${this.halted}`)) });
         try {
-          return started(await this.accept(seq, message));
+          return started(await this.accept(seq, message, traceparent));
         } catch (err) {
           const pause = INTAKE_RETRIES_MS[attempt];
           if (pause === undefined) {
@@ -196,19 +207,48 @@ export class ChannelWorker {
   }
 
   /** Logs the message and decides what it does; `done` settles when it is fully handled. */
-  private async accept(seq: number, message: ChannelMessage): Promise<Later> {
+  private async accept(seq: number, message: ChannelMessage, traceparent: string | undefined): Promise<Later> {
     if (this.deps.materialize) message = await this.deps.materialize(message);
-    await this.deps.store.appendLog(toLogEntry(message));
+    const fresh = await this.deps.store.appendLog(toLogEntry(message));
     const interrupted = this.deps.ledger.interrupted?.seq === seq ? this.deps.ledger.interrupted : undefined;
+    if (!fresh && !interrupted && (await this.isDuplicate(seq, message))) return NOW;
+    this.noteTaken(message.id, seq);
     if (!message.isMention) return NOW;
     if (isStopCommand(message.text)) return { done: this.stop(`@${message.sender.username}`) };
-    if (interrupted) return this.resume(seq, message, interrupted);
+    if (interrupted) return this.resume(seq, message, interrupted, traceparent);
     if ((this.current || this.queued.length > 0) && this.deps.busyMode === "reject") return { done: this.reject(message) };
     if (this.current && this.deps.busyMode === "steer") {
       const steered = await this.steer(seq, this.current, message);
       if (steered) return steered;
     }
-    return { done: this.enqueue(seq, message) };
+    return { done: this.enqueue(seq, message, undefined, traceparent) };
+  }
+
+  /**
+   * A message whose id is already logged came again as another stream message (a producer
+   * re-sent it under a new msg-id): it is not answered twice. Said in the log, never silently.
+   * The same stream message read again (an intake retry, or a new owner re-reading what the
+   * previous one logged but did not finish) is no duplicate, unless its answer is already logged.
+   */
+  private async isDuplicate(seq: number, message: ChannelMessage): Promise<boolean> {
+    const firstSeq = this.taken.get(message.id);
+    const resent = firstSeq !== undefined && firstSeq !== seq;
+    const answered = await this.deps.store.findReplyTo(message.id);
+    if (!resent && !answered) return false;
+    this.deps.log.warn(
+      { msgId: message.id, seq, ...(firstSeq !== undefined && { firstSeq }), ...(answered?.runId && { answeredBy: answered.runId }) },
+      answered ? "duplicate message: already answered; not answering it again" : "duplicate message: already taken in; not answering it again",
+    );
+    return true;
+  }
+
+  /** Message ids taken in here and their stream sequence; the oldest are forgotten past TAKEN_IDS. */
+  private readonly taken = new Map<string, number>();
+
+  private noteTaken(id: string, seq: number): void {
+    this.taken.delete(id);
+    this.taken.set(id, seq);
+    if (this.taken.size > TAKEN_IDS) this.taken.delete(this.taken.keys().next().value!);
   }
 
   /**
@@ -217,7 +257,7 @@ export class ChannelWorker {
    * message runs again, told what the cut-off attempt did. A message whose runs keep killing
    * their runner is set aside after maxCrashes.
    */
-  private async resume(seq: number, message: ChannelMessage, was: InterruptedRun): Promise<Later> {
+  private async resume(seq: number, message: ChannelMessage, was: InterruptedRun, traceparent: string | undefined): Promise<Later> {
     const log = this.deps.log.child({ runId: was.runId, msgId: message.id });
     const endOf = (event: Parameters<RunPublisher["emit"]>[0]) => {
       const pub = new RunPublisher(this.deps.bus, this.deps.ref, was.runId, log, this.deps.publishRetryMs, INTERRUPTED_END_SEQ);
@@ -242,7 +282,7 @@ export class ChannelWorker {
       log.warn({ crashes }, "resuming a run whose runner died");
       await endOf(this.ended({ stopReason: "aborted", errorMessage: INTERRUPTED, finalText: "", usage: ZERO_USAGE }, message, Date.now()));
     }
-    return { done: this.enqueue(seq, message, { fromRunId: was.runId, crashes }) };
+    return { done: this.enqueue(seq, message, { fromRunId: was.runId, crashes }, traceparent) };
   }
 
   private reject(message: ChannelMessage): Promise<void> {
@@ -319,12 +359,18 @@ export class ChannelWorker {
     this.agent = undefined;
   }
 
-  private enqueue(seq: number, message: ChannelMessage, resume?: Resume): Promise<void> {
+  /** Runs waiting for their turn (this channel's queue), for the queue-depth gauge. */
+  get queuedRuns(): number {
+    return this.queued.length;
+  }
+
+  private enqueue(seq: number, message: ChannelMessage, resume?: Resume, traceparent?: string): Promise<void> {
     const runId = randomUUID();
     let end!: (undelivered: string[]) => void;
     const ended = new Promise<string[]>((r) => (end = r));
     const publisher = new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log.child({ runId }), this.deps.publishRetryMs);
-    const item: QueuedRun = { runId, seq, message, resume, publisher, steered: [], ended, end, receipts: [], labels: new Map() };
+    publisher.traceparent = traceparent;
+    const item: QueuedRun = { runId, seq, message, traceparent, resume, publisher, steered: [], ended, end, receipts: [], labels: new Map() };
     this.queued.push(item);
     if (this.current || this.queued.length > 1) {
       item.publisher.emit({ type: "run_queued", trigger: this.trigger(message), position: this.queued.length });
@@ -363,6 +409,7 @@ export class ChannelWorker {
     this.current = item;
     this.deps.active.current = item;
     let outcome: RunOutcome;
+    let telemetry: RunTelemetry | undefined;
     try {
       try {
         await this.deps.ledger.runStarting({ seq: item.seq, messageId: message.id, runId, crashes: item.resume?.crashes ?? 0 });
@@ -371,6 +418,8 @@ export class ChannelWorker {
         if (!this.halted) this.deps.onFailure?.();
         throw new NotHandledHere(`run not started: ${(err as Error).message}`);
       }
+      telemetry = new RunTelemetry({ traceparent: item.traceparent, channel: qualifiedChannelId(this.deps.ref), runId, messageId: message.id });
+      pub.traceparent = telemetry.traceparent;
       const agent = await this.getAgent();
       pub.emit({
         type: "run_started",
@@ -392,6 +441,7 @@ export class ChannelWorker {
           : await agent.run(this.runTrigger(message), (body) => {
               if (body.type === "tool_execution_start") item.labels.set(body.toolCallId, body.label);
               if (body.type === "tool_execution_end" && body.isError) void this.deps.onToolError?.(body.toolCallId, body.toolName);
+              telemetry!.event(body);
               pub.emit(body);
             }, resume);
       } finally {
@@ -406,6 +456,7 @@ export class ChannelWorker {
       this.deps.active.current = undefined;
       this.lastActivity = Date.now();
     }
+    telemetry?.end(outcome, Date.now() - started);
     if (this.halted === "fenced") throw new NotHandledHere("channel taken over mid-run");
     const cutOff = this.cutOff && outcome.stopReason === "aborted";
     this.cutOff = undefined;
@@ -418,7 +469,14 @@ export class ChannelWorker {
     // "[SILENT]": a scheduled check with nothing to say; the adapter posts nothing.
     const silent = outcome.finalText.startsWith(SILENT);
     if (outcome.finalText) {
-      await this.deps.store.appendLog(replyLogEntry(runId, message, outcome.finalText));
+      try {
+        await this.deps.store.appendLog(replyLogEntry(runId, message, outcome.finalText));
+      } catch (err) {
+        // The answer exists only in this process now: it goes out on the bus with a word about it,
+        // rather than a retry that would run the whole message again and fail the same way.
+        log.error({ err }, "could not write the answer to log.jsonl; publishing it anyway");
+        if (!silent) outcome = { ...outcome, finalText: `${outcome.finalText}\n\n${unsavedNote(err)}` };
+      }
     }
     const toolActivity = relevantActivity(item.receipts, item.labels);
     pub.emit({
@@ -457,7 +515,7 @@ export class ChannelWorker {
       type: "run_ended" as const,
       stopReason: o.stopReason,
       ...(o.errorMessage !== undefined && { errorMessage: o.errorMessage }),
-      finalText: o.finalText,
+      finalText: fitAnswer(o.finalText, `channels/${this.deps.ref.adapter}/${escapeChannelToken(this.deps.ref.channelId)}/log.jsonl`),
       ...(m.replyTo !== undefined && { replyTo: m.replyTo }),
       usage: o.usage,
       durationMs: Date.now() - started,

@@ -46,4 +46,58 @@ describe("RunPublisher", () => {
     expect(text(1, toolAt)).toBe(words.slice(0, 100).join(""));
     expect(text(toolAt + 1, events.length)).toBe(words.slice(100).join(""));
   });
+
+  it("puts on the bus only what a reader can use, numbered without gaps", async () => {
+    const ref = { adapter: "cli", channelId: "filtered" };
+    const pub = new RunPublisher(bus, ref, "run-2", logger);
+    const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+    pub.emit({ type: "run_started", trigger: { messageId: "m", senderId: "u", username: "u", text: "t" }, model: "x/y" });
+    pub.emit({ type: "agent_start" });
+    pub.emit({ type: "turn_start" });
+    pub.emit({ type: "message_start", message: { role: "user", content: [] } });
+    pub.emit({ type: "message_end", message: { role: "user", content: [] } });
+    pub.emit({ type: "message_update", assistantMessageEvent: { type: "text_start", contentIndex: 0 } });
+    pub.emit({ type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "hi" } });
+    pub.emit({ type: "message_update", assistantMessageEvent: { type: "text_end", contentIndex: 0 } });
+    pub.emit({ type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "hi" }] } });
+    pub.emit({ type: "turn_end" });
+    pub.emit({ type: "agent_end" });
+    pub.emit({ type: "run_ended", stopReason: "stop", finalText: "hi", usage, durationMs: 1 });
+    await pub.flushed();
+
+    const stream = bus.subjects.stream("OUT");
+    const subject = bus.subjects.channel("out", ref);
+    const info = await bus.jsm.streams.info(stream);
+    const events: OutboundEvent[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await bus.jsm.streams.getMessage(stream, { seq });
+      if (m.subject !== subject) continue;
+      const r = parsePayload(validator(OutboundEvent), m.data);
+      if (r.ok) events.push(r.value);
+    }
+    expect(events.map((e) => [e.seq, e.event.type])).toEqual([
+      [0, "run_started"],
+      [1, "message_update"],
+      [2, "message_end"],
+      [3, "run_ended"],
+    ]);
+  });
+
+  it("joins deltas only up to a bound, so a fast long answer still travels in events that fit", async () => {
+    const ref = { adapter: "cli", channelId: "pub-long" };
+    const pub = new RunPublisher(bus, ref, "run-long", logger);
+    const piece = "x".repeat(10_000);
+    for (let i = 0; i < 120; i++) pub.emit({ type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: piece } });
+    await pub.flushed();
+    const stream = bus.subjects.stream("OUT");
+    const info = await bus.jsm.streams.info(stream);
+    const deltas: string[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await bus.jsm.streams.getMessage(stream, { seq });
+      const r = parsePayload(validator(OutboundEvent), m.data);
+      if (r.ok && r.value.runId === "run-long" && r.value.event.type === "message_update") deltas.push(r.value.event.assistantMessageEvent.delta ?? "");
+    }
+    expect(deltas.join("")).toBe(piece.repeat(120));
+    expect(Math.max(...deltas.map((d) => d.length))).toBeLessThanOrEqual(20_000);
+  });
 });

@@ -4,6 +4,8 @@ import type { Logger } from "pino";
 
 /** Streamed text arriving within this window travels as one event. */
 export const DELTA_WINDOW_MS = 50;
+/** ...up to this many characters, so a joined event always fits in one NATS message. */
+const MAX_JOINED_DELTA = 16_000;
 
 type Delta = Extract<OutboundEventBody, { type: "message_update" }>;
 
@@ -14,6 +16,29 @@ function isDelta(e: OutboundEventBody): e is Delta {
 
 function sameStream(a: Delta, b: Delta): boolean {
   return a.assistantMessageEvent.type === b.assistantMessageEvent.type && a.assistantMessageEvent.contentIndex === b.assistantMessageEvent.contentIndex;
+}
+
+/**
+ * Which of a run's events go on the bus. pi's structure-only events, message starts, the ends of
+ * user and tool-result messages (the trigger and tool_execution_end carry them) and stream markers
+ * without text tell a reader nothing, and were two thirds of a short run's events
+ * (docs/outbound-events.md). The runner still sees them all (run telemetry times model calls by turns).
+ */
+export function goesOnTheBus(e: OutboundEventBody): boolean {
+  switch (e.type) {
+    case "agent_start":
+    case "agent_end":
+    case "turn_start":
+    case "turn_end":
+    case "message_start":
+      return false;
+    case "message_end":
+      return e.message.role === "assistant";
+    case "message_update":
+      return isDelta(e);
+    default:
+      return true;
+  }
 }
 
 /**
@@ -40,6 +65,8 @@ export class RunPublisher {
   private readonly cancelled = new AbortController();
   private held?: Delta;
   private timer?: NodeJS.Timeout;
+  /** W3C trace context every event carries (the run's span; docs/observability.md). */
+  traceparent?: string;
 
   constructor(
     private readonly bus: Bus,
@@ -64,8 +91,9 @@ export class RunPublisher {
   }
 
   emit(event: OutboundEventBody): void {
+    if (!goesOnTheBus(event)) return;
     if (isDelta(event)) {
-      if (this.held && sameStream(this.held, event)) {
+      if (this.held && sameStream(this.held, event) && this.held.assistantMessageEvent.delta!.length < MAX_JOINED_DELTA) {
         this.held.assistantMessageEvent.delta += event.assistantMessageEvent.delta!;
         return;
       }
@@ -100,7 +128,8 @@ export class RunPublisher {
     // waiting for the acks of earlier events. A failed one is retried (same msg-id) only after every
     // earlier event has landed. Through an outage every attempt fails and the retries go out in
     // order; only a lone failed publish whose successor landed ends up behind it on the stream.
-    const first = this.cancelled.signal.aborted ? undefined : this.bus.publish(subject, out, msgId, { signal: this.cancelled.signal });
+    const traceparent = this.traceparent;
+    const first = this.cancelled.signal.aborted ? undefined : this.bus.publish(subject, out, msgId, { signal: this.cancelled.signal, traceparent });
     first?.catch(() => {}); // settled in the chain below
     this.chain = this.chain.then(async () => {
       if (this.cancelled.signal.aborted) return;
@@ -108,7 +137,7 @@ export class RunPublisher {
         await first;
       } catch {
         try {
-          await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal });
+          await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal, traceparent });
         } catch (err) {
           if (this.cancelled.signal.aborted) return;
           this.lost++;

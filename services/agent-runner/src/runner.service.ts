@@ -1,6 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
-import { Bus, type Consumption, type Delivery, type Following } from "@mom/bus";
+import { Bus, type Consumption, type Delivery, type Following, RejectedInput, serviceReadiness } from "@mom/bus";
+import { reportQueueDepth } from "@mom/observability";
 import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
 import {
   createHostToolApi,
@@ -19,7 +20,7 @@ import type { Logger } from "pino";
 import { channelMaterializer } from "./attachment-materializer.js";
 import { attachmentSender } from "./attachment-sender.js";
 import { ApprovalBroker } from "./approval-broker.js";
-import { approversFor, callableTools, channelPolicy, noCallableToolsMessage } from "./channel-policy.js";
+import { abortRefusal, approversFor, callableTools, channelPolicy, noCallableToolsMessage } from "./channel-policy.js";
 import { ChannelWorker } from "./channel-worker.js";
 import { ActiveRun } from "./active-run.js";
 import { ChannelDirectory, type Versioned } from "./cluster/channel-directory.js";
@@ -41,6 +42,8 @@ interface OwnedChannel {
   ledger: ChannelLedger;
   worker: ChannelWorker;
   gate: ChannelToolGate;
+  /** The channel's run in progress (who asked for it decides who may abort it). */
+  active: ActiveRun;
   feed: Following;
 }
 
@@ -75,6 +78,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** Spend limits, auth profiles and cooldowns around every model call. */
   private guard?: ModelGuard;
   private readonly sandbox: Sandbox;
+  private unready?: () => void;
+  private stopQueueDepth?: () => void;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -154,11 +159,19 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       maxInFlight: 64,
       handler: (d) => this.onDiscover(d),
     });
+    this.stopQueueDepth = reportQueueDepth(this.runnerId, () => {
+      let queued = 0;
+      for (const c of this.owned.values()) queued += c.worker.queuedRuns;
+      return queued;
+    });
+    this.unready = serviceReadiness("agent-runner", this.bus, () => (this.membership.healthy ? undefined : "no heartbeat written to NATS for half a lease"));
     this.log.info({ model: this.opts.loaded.config.model, workspace: this.layout.workspaceDir, nats: this.bus.serverVersion, leaseMs }, "agent runner ready");
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
+    this.unready?.();
+    this.stopQueueDepth?.();
     for (const t of this.timers) clearInterval(t);
     this.customTools.close();
     await this.membership?.leave();
@@ -174,8 +187,12 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** A message on mom.in: make sure its channel has a live owner; the owner reads it from there. */
   private async onDiscover(d: Delivery<ChannelMessage>): Promise<void> {
     const ref = this.refOf(d);
+    const adapters = Object.keys(this.opts.loaded.config.adapters);
+    if (!adapters.includes(ref.adapter)) {
+      throw new RejectedInput(`adapter ${JSON.stringify(ref.adapter)} is not in config.json (adapters: ${adapters.join(", ") || "none"})`);
+    }
     if (d.data.channelId !== ref.channelId) {
-      throw new Error(`payload channelId ${JSON.stringify(d.data.channelId)} does not match subject channel ${JSON.stringify(ref.channelId)}`);
+      throw new RejectedInput(`payload channelId ${JSON.stringify(d.data.channelId)} does not match subject channel ${JSON.stringify(ref.channelId)}`);
     }
     // A channel never seen starts after what the durable has acknowledged: nothing of it past
     // that point can have been handled, nothing before it is new.
@@ -194,17 +211,17 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     }
     const channel = qualifiedChannelId(ref);
     const ledger = new ChannelLedger(this.directory, key, v, this.log.child({ channel }), () => void this.lose(key), excused);
-    const { worker, gate } = this.createWorker(ref, ledger, () => void this.restart(key));
+    const { worker, gate, active } = this.createWorker(ref, ledger, () => void this.restart(key));
     const feed = this.bus.follow({
       stream: "IN",
       filterSubject: this.bus.subjects.channel("in", ref),
       from: ledger.resumeSeq,
       schema: ChannelMessage,
       handler: (d) => {
-        if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data);
+        if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data, d.traceparent);
       },
     });
-    this.owned.set(key, { ref, ledger, worker, gate, feed });
+    this.owned.set(key, { ref, ledger, worker, gate, active, feed });
     this.log.info({ channel, fromSeq: ledger.resumeSeq, interrupted: v.record.run?.runId }, "channel acquired");
   }
 
@@ -329,7 +346,15 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const data = d.data;
     // The owner acts; for a channel nobody owns, one replica (the first by id) answers a decision.
     if (!c && !(data.type === "approval_decision" && this.speaksForUnowned(channelKey(ref)))) return;
-    if (data.type === "abort") return c!.worker.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : "abort", data.runId);
+    if (data.type === "abort") {
+      const running = c!.active.current;
+      const refusal = abortRefusal(this.opts.loaded.config, ref, data.requestedBy, running?.message.sender.id);
+      if (refusal) {
+        this.log.warn({ channel: qualifiedChannelId(ref), runId: data.runId ?? running?.runId, by: data.requestedBy?.id }, `abort refused: ${refusal}`);
+        return;
+      }
+      return c!.worker.stop(data.requestedBy?.username ? `@${data.requestedBy.username}` : data.requestedBy!.id, data.runId);
+    }
     const key = qualifiedChannelId(ref);
     const result = c ? this.broker.decide(key, data) : ({ status: "unknown" } as const);
     const by = data.decidedBy.username ? `@${data.decidedBy.username}` : data.decidedBy.id;
@@ -353,11 +378,11 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private refOf(d: Delivery<unknown>): ChannelRef {
-    if (!d.channel) throw new Error(`not a channel subject: ${d.subject}`);
+    if (!d.channel) throw new RejectedInput(`not a channel subject: ${d.subject}`);
     return d.channel;
   }
 
-  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate } {
+  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate; active: ActiveRun } {
     const key = qualifiedChannelId(ref);
     const store = this.layout.channel(ref);
     const { loaded, models } = this.opts;
@@ -420,10 +445,10 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           extraPrompt: () => formatCustomToolsForPrompt(allowedCustom()),
           receiptsNote: () => receiptsNote(active.current?.receipts),
           modelAccess: this.guard?.forChannel({ ref, key, store, currentRun: () => active.current, hasDefault: (m) => resolved.modelRegistry.hasConfiguredAuth(m) }),
-          onSkillProblems: (problems) => this.log.warn({ channel: key, problems }, "some skills could not be loaded"),
+          onFileProblems: (problems) => this.log.warn({ channel: key, problems }, "some workspace files could not be used whole (skills, memory)"),
         }),
     });
-    return { worker, gate };
+    return { worker, gate, active };
   }
 
   private reportToolProblems(): void {

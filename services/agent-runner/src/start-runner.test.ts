@@ -64,6 +64,18 @@ describe("ModelCatalog", () => {
     expect(catalog.forChannel("cli/other")).toMatchObject({ resolved: { model: { id: "a" } }, thinkingLevel: "low" });
   });
 
+  it("refuses to start when models.json names an api pi-ai does not have, naming the file and the field", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mom-api-"));
+    writeFileSync(
+      join(dir, "models.json"),
+      JSON.stringify({ providers: { local: { baseUrl: "http://127.0.0.1:9/v1", api: "openai-completion", apiKey: "k", models: [{ id: "m" }] } } }),
+    );
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ model: "local/m" }));
+    const err = await startRunner({ loaded: loadConfig(dir, {}), bus, logger }).catch((e) => e);
+    expect(err).toBeInstanceOf(ModelSetupError);
+    expect(err.message).toMatch(new RegExp(`^${join(dir, "models.json")}: providers\\.local \\(model "m"\\): unknown "api": "openai-completion"; known apis: .*openai-completions`));
+  });
+
   it("refuses to start when a channel names an unknown model", async () => {
     const dir = mkdtempSync(join(tmpdir(), "mom-catalog-"));
     writeFileSync(join(dir, "config.json"), JSON.stringify({ model: "anthropic/claude-sonnet-4-5", channels: { "cli/x": { model: "nowhere/x" } } }));

@@ -2,6 +2,7 @@ import type { Bus } from "@mom/bus";
 import type { ChannelRef, Receipt, ReceiptType } from "@mom/contracts";
 import type { ChannelStore } from "@mom/store";
 import { approvalText, argsHash, DEFAULT_TOOL_TIMEOUT_MS, decide, type GateCall, makeReceipt, type PolicyLayers, type ToolGate } from "@mom/tools";
+import { metrics } from "@mom/observability";
 import type { Logger } from "pino";
 import type { ApprovalBroker, PendingApproval } from "./approval-broker.js";
 import type { ActiveRun, RunInProgress } from "./active-run.js";
@@ -76,17 +77,21 @@ export class ChannelToolGate implements ToolGate {
       });
       const result = await outcome;
       if (!result.approved) {
-        const expired = result.by === undefined;
-        run.publisher.emit({ type: "approval_resolved", approvalId, outcome: expired ? "expired" : "denied", ...(result.by && { decidedBy: result.by }) });
-        await receipt("tool.call.denied", { detail: result.reason, ...(result.by && { actor: result.by }) });
+        // Stopping the run denies what it waited for, in the name of whoever stopped it.
+        const by = result.by ?? (result.expired ? undefined : run.cancelledBy);
+        metrics.approvals.inc({ outcome: result.expired ? "expired" : "denied" });
+        run.publisher.emit({ type: "approval_resolved", approvalId, outcome: result.expired ? "expired" : "denied", ...(by && { decidedBy: by }) });
+        await receipt("tool.call.denied", { detail: result.reason, ...(by && { actor: by }) });
         throw new Error(`${call.toolId} was not run: ${result.reason}.`);
       }
       // What the approver saw is what runs: arguments that changed while waiting are not approved.
       if (argsHash(call.args) !== askedHash) {
+        metrics.approvals.inc({ outcome: "denied" });
         run.publisher.emit({ type: "approval_resolved", approvalId, outcome: "denied", decidedBy: result.by });
         await receipt("tool.call.denied", { detail: "the arguments changed after approval was asked" });
         throw new Error(`${call.toolId} was not run: its arguments changed after approval was asked.`);
       }
+      metrics.approvals.inc({ outcome: "approved" });
       run.publisher.emit({ type: "approval_resolved", approvalId, outcome: "approved", decidedBy: result.by });
       await receipt("tool.call.approved", { actor: result.by });
     }

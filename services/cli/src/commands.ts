@@ -11,12 +11,31 @@ import { mkdirSync, openSync } from "node:fs";
 import type { Logger } from "pino";
 import { userInfo } from "node:os";
 import { join } from "node:path";
+import { startObservability } from "@mom/observability";
 import { busOptions } from "./bus-options.js";
+import { CommandError } from "./command-error.js";
 import { lockDataDir } from "./data-lock.js";
 import { startLocalNats } from "./local-nats.js";
 import { announceLocalNats, explicitNatsUrl } from "./nats-target.js";
 
 type Closer = () => Promise<void>;
+
+/** What the process opened before its services (the observability server): closed after them. */
+const processClosers: Closer[] = [];
+
+/**
+ * /healthz, /readyz and /metrics when MOM_HTTP_PORT or `observability.httpPort` is set, and OTLP
+ * trace export when OTEL_EXPORTER_OTLP_ENDPOINT is (docs/observability.md). Started before the
+ * services, so liveness answers while they start and readiness says they have not yet.
+ */
+async function observe(loaded: LoadedConfig, serviceName: string, logger: Logger): Promise<void> {
+  try {
+    const obs = await startObservability({ serviceName, httpPort: loaded.config.observability.httpPort, logger });
+    processClosers.push(() => obs.close());
+  } catch (err) {
+    throw new CommandError((err as Error).message);
+  }
+}
 
 /** Closes everything in reverse order on SIGINT/SIGTERM (or when `done` fires) and exits. */
 function shutdownOn(closers: Closer[], done?: Promise<void>): Promise<never> {
@@ -25,7 +44,7 @@ function shutdownOn(closers: Closer[], done?: Promise<void>): Promise<never> {
     const close = async (code: number) => {
       if (closing) return;
       closing = true;
-      for (const c of [...closers].reverse()) await c().catch((err) => process.stderr.write(`mom: shutdown: ${(err as Error).message}\n`));
+      for (const c of [...processClosers, ...closers].reverse()) await c().catch((err) => process.stderr.write(`mom: shutdown: ${(err as Error).message}\n`));
       process.exit(code);
     };
     process.once("SIGINT", () => void close(130));
@@ -78,6 +97,7 @@ export async function up(dataDir: string): Promise<never> {
   mkdirSync(join(loaded.paths.dataDir, "logs"), { recursive: true });
   const logFile = join(loaded.paths.dataDir, "logs", "mom.log");
   const logger = createLogger("mom", { level: loaded.config.log.level, destination: openSync(logFile, "a") });
+  await observe(loaded, "mom", logger);
   const closers: Closer[] = [unlock];
   let url = explicitNatsUrl(loaded);
   try {
@@ -112,6 +132,7 @@ export async function up(dataDir: string): Promise<never> {
 export async function runner(dataDir: string): Promise<never> {
   const loaded = loadConfig(dataDir, process.env, { sandbox: true });
   const logger = createLogger("agent-runner", { level: loaded.config.log.level });
+  await observe(loaded, "agent-runner", logger);
   const service = await startRunner({ loaded, bus: busOptions(loaded, loaded.config.nats.url, "agent-runner", logger), logger });
   return shutdownOn([() => service.close()]);
 }
@@ -120,6 +141,7 @@ export async function runner(dataDir: string): Promise<never> {
 export async function scheduler(dataDir: string): Promise<never> {
   const loaded = loadConfig(dataDir);
   const logger = createLogger("scheduler", { level: loaded.config.log.level });
+  await observe(loaded, "scheduler", logger);
   const service = await startScheduler({ loaded, logger }, busOptions(loaded, loaded.config.nats.url, "scheduler", logger));
   return shutdownOn([() => service.close()]);
 }
@@ -138,6 +160,7 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
     throw new Error(`${loaded.paths.configFile}: /adapters/${adapter}: no such adapter (configured: ${known.join(", ") || "none"})`);
   }
   const logger = createLogger(`ingress-${adapter}`, { level: loaded.config.log.level });
+  await observe(loaded, `ingress-${adapter}`, logger);
   switch (entry.type) {
     case "cli": {
       const cli = await terminalChat(adapter, loaded, loaded.config.nats.url, logger);

@@ -3,6 +3,9 @@ import { startFakeLlm, startTestNats, type FakeLlm, type TestNats } from "@mom/t
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Bus } from "@mom/bus";
+import { createLogger, loadConfig } from "@mom/config";
+import { busOptions } from "./bus-options.js";
 import { runDoctor } from "./doctor.js";
 
 describe("mom doctor", () => {
@@ -85,6 +88,34 @@ describe("mom doctor", () => {
     const c = byName(await runDoctor(empty));
     expect(c.config).toMatchObject({ ok: false, optional: true, detail: expect.stringContaining(`no ${join(empty, "config.json")}: built-in defaults`) });
     expect(existsSync(join(empty, "workspace"))).toBe(false);
+  });
+
+  it("shows each stream's retention, what it holds, and limits the server does not have yet", async () => {
+    const d = join(dir, "retention");
+    require_dir(d);
+    const namespace = `${nats.namespace}-ret`;
+    const streams = { maxAgeHours: 48, byStream: { receipts: { maxAgeHours: 720, maxBytes: 10 * 1024 * 1024 } } };
+    writeFileSync(join(d, "config.json"), JSON.stringify({ nats: { url: nats.url, namespace, streams } }));
+    const before = byName(await runDoctor(d)).retention!;
+    expect(before.detail).toContain(`${namespace.toUpperCase().replace(/-/g, "_")}_IN 2d, no size limit (not created yet)`);
+
+    const loaded = loadConfig(d);
+    const bus = await Bus.connect({ ...busOptions(loaded, nats.url, "doctor-test", createLogger("t", { level: "silent" })), streams: { maxAgeMs: 3_600_000 } });
+    await bus.provision();
+    await bus.publish(bus.subjects.channel("in", { adapter: "cli", channelId: "local" }), { hello: 1 }, "m1");
+    await bus.drain();
+    const after = byName(await runDoctor(d)).retention!;
+    expect(after).toMatchObject({ ok: true, optional: true });
+    expect(after.detail).toMatch(/_IN 2d, no size limit — server has 1h, no size limit \(1 messages, \d+ bytes, oldest \d{4}-/);
+    expect(after.detail).toContain("_RECEIPTS 30d, 10 MB — server has 1h, no size limit (0 messages, 0 bytes)");
+    expect(after.detail).toContain("the next service to start applies config.json");
+
+    const applied = await Bus.connect(busOptions(loaded, nats.url, "doctor-test", createLogger("t", { level: "silent" })));
+    await applied.provision();
+    await applied.drain();
+    const now = byName(await runDoctor(d)).retention!;
+    expect(now.detail).toContain("_RECEIPTS 30d, 10 MB (0 messages, 0 bytes)");
+    expect(now.detail).not.toContain("server has");
   });
 
   it("stops at a bad config, naming file and field", async () => {

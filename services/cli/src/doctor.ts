@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
 import { probeModel } from "./model-probe.js";
 import { explicitNatsUrl } from "./nats-target.js";
+import { checkRetention } from "./retention-check.js";
 
 const firstLine = (s: string) => s.trim().split("\n")[0] ?? "";
 
@@ -121,6 +122,7 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
     checks.push({ name: "model", ok: false, detail: err instanceof ModelSetupError ? err.message : String(err) });
   }
   checks.push(await checkNats(loaded));
+  checks.push(await checkRetention(loaded));
   try {
     // The doctor looks, it does not create: a missing workspace is made by the runner in the data dir.
     const there = existsSync(loaded.paths.workspaceDir);

@@ -34,6 +34,8 @@ export interface AgedOut {
   firstSeq: number;
   firstTime: string;
   maxAge: string;
+  /** The stream's byte limit, when it has one (old messages are dropped to stay under it too). */
+  maxBytes?: number;
 }
 
 export interface ChannelWindow {
@@ -72,7 +74,8 @@ export async function readChannelWindow(bus: Bus, ref: ChannelRef, w: { since?: 
     const wantedBefore = typeof start === "object" && ("seq" in start ? start.seq < firstSeq : start.time.getTime() < Date.parse(firstTs));
     // Messages 1..firstSeq-1 existed once; a window that reaches back before firstSeq lost some of them.
     if (firstSeq > 1 && lastSeq > 0 && (start === "first" || wantedBefore) && kind !== "dlq") {
-      agedOut.push({ stream, firstSeq, firstTime: firstTs, maxAge: info.config.max_age ? ms(Math.round(info.config.max_age / 1e6), { long: true }) : "no age limit" });
+      const maxBytes = info.config.max_bytes > 0 ? info.config.max_bytes : undefined;
+      agedOut.push({ stream, firstSeq, firstTime: firstTs, maxAge: info.config.max_age ? ms(Math.round(info.config.max_age / 1e6), { long: true }) : "no age limit", ...(maxBytes && { maxBytes }) });
     }
     const filter = kind === "dlq" ? s.wildcard("dlq") : s.channel(kind, ref);
     const raw = await readRange(bus, stream, filter, start, w.until);
@@ -86,7 +89,8 @@ export async function readChannelWindow(bus: Bus, ref: ChannelRef, w: { since?: 
 }
 
 function agedOutLine(a: AgedOut): string {
-  return `(older messages of ${a.stream} have aged out of retention: it keeps ${a.maxAge}; its oldest is #${a.firstSeq} from ${a.firstTime})`;
+  const keeps = a.maxBytes ? `${a.maxAge}, at most ${a.maxBytes.toLocaleString("en-US")} bytes` : a.maxAge;
+  return `(older messages of ${a.stream} have aged out of retention: it keeps ${keeps}; its oldest is #${a.firstSeq} from ${a.firstTime})`;
 }
 
 export async function replayCommand(qualified: string, o: ReplayOptions, print: (line: string) => void): Promise<number> {

@@ -1,12 +1,12 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, fileObjectName } from "@mom/bus";
+import { Bus, type Consumption, fileObjectName, serviceReadiness } from "@mom/bus";
 import { type Attachment, type ChannelMessage, escapeChannelToken, OutboundEvent } from "@mom/contracts";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
 import { parseAttachCommand, readUpload, saveDownload } from "./cli-files.js";
 import { CLI_OPTIONS, type CliIngressOptions } from "./cli-options.js";
-import { DEFAULT_MAX_ATTACHMENT_BYTES, decideApproval, plainDialect, publishInbound } from "@mom/render";
+import { DEFAULT_MAX_ATTACHMENT_BYTES, decideApproval, observeRendering, plainDialect, publishInbound } from "@mom/render";
 import { CliRenderer } from "./cli-renderer.js";
 
 /** Terminal chat: every input line is a ChannelMessage; the channel's outbound events are drawn. */
@@ -17,6 +17,7 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
   private awaitingApproval?: string;
   private rl?: Interface;
   private pending: Promise<unknown> = Promise.resolve();
+  private unready?: () => void;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -41,9 +42,10 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
         const ev = d.data.event;
         if (ev.type === "approval_requested") this.awaitingApproval = ev.approvalId;
         if (ev.type === "approval_resolved" && ev.approvalId === this.awaitingApproval) this.awaitingApproval = undefined;
-        return ev.type === "attachment" ? this.download(ev) : this.renderer.render(d.data);
+        return observeRendering(this.opts.adapter, d, async () => (ev.type === "attachment" ? this.download(ev) : this.renderer.render(d.data)));
       },
     });
+    this.unready = serviceReadiness(`ingress-${this.opts.adapter}`, this.bus);
     this.rl = createInterface({ input: this.opts.input, crlfDelay: Infinity, terminal: false });
     this.rl.on("line", (line) => {
       const text = line.trim();
@@ -74,6 +76,7 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.unready?.();
     this.rl?.close();
     await this.pending;
     await this.consumption?.stop();

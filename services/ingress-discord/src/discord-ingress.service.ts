@@ -1,8 +1,9 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption } from "@mom/bus";
+import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
+import { metrics } from "@mom/observability";
 import type { ChannelMessage, ChannelRef } from "@mom/contracts";
 import { ChannelQueue, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds, RecentMap, readDownload } from "@mom/render";
-import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, type User } from "discord.js";
+import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, RESTEvents, Status, type User } from "discord.js";
 import type { Logger } from "pino";
 import { type DiscordApi, RestDiscordApi } from "./discord-api.js";
 import { DISCORD_OPTIONS, type DiscordIngressOptions } from "./discord-options.js";
@@ -76,6 +77,7 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     client.on(Events.ShardResume, (_id, replayed) => this.log.info({ replayed }, "discord gateway resumed"));
     client.on(Events.ShardReconnecting, () => this.log.info("discord gateway reconnecting"));
     client.on(Events.ShardDisconnect, (ev) => this.log.error({ code: ev.code, hint: FATAL_CLOSE_HINTS[ev.code] }, `discord gateway closed for good (${ev.code})`));
+    client.rest.on(RESTEvents.RateLimited, () => metrics.platformRateLimits.inc({ adapter: opts.adapter }));
     const timeoutMs = opts.readyTimeoutMs ?? 60_000;
     let timer: NodeJS.Timeout | undefined;
     const ready = new Promise<void>((resolve, reject) => {
@@ -94,9 +96,17 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     }
     this.log.info({ bot: client.user?.username, botId: client.user?.id, guilds: client.guilds.cache.size }, "discord ingress ready");
     this.consumption = await drawOutbound(this.bus, opts.adapter, this.renderer);
+    // The manager's own status stays Ready once reached; each shard's follows its connection.
+    this.unready = serviceReadiness(`ingress-${opts.adapter}`, this.bus, () => {
+      const down = client.ws.shards.find((s) => s.status !== Status.Ready);
+      return down ? `Discord gateway ${Status[down.status]?.toLowerCase() ?? "not connected"}` : undefined;
+    });
   }
 
+  private unready?: () => void;
+
   async onApplicationShutdown(): Promise<void> {
+    this.unready?.();
     this.closing = true;
     await this.consumption?.stop();
     await this.inboundQueue.idle();

@@ -1,11 +1,12 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption } from "@mom/bus";
+import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
+import { metrics } from "@mom/observability";
 import type { Attachment, ChannelMessage } from "@mom/contracts";
 import { markdownToMrkdwn } from "@mom/format";
 import { ChannelQueue, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds } from "@mom/render";
 import { WorkspaceLayout } from "@mom/store";
 import { App, SocketModeReceiver } from "@slack/bolt";
-import type { WebClient } from "@slack/web-api";
+import { type WebClient, WebClientEvent } from "@slack/web-api";
 import type { Logger } from "pino";
 import { boltLogger } from "./bolt-logger.js";
 import { backfillChannel } from "./slack-backfill.js";
@@ -84,6 +85,7 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
     });
     const app = new App({ token: this.opts.botToken, receiver, logger, clientOptions, deferInitialization: true });
     this.client = app.client;
+    this.client.on(WebClientEvent.RATE_LIMITED, () => metrics.platformRateLimits.inc({ adapter: this.opts.adapter }));
     let auth;
     try {
       auth = await this.client.auth.test();
@@ -120,10 +122,14 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
     this.startBackfill();
     this.app = app;
     await app.start();
+    this.unready = serviceReadiness(`ingress-${this.opts.adapter}`, this.bus, () => (receiver.client.websocket?.isActive() ? undefined : "Slack Socket Mode not connected"));
     this.log.info({ adapter: this.opts.adapter, botUserId: this.botUserId }, "slack ingress connected (Socket Mode)");
   }
 
+  private unready?: () => void;
+
   async onApplicationShutdown(): Promise<void> {
+    this.unready?.();
     this.stopping = true;
     await this.app?.stop().catch((err: unknown) => this.log.warn({ err }, "socket mode disconnect failed"));
     await this.inbound.idle();

@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption } from "@mom/bus";
+import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
+import { metrics } from "@mom/observability";
 import {
   ChannelQueue,
   DEFAULT_MAX_ATTACHMENT_BYTES,
@@ -46,6 +47,12 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
   ) {
     this.log = opts.logger;
     this.bot = new Bot(opts.botToken, { client: { ...(opts.apiUrl && { apiRoot: opts.apiUrl }) } });
+    // Installed first, so it sits under auto-retry and sees every 429 attempt, not only the last.
+    this.bot.api.config.use(async (prev, method, payload, signal) => {
+      const res = await prev(method, payload, signal);
+      if (!res.ok && res.error_code === 429) metrics.platformRateLimits.inc({ adapter: opts.adapter });
+      return res;
+    });
     // 429 Too Many Requests: wait `retry_after` and retry, so coalesced edits and answers are never lost.
     this.bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
     this.presenter = new Presenter(new MessageLayout(new TelegramSurface(this.bot.api)), {
@@ -76,10 +83,15 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
     this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.presenter);
     const o = this.opts;
     this.updates = o.webhookUrl ? await startWebhook(this.bot, { ...o, webhookUrl: o.webhookUrl }, this.log) : await startPolling(this.bot, o, this.log);
+    const updates = this.updates;
+    this.unready = serviceReadiness(`ingress-${o.adapter}`, this.bus, () => updates.problem());
     this.log.info({ adapter: o.adapter, bot: this.me.username, via: this.updates.describe }, "telegram ingress receiving");
   }
 
+  private unready?: () => void;
+
   async onApplicationShutdown(): Promise<void> {
+    this.unready?.();
     await this.updates?.stop();
     await this.inbound.idle();
     await this.consumption?.stop();

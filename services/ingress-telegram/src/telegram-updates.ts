@@ -7,6 +7,8 @@ import type { TelegramIngressOptions } from "./telegram-options.js";
 /** How updates arrive; `stop` ends it. */
 export interface UpdateSource {
   describe: string;
+  /** Why updates cannot arrive now (for /readyz), or undefined. */
+  problem(): string | undefined;
   stop(): Promise<void>;
 }
 
@@ -23,6 +25,7 @@ export async function startPolling(bot: Bot, opts: TelegramIngressOptions, log: 
   });
   return {
     describe: "long polling",
+    problem: () => (bot.isRunning() ? undefined : "Telegram long polling stopped"),
     async stop() {
       await bot.stop().catch((err: unknown) => log.warn({ err }, "stopping telegram polling failed"));
       await polling.catch(() => {});
@@ -43,6 +46,7 @@ export async function startWebhook(bot: Bot, opts: TelegramIngressOptions & { we
   await bot.api.setWebhook(opts.webhookUrl, { secret_token: opts.webhookSecret, allowed_updates: [...ALLOWED_UPDATES] });
   return {
     describe: `webhook ${opts.webhookUrl}`,
+    problem: () => (server.listening ? undefined : "Telegram webhook server not listening"),
     port: (server.address() as AddressInfo).port,
     async stop() {
       server.closeAllConnections();

@@ -26,6 +26,8 @@ export interface GraphApiOptions {
   log: Logger;
   /** How long a rate-limited call is retried. */
   retryForMs: number;
+  /** Called for each rate-limited attempt (metrics). */
+  onRateLimited?: () => void;
 }
 
 /** The WhatsApp Cloud API calls mom makes: send, mark read, upload and fetch media. */
@@ -53,7 +55,9 @@ export class GraphApi {
         maxRetryTime: this.o.retryForMs,
         shouldRetry: ({ error }) => limited(error),
         onFailedAttempt: ({ error, attemptNumber }) => {
-          if (limited(error)) this.o.log.warn({ path, attempt: attemptNumber, code: (error as GraphError).code }, "WhatsApp rate limit: waiting before sending again");
+          if (!limited(error)) return;
+          this.o.onRateLimited?.();
+          this.o.log.warn({ path, attempt: attemptNumber, code: (error as GraphError).code }, "WhatsApp rate limit: waiting before sending again");
         },
       },
     );

@@ -1,7 +1,7 @@
 import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import type { NestExpressApplication } from "@nestjs/platform-express";
-import type { BusOptions } from "@mom/bus";
+import { Bus, type BusOptions, serviceReadiness } from "@mom/bus";
 import type { AddressInfo } from "node:net";
 import { WhatsAppIngressModule } from "./whatsapp-ingress.module.js";
 import { WhatsAppIngressService } from "./whatsapp-ingress.service.js";
@@ -26,5 +26,14 @@ export async function startWhatsAppIngress(opts: WhatsAppIngressOptions, bus: Bu
   }
   const port = (app.getHttpServer().address() as AddressInfo).port;
   opts.logger.info({ adapter: opts.adapter, port }, "whatsapp ingress: webhook listening");
-  return { service: app.get(WhatsAppIngressService), port, close: () => app.close() };
+  // WhatsApp has no connection to hold: the ingress is ready while Meta can post to its webhook.
+  const unready = serviceReadiness(`ingress-${opts.adapter}`, app.get(Bus), () => (app.getHttpServer().listening ? undefined : "webhook server not listening"));
+  return {
+    service: app.get(WhatsAppIngressService),
+    port,
+    close: () => {
+      unready();
+      return app.close();
+    },
+  };
 }

@@ -14,6 +14,7 @@ import {
   publishInbound,
   RecentIds,
 } from "@mom/render";
+import { metrics } from "@mom/observability";
 import type { Logger } from "pino";
 import { GraphApi } from "./graph-api.js";
 import { DEFAULT_GRAPH_VERSION, WHATSAPP_OPTIONS, type WhatsAppIngressOptions } from "./whatsapp-options.js";
@@ -47,6 +48,7 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
       phoneNumberId: opts.phoneNumberId,
       log: this.log,
       retryForMs: opts.rateLimitRetryMs ?? 120_000,
+      onRateLimited: () => metrics.platformRateLimits.inc({ adapter: opts.adapter }),
     });
     this.surface = new WhatsAppSurface(this.api, this.log);
     // No edits on WhatsApp: nothing is redrawn, so the interval only paces typing renewals.

@@ -52,9 +52,21 @@ export interface EventFileContext {
   adapters: ReadonlySet<string>;
 }
 
-/** Event files are `*.json` in events/ itself; dot files (editor and atomic-write temp files) are not. */
+/**
+ * Event files are `*.json` in events/ itself; dot files (editor and atomic-write temp files) are
+ * not. A name with control characters (a newline) is an event file too, but an invalid one: it is
+ * moved aside under a printable name and reported, never ignored.
+ */
 export function isEventFileName(name: string): boolean {
-  return name.endsWith(".json") && !name.startsWith(".") && name.length > ".json".length && !/[\u0000-\u001f\u007f]/.test(name);
+  return name.endsWith(".json") && !name.startsWith(".") && name.length > ".json".length;
+}
+
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]/g;
+const HAS_CONTROL_CHAR = /[\u0000-\u001f\u007f]/;
+
+/** The name with its control characters as `\xNN`: safe to print, move to and show in a chat. */
+export function printableFileName(name: string): string {
+  return name.replace(CONTROL_CHARS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
 /** Largest event file read; anything bigger is not an event someone meant to write. */
@@ -62,8 +74,15 @@ export const MAX_EVENT_FILE_BYTES = 64 * 1024;
 
 const show = (v: unknown) => (typeof v === "string" ? JSON.stringify(v) : v === undefined ? "nothing" : JSON.stringify(v) ?? String(v));
 
-/** Validates one event file's text. Pure apart from the context's lookups. */
+/** Validates one event file's name and text. Pure apart from the context's lookups. */
 export function parseEventFile(file: string, text: string, ctx: EventFileContext): ParsedEventFile {
+  const parsed = parseEventText(file, text, ctx);
+  if (!HAS_CONTROL_CHAR.test(file)) return parsed;
+  const ref = parsed.ok ? parsed.event.ref : parsed.ref;
+  return { ok: false, reason: `the file name ${JSON.stringify(file)} has control characters (a newline, a tab…); name event files with printable characters`, ...(ref && { ref }) };
+}
+
+function parseEventText(file: string, text: string, ctx: EventFileContext): ParsedEventFile {
   let raw: unknown;
   try {
     raw = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);

@@ -3,7 +3,7 @@ import { qualifiedChannelId } from "@mom/contracts";
 import { type FSWatcher, watch } from "node:fs";
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "./clock.js";
-import { type EventFileContext, type EventFileProblem, parseEventFile, type ScheduledEvent, MAX_EVENT_FILE_BYTES } from "./event-file.js";
+import { type EventFileContext, type EventFileProblem, parseEventFile, printableFileName, type ScheduledEvent, MAX_EVENT_FILE_BYTES } from "./event-file.js";
 import { firingMessage, type Report, reportMessage } from "./event-message.js";
 import { type FileContent, type FileStamp, EventsDir } from "./events-dir.js";
 import { ChannelRateLimit } from "./rate-limit.js";
@@ -318,7 +318,7 @@ export class EventScheduler {
     }
     const movedTo = `events/invalid/${moved}`;
     this.log.warn({ file: entry.name, channel, reason: problem.reason, movedTo }, `invalid event file: ${problem.reason}`);
-    if (problem.ref) this.queueReport(problem.ref, { kind: "invalid", file: entry.name, movedTo, reason: problem.reason }, now);
+    if (problem.ref) this.queueReport(problem.ref, { kind: "invalid", file: printableFileName(entry.name), movedTo, reason: problem.reason }, now);
   }
 
   private async missed(entry: Entry, event: Extract<ScheduledEvent, { type: "one-shot" }>, now: number): Promise<void> {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
-import { isEventFileName, MAX_EVENT_FILE_BYTES } from "./event-file.js";
+import { isEventFileName, MAX_EVENT_FILE_BYTES, printableFileName } from "./event-file.js";
 
 /** What a directory listing says about a file; a change of any of these means "read it again". */
 export interface FileStamp {
@@ -96,7 +96,7 @@ export class EventsDir {
     if (!current || current.hash !== hash) return undefined;
     const dir = this.asideDir(kind);
     await mkdir(dir, { recursive: true });
-    const target = await freeName(dir, name);
+    const target = await freeName(dir, printableFileName(name));
     try {
       await rename(join(this.dir, name), join(dir, target));
     } catch (err) {

@@ -23,6 +23,7 @@ describe("mom events listing", () => {
     put("gone.json", { type: "one-shot", ...ch, at: "2026-01-05T06:00:00+01:00" });
     put("now.json", { type: "immediate", ...ch });
     put("broken.json", "{");
+    put("bad\nname.json", { type: "immediate", ...ch });
     put("invalid/cron.json", "{}");
     put("invalid/cron.json.error", 'bad cron "0 9 * *": exactly five…\n\nThe scheduler moved this file here…\n');
     put("missed/call.json", "{}");
@@ -35,7 +36,10 @@ describe("mom events listing", () => {
       { file: "standup.json", type: "periodic", channel: "cli/local", when: "0 9 * * 1-5 (Europe/Vienna)", next: "2026-01-06T08:00:00.000Z", status: "in 24 h" },
       { file: "review.json", type: "one-shot", channel: "cli/local", when: "2026-01-05T12:00:00+01:00", next: "2026-01-05T11:00:00.000Z", status: "in 3 h" },
     ].sort((a, b) => (a.next ?? "").localeCompare(b.next ?? "")));
-    expect(l.pending).toEqual([{ file: "broken.json", reason: expect.stringMatching(/^invalid JSON/) }]);
+    expect(l.pending).toEqual([
+      { file: "bad\nname.json", reason: 'the file name "bad\\nname.json" has control characters (a newline, a tab…); name event files with printable characters' },
+      { file: "broken.json", reason: expect.stringMatching(/^invalid JSON/) },
+    ]);
     expect(l.invalid).toEqual([{ file: "cron.json", reason: 'bad cron "0 9 * *": exactly five…' }]);
     expect(l.missed).toEqual([{ file: "call.json", reason: "it was due at 2026-01-01T09:00:00Z, 3 h before the scheduler saw it" }]);
     const text = formatEventListing(l);
@@ -43,6 +47,6 @@ describe("mom events listing", () => {
     expect(text).toMatch(/standup\.json\s+periodic\s+cli\/local\s+0 9 \* \* 1-5 \(Europe\/Vienna\)\s+next 2026-01-06T08:00:00.000Z\s+in 24 h/);
     expect(text).toMatch(/invalid \(events\/invalid\/\): 1\n\s+cron\.json\s+bad cron/);
     expect(text).toMatch(/missed \(events\/missed\/\): 1\n\s+call\.json\s+it was due/);
-    expect(text).toMatch(/not valid, still in events\/.*: 1\n\s+broken\.json\s+invalid JSON/);
+    expect(text).toMatch(/not valid, still in events\/.*: 2\n\s+bad\\x0aname\.json\s+the file name "bad\\nname\.json" has control characters.*\n\s+broken\.json\s+invalid JSON/);
   });
 });

@@ -3,7 +3,7 @@ import { qualifiedChannelId } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { isEventFileName, parseEventFile } from "./event-file.js";
+import { isEventFileName, parseEventFile, printableFileName } from "./event-file.js";
 import { EventsDir } from "./events-dir.js";
 import { formatDuration } from "./schedule.js";
 
@@ -105,7 +105,7 @@ export function formatEventListing(l: EventListing): string {
   if (l.scheduled.length) out.push(...table(l.scheduled.map((e) => [e.file, e.type, e.channel, e.when, e.next ? `next ${e.next}` : "", e.status])));
   const section = (title: string, rows: ListedProblem[]) => {
     if (!rows.length) return;
-    out.push("", `${title}: ${rows.length}`, ...table(rows.map((p) => [p.file, p.reason])));
+    out.push("", `${title}: ${rows.length}`, ...table(rows.map((p) => [printableFileName(p.file), p.reason])));
   };
   section("not valid, still in events/ (a running scheduler moves them to events/invalid/)", l.pending);
   section("invalid (events/invalid/)", l.invalid);

@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus } from "@mom/bus";
+import { Bus, serviceReadiness } from "@mom/bus";
+import { endSpan, metrics, SpanKind, startSpan, traceparentOf } from "@mom/observability";
 import type { ChannelMessage, ChannelRef } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
 import { EventScheduler } from "./event-scheduler.js";
@@ -9,6 +10,7 @@ import { SCHEDULER_OPTIONS, type SchedulerOptions } from "./scheduler-options.js
 @Injectable()
 export class SchedulerService implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly scheduler: EventScheduler;
+  private unready?: () => void;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -30,14 +32,24 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
 
   async onApplicationBootstrap(): Promise<void> {
     await this.scheduler.start();
+    this.unready = serviceReadiness("scheduler", this.bus);
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.unready?.();
     await this.scheduler.stop();
   }
 
   private async publish(ref: ChannelRef, message: ChannelMessage): Promise<{ duplicate: boolean }> {
-    const r = await this.bus.publish(this.bus.subjects.channel("in", ref), message, message.id, { timeoutMs: 5000 });
-    return { duplicate: r.duplicate };
+    const span = startSpan("mom.scheduler.fire", { kind: SpanKind.PRODUCER, attributes: { "mom.channel": `${ref.adapter}/${ref.channelId}`, "mom.message_id": message.id } });
+    try {
+      const r = await this.bus.publish(this.bus.subjects.channel("in", ref), message, message.id, { timeoutMs: 5000, traceparent: traceparentOf(span) });
+      if (!r.duplicate) metrics.messagesIn.inc({ adapter: ref.adapter, source: "scheduler" });
+      endSpan(span);
+      return { duplicate: r.duplicate };
+    } catch (err) {
+      endSpan(span, (err as Error).message);
+      throw err;
+    }
   }
 }

@@ -201,6 +201,19 @@ describe("bad input", () => {
     expect(existsSync(join(s.eventsDir, "invalid"))).toBe(false);
   });
 
+  it("a file whose name has a newline is moved aside under a printable name and reported in its channel", async () => {
+    const s = await setup();
+    await s.start();
+    s.write("stand\nup.json", { type: "immediate", ...local, text: "x" });
+    await s.settle();
+    const moved = join(s.eventsDir, "invalid", "stand\\x0aup.json");
+    await waitFor(() => existsSync(`${moved}.error`), 3000, "the file moved aside");
+    expect(existsSync(join(s.eventsDir, "stand\nup.json"))).toBe(false);
+    expect(readFileSync(`${moved}.error`, "utf8").split("\n")[0]).toBe('the file name "stand\\nup.json" has control characters (a newline, a tab…); name event files with printable characters');
+    await s.waitForInbound(1);
+    expect((await s.inbound())[0]!.text).toContain("events/stand\\x0aup.json was rejected");
+  });
+
   it("a file too large to be an event is rejected", async () => {
     const s = await setup();
     await s.start();

@@ -1,0 +1,48 @@
+import type { Skill } from "@mariozechner/pi-coding-agent";
+import type { ConfinedFiles } from "@mom/sandbox";
+
+/** Most bytes of one MEMORY.md (global or channel) that go into the system prompt. */
+export const MEMORY_MAX_BYTES = 16 * 1024;
+/** Most characters of a skill's description in the prompt (the Agent Skills spec's own limit). */
+export const SKILL_DESCRIPTION_MAX_CHARS = 1024;
+
+export interface PromptFile {
+  text: string;
+  /** Why the file was skipped or cut, for the runner's log. */
+  problem?: string;
+}
+
+/**
+ * A MEMORY.md as the prompt gets it. Notes are appended, so the end of an oversized file is the
+ * newest: only its last MEMORY_MAX_BYTES are read (never the whole file), after a note saying
+ * what was left out and where it is. A missing file is an empty memory; one that cannot be read
+ * (a directory, a symlink out of the channel's view) is skipped and reported.
+ */
+export async function readMemoryFile(files: ConfinedFiles, path: string): Promise<PromptFile> {
+  let got: { data: Buffer; size: number };
+  try {
+    got = await files.readTail(path, MEMORY_MAX_BYTES);
+  } catch (err) {
+    const message = (err as Error).message;
+    if (message.endsWith(": no such file or directory")) return { text: "" };
+    return { text: "", problem: `${message}; memory skipped` };
+  }
+  if (got.size <= MEMORY_MAX_BYTES) return { text: got.data.toString("utf8") };
+  const nl = got.data.indexOf(0x0a);
+  const tail = (nl === -1 ? got.data : got.data.subarray(nl + 1)).toString("utf8");
+  const note =
+    `[${path} is ${got.size.toLocaleString("en")} bytes; only its last ${tail.length.toLocaleString("en")} characters (the newest notes) are shown here. ` +
+    "The rest is in the file: read it when you need it, and keep the file short — summarise it and move details into other files.]";
+  return { text: `${note}\n${tail}`, problem: `${path}: ${got.size} bytes, more than the ${MEMORY_MAX_BYTES} a prompt takes; only its end is shown` };
+}
+
+/** Skills as the prompt lists them: a description too long to list is cut, with where to read it whole. */
+export function boundedSkills(skills: Skill[]): { skills: Skill[]; problems: string[] } {
+  const problems: string[] = [];
+  const out = skills.map((s) => {
+    if (s.description.length <= SKILL_DESCRIPTION_MAX_CHARS) return s;
+    problems.push(`${s.filePath}: description of ${s.description.length} characters cut to ${SKILL_DESCRIPTION_MAX_CHARS} in the prompt`);
+    return { ...s, description: `${s.description.slice(0, SKILL_DESCRIPTION_MAX_CHARS)}… [cut; the whole description is in ${s.filePath}]` };
+  });
+  return { skills: out, problems };
+}
