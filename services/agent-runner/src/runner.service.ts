@@ -307,12 +307,14 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
    * A channel record that counts past the end of MOM_IN (same stream, fewer messages: its store
    * lost some, e.g. two nats-servers on one store) would have its owner wait for sequences that
    * come only much later — the channel would go silent. Says so and reads the channel again from
-   * the stream's next message.
+   * the stream's next message (records of channels a live runner holds are left to it).
    */
   private async rewindRecordsAheadOf(lastSeq: number): Promise<void> {
     for (const [key, v] of [...this.directory.entries()]) {
       const r = v.record;
       if (r.streamCreated !== this.streamCreated || r.doneSeq <= lastSeq) continue;
+      // A live owner keeps its channel's record in step itself; rewriting it under it would race.
+      if (r.owner && r.owner !== this.runnerId && this.membership.isAlive(r.owner)) continue;
       const channel = qualifiedChannelId(parseChannelKey(key));
       this.log.warn(
         { channel, doneSeq: r.doneSeq, lastSeq },
