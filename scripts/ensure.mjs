@@ -15,9 +15,14 @@ function run(cmd, args) {
   }
 }
 
+// A first run is minutes of installing and building: say what is going on, or it looks hung.
 if (!existsSync(join(root, "node_modules/.package-lock.json"))) {
-  console.error("mom: installing npm dependencies…");
+  console.error("mom: installing npm dependencies (first run; this takes a minute or two)…");
   // `npm ci` rejects lockfiles made without every platform's optional binaries; install keeps it.
   run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"]);
 }
+const started = Date.now();
+const firstBuild = !existsSync(join(root, "services/cli/dist/main.js"));
+console.error(firstBuild ? "mom: building the TypeScript sources (first run; about a minute)…" : "mom: bringing the build up to date…");
 run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-b", "tsconfig.json"]);
+console.error(`mom: build ready (${Math.round((Date.now() - started) / 1000)} s)`);

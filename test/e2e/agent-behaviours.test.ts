@@ -40,7 +40,7 @@ describe("agent behaviours over the bus", () => {
     const st = await stack();
     st.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Show a word", command: "echo progress-word" } }] }, { text: "done" });
     st.type("go");
-    await st.output.waitFor("done");
+    await st.output.waitForAnswer("done");
     const events = (await outboundEvents(st.bus)).map((e) => e.event);
     expect(events.find((e) => e.type === "tool_execution_start")).toMatchObject({ label: "Show a word", args: { label: "Show a word", command: "echo progress-word" } });
     const end = events.find((e) => e.type === "tool_execution_end");
@@ -108,7 +108,7 @@ describe("agent behaviours over the bus", () => {
     const st = await stack();
     st.llm.enqueue({ text: "in the thread" });
     await publish(st, message(st, "@mom threaded question", { replyTo: "thread-42" }));
-    await st.output.waitFor("in the thread");
+    await st.output.waitForAnswer("in the thread");
     const events = (await outboundEvents(st.bus)).map((e) => e.event);
     expect(events.find((e) => e.type === "run_started")).toMatchObject({ replyTo: "thread-42" });
     expect(events.find((e) => e.type === "run_ended")).toMatchObject({ replyTo: "thread-42", finalText: "in the thread" });
@@ -134,7 +134,7 @@ describe("agent behaviours over the bus", () => {
     st.type("start something");
     await st.output.waitFor("→ Wait a bit");
     st.type("also do this");
-    await st.output.waitFor("handled both");
+    await st.output.waitForAnswer("handled both");
     expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("[@tester]: also do this");
     await new Promise((r) => setTimeout(r, 300));
     expect(st.llm.requests).toHaveLength(2);
@@ -174,7 +174,7 @@ describe("agent behaviours over the bus", () => {
     });
     st.llm.enqueue({ text: "priced", usage: { input: 1000, output: 200, cacheRead: 500 } });
     st.type("how much?");
-    await st.output.waitFor("priced");
+    await st.output.waitForAnswer("priced");
     const ended = (await outboundEvents(st.bus)).map((e) => e.event).find((e) => e.type === "run_ended") as { usage: Record<string, unknown> & { cost: { total: number } } };
     expect(ended.usage).toMatchObject({ input: 1000, output: 200, cacheRead: 500, contextWindow: 200_000 });
     expect(ended.usage.contextTokens).toBeGreaterThan(0);
@@ -212,7 +212,7 @@ describe("agent behaviours over the bus", () => {
     });
     st.llm.enqueue({ text: "from model two" });
     st.type("which model?");
-    await st.output.waitFor("from model two");
+    await st.output.waitForAnswer("from model two");
     expect(st.llm.requests[0]!.model).toBe("fake-model-2");
     const started = (await outboundEvents(st.bus)).map((e) => e.event).find((e) => e.type === "run_started");
     expect(started).toMatchObject({ model: "fake/fake-model-2" });

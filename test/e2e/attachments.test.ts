@@ -113,7 +113,7 @@ describe("attachments end to end (real NATS + Object Store, fake LLM, runner + C
       },
       id,
     );
-    await s.output.waitFor("Noted.");
+    await s.output.waitForAnswer("Noted.");
     const text = JSON.stringify(lastUserContent(s, before));
     expect(text).toContain("- huge.zip (not available: too large: 65,537 bytes > 65,536 bytes limit)");
     expect(text).toContain("- lost.pdf (not available: not found in the object store)");

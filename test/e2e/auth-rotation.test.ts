@@ -36,7 +36,7 @@ describe("auth profile rotation", () => {
     st.llm.enqueue({ text: "answered with b" });
     const before = Date.now();
     st.type("hello");
-    await st.output.waitFor("answered with b");
+    await st.output.waitForAnswer("answered with b");
     expect([keyOf(st, 0), keyOf(st, 1)]).toEqual(["key-a-0123456789", "key-b-0123456789"]);
     expect(st.output.text).toContain("↻ fake credential a refused (rate limit), continuing with b");
 

@@ -50,7 +50,7 @@ describe("tool policy, approvals and receipts", () => {
     const st = await stack({});
     st.llm.enqueue(bashCall("echo ok", "Say ok"), bashCall("exit 3", "Fail on purpose"), { text: "did both" });
     st.type("go");
-    await st.output.waitFor("did both");
+    await st.output.waitForAnswer("did both");
     const rs = fileReceipts(st);
     expect(types(rs)).toEqual([
       "tool.call.requested", "tool.call.started", "tool.call.succeeded",
@@ -77,7 +77,7 @@ describe("tool policy, approvals and receipts", () => {
     const st = await stack({ channels: { "cli/local": { deny: ["bash"] } } });
     st.llm.enqueue(bashCall("rm -rf /tmp/nothing"), { text: "I removed it." });
     st.type("remove it");
-    await st.output.waitFor("I removed it.");
+    await st.output.waitForAnswer("I removed it.");
     const offered = (st.llm.requests[0]!.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
     expect(offered).not.toContain("bash");
     expect(offered).toContain("read");
@@ -99,7 +99,7 @@ describe("tool policy, approvals and receipts", () => {
     st.type("please run");
     await st.output.waitFor("🔐 Approval needed: mom wants to run bash (destructive)");
     st.type("y");
-    await st.output.waitFor("ran it");
+    await st.output.waitForAnswer("ran it");
     expect(st.output.text).toContain("✓ Allowed once by @tester.");
     expect(types(fileReceipts(st))).toEqual(["tool.call.requested", "tool.call.approved", "tool.call.started", "tool.call.succeeded"]);
     expect(fileReceipts(st)[1]).toMatchObject({ actor: "@tester" });
@@ -114,7 +114,7 @@ describe("tool policy, approvals and receipts", () => {
     st.type("please run");
     await st.output.waitFor("🔐 Approval needed: mom wants to run bash (destructive), asked by @tester\nprintf 'two\\nlines'\necho second-line");
     st.type("y");
-    await st.output.waitFor("done asking");
+    await st.output.waitForAnswer("done asking");
     expect(st.output.text).not.toContain("hidden-part");
     const rs = fileReceipts(st);
     expect(types(rs)).toEqual(["tool.call.requested", "tool.call.approved", "tool.call.started", "tool.call.succeeded", "tool.call.requested", "tool.call.denied"]);
@@ -128,7 +128,7 @@ describe("tool policy, approvals and receipts", () => {
     st.type("please run");
     await st.output.waitFor("🔐 Approval needed: mom wants to run bash");
     st.type("n");
-    await st.output.waitFor("ok, not doing it");
+    await st.output.waitForAnswer("ok, not doing it");
     expect(st.output.text).toContain("⊘ Denied by @tester.");
     expect(types(fileReceipts(st))).toEqual(["tool.call.requested", "tool.call.denied"]);
     expect(JSON.stringify(st.llm.requests[1]!.messages)).toContain("denied by @tester");
@@ -141,7 +141,7 @@ describe("tool policy, approvals and receipts", () => {
     const expiredBefore = await approvals("expired");
     st.llm.enqueue(bashCall("echo late"), { text: "timed out, sorry" });
     st.type("please run");
-    await st.output.waitFor("timed out, sorry");
+    await st.output.waitForAnswer("timed out, sorry");
     expect(st.output.text).toContain("⌛ No decision in time: denied.");
     const rs = fileReceipts(st);
     expect(types(rs)).toEqual(["tool.call.requested", "tool.call.denied"]);
@@ -163,7 +163,7 @@ describe("tool policy, approvals and receipts", () => {
     expect(fileReceipts(st).find((r) => r.type === "approval.refused")).toMatchObject({ actor: "@mallory", toolId: "bash" });
     expect(st.output.text).not.toContain("finally ran");
     st.type("y");
-    await st.output.waitFor("finally ran");
+    await st.output.waitForAnswer("finally ran");
   });
 
   it("a decision for an approval nobody waits for any more is reported as expired", async () => {

@@ -21,7 +21,7 @@ describe("runner shutdown mid-run hands the message to the next runner", () => {
     await s.output.waitFor("another runner will answer this message");
 
     await s.startRunner();
-    await s.output.waitFor("answered by the second runner");
+    await s.output.waitForAnswer("answered by the second runner");
 
     const log = readFileSync(join(s.loaded.paths.workspaceDir, "channels/cli/local/log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
     expect(log.map((e) => e.text)).toEqual(["a long task", "answered by the second runner"]);

@@ -45,7 +45,7 @@ describe("scheduled events end to end", () => {
     );
     s.type("remind me to stretch in 2 seconds");
     await s.output.waitFor("I will remind you in two seconds.");
-    await s.output.waitFor("Time to stretch, @tester!", 15_000);
+    await s.output.waitForAnswer("Time to stretch, @tester!", 15_000);
     expect(lastUserText(2)).toMatch(/\[@scheduler\]: \[EVENT:stretch-\d+\.json:one-shot:\d{4}-[^\]]+Z\] Remind @tester to stretch/);
     expect(readdirSync(eventsDir).filter((f) => f.endsWith(".json"))).toEqual([]);
     const log = readFileSync(join(s.loaded.paths.workspaceDir, "channels", "cli", "local", "log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));

@@ -72,7 +72,7 @@ describe("spend limits", () => {
     st.type("one");
     await st.output.waitFor("first");
     st.type("two");
-    await st.output.waitFor("second");
+    await st.output.waitForAnswer("second");
     // $0.23 + $0.46 = $0.69 spent; a restarted runner reads that back from the stream.
     await st.runner!.close();
     await st.startRunner();

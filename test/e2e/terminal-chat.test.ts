@@ -55,6 +55,18 @@ describe("terminal chat end to end (real NATS, fake LLM, runner + CLI ingress)",
     expect(end).toMatchObject({ type: "run_ended", stopReason: "stop", finalText: "The answer is **42**." });
   });
 
+  it("streams the answer into the terminal as the model writes it, and prints it once", async () => {
+    s.output.text = "";
+    // Words a second apart: the first are on screen while the model still writes the rest.
+    s.llm.enqueue({ text: "Streaming words arrive one by one here.", chunkDelayMs: 1000 });
+    s.type("stream something");
+    await s.output.waitFor("Streaming words");
+    expect(s.output.text).not.toContain("here.");
+    expect(s.output.text).not.toMatch(/\$0\.0000/);
+    await s.output.waitFor(/\$0\.0000/);
+    expect(s.output.text.split("Streaming words arrive one by one here.").length).toBe(2);
+  });
+
   it("`stop` aborts a running run at once", async () => {
     s.output.text = "";
     s.llm.enqueue({ hang: true });

@@ -8,6 +8,15 @@ export class OutputCapture {
     for (const w of this.waiters.splice(0)) w();
   };
 
+  /**
+   * Waits until a run that answered `answer` has ended in the terminal: answers stream in as the
+   * model writes them, and the run's usage line follows only once its `run_ended` arrived.
+   */
+  waitForAnswer(answer: string, timeoutMs = 15_000): Promise<void> {
+    const escaped = answer.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    return this.waitFor(new RegExp(`${escaped}[\\s\\S]*\\n {2}[\\d,]+ in · `), timeoutMs);
+  }
+
   async waitFor(pattern: string | RegExp, timeoutMs = 15_000): Promise<void> {
     const matches = () => (typeof pattern === "string" ? this.text.includes(pattern) : pattern.test(this.text));
     const deadline = Date.now() + timeoutMs;

@@ -8,7 +8,7 @@ import { type ObjectStore, Objm } from "@nats-io/obj";
 import { type KV, Kvm } from "@nats-io/kv";
 import { validator, type StreamKey } from "@mom/contracts";
 import { follow, type FollowOptions, type Following } from "./follow.js";
-import { connectNats } from "./connect.js";
+import { connectNats, splitCredentials } from "./connect.js";
 import type { ConsumeOptions, Consumption } from "./consume-types.js";
 import { PullConsumption } from "./consumption.js";
 import { buildDeadLetter, type DeadLetterInput } from "./dead-letter.js";
@@ -52,6 +52,22 @@ function describePublishError(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
   // nats.js reports "no responders" on a publish as "jetstream is not enabled".
   return message === "jetstream is not enabled" ? "no stream takes this subject, or JetStream is unavailable" : message;
+}
+
+/**
+ * Debian's own nats-server service listens on 4222 without JetStream: say how to turn it on, in
+ * one line, rather than what failed inside the client.
+ */
+export function noJetStreamMessage(url: string, err: unknown): string {
+  const reason = err instanceof Error ? err.message : String(err);
+  const off = /jetstream is not enabled|503|no responders/i.test(reason);
+  return off
+    ? `NATS at ${url} runs without JetStream, which mom needs: start nats-server with -js (Debian's nats-server service: add \`jetstream { store_dir: "/var/lib/nats" }\` to /etc/nats-server.conf, then \`sudo systemctl restart nats-server\`), or point NATS_URL at a server with JetStream`
+    : `NATS at ${url} has no usable JetStream: ${reason}`;
+}
+
+function shownUrl(url: string): string {
+  return splitCredentials(url).shown;
 }
 
 /** The one place that touches NATS: connection, stream provisioning, publishing, typed consumption. */
@@ -109,8 +125,7 @@ export class Bus implements FileSource {
       jsm = await jetstreamManager(nc);
     } catch (err) {
       await nc.close().catch(() => {});
-      const reason = err instanceof Error ? err.message : String(err);
-      throw new Error(`NATS at ${opts.url} has no usable JetStream (start nats-server with -js): ${reason}`, { cause: err });
+      throw new Error(noJetStreamMessage(shownUrl(opts.url), err), { cause: err });
     }
     return new Bus(nc, jetstream(nc), jsm, opts, logger);
   }

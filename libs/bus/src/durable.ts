@@ -42,6 +42,12 @@ export async function ensureDurable(jsm: JetStreamManager, spec: DurableSpec, lo
   } catch (err) {
     if (!notFound(err)) throw err;
   }
+  let startSeq = spec.startSeq;
+  const restartAt = info && (await restartIfAhead(jsm, spec, info, logger));
+  if (restartAt !== undefined) {
+    info = undefined;
+    startSeq = restartAt;
+  }
   if (!info) {
     const cfg: Partial<ConsumerConfig> = {
       ...want,
@@ -49,13 +55,13 @@ export async function ensureDurable(jsm: JetStreamManager, spec: DurableSpec, lo
       ack_policy: AckPolicy.Explicit,
       deliver_policy: spec.deliver === "new" ? DeliverPolicy.New : DeliverPolicy.All,
     };
-    if (spec.startSeq !== undefined) {
+    if (startSeq !== undefined) {
       cfg.deliver_policy = DeliverPolicy.StartSequence;
-      cfg.opt_start_seq = spec.startSeq;
+      cfg.opt_start_seq = startSeq;
     }
     try {
       info = await jsm.consumers.add(spec.stream, cfg);
-      logger.info({ ...log, deliver: cfg.deliver_policy, startSeq: spec.startSeq }, "durable consumer created");
+      logger.info({ ...log, deliver: cfg.deliver_policy, startSeq }, "durable consumer created");
       return info;
     } catch (err) {
       // Raced with another replica creating the same durable: use theirs (updated below).
@@ -86,4 +92,27 @@ export async function ensureDurable(jsm: JetStreamManager, spec: DurableSpec, lo
   }
   logger.info({ ...log, changed }, "durable consumer updated");
   return info;
+}
+
+/**
+ * A durable that has delivered past the end of its stream waits for sequences the stream will
+ * only reach much later: the service would hear nothing. That happens when the stream's store
+ * lost messages its consumers had seen (two nats-servers on one store, a restored backup). Says
+ * so, deletes the durable and returns the sequence to create it again at (the stream's next
+ * message): messages from now on are delivered; those the store lost cannot be.
+ */
+async function restartIfAhead(jsm: JetStreamManager, spec: DurableSpec, info: ConsumerInfo, logger: Logger): Promise<number | undefined> {
+  const lastSeq = (await jsm.streams.info(spec.stream)).state.last_seq;
+  const delivered = info.delivered.stream_seq;
+  if (delivered <= lastSeq) return undefined;
+  logger.warn(
+    { delivered, lastSeq },
+    `consumer ${spec.durable} is ahead of stream ${spec.stream} (delivered up to #${delivered}, the stream ends at #${lastSeq}): the stream's store lost messages (two NATS servers on one store?); recreating the consumer to read from #${lastSeq + 1}`,
+  );
+  try {
+    await jsm.consumers.delete(spec.stream, spec.durable);
+  } catch (err) {
+    if (!notFound(err)) throw err;
+  }
+  return lastSeq + 1;
 }

@@ -1,4 +1,4 @@
-export { Bus, type PublishOptions, type PublishResult, type StreamSummary } from "./bus.js";
+export { Bus, noJetStreamMessage, type PublishOptions, type PublishResult, type StreamSummary } from "./bus.js";
 export type { BusOptions, StreamRetention, StreamSettings } from "./options.js";
 export { DEFAULT_STREAM_SETTINGS, DEFAULT_DRAIN_TIMEOUT_MS, streamRetention } from "./options.js";
 export { type ConsumeOptions, type Delivery, type Consumption, RejectedInput } from "./consume-types.js";
@@ -21,3 +21,4 @@ export type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
 export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv } from "./json-kv.js";
 export { type RecordStream, type RecordStreamOptions, type StreamRecord, openRecordStream } from "./record-stream.js";
 export { serviceReadiness } from "./service-readiness.js";
+export { type RangeStart, type RawMessage, type Watching, readRange, watchNew } from "./read-range.js";

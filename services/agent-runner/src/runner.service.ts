@@ -144,6 +144,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     });
     await this.membership.start();
     await this.directory.start((key, v) => this.ownership.onRecord(key, v));
+    await this.rewindRecordsAheadOf(stream.lastSeq);
     void this.watchConnection();
     const tickMs = Math.max(100, Math.min(1000, Math.floor(leaseMs / 5)));
     this.every(tickMs, () => this.housekeeping());
@@ -306,6 +307,32 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     // Records that name this runner but were never acted on (a change missed by a watch).
     for (const [key, v] of this.directory.entries()) {
       if (v.record.owner === this.runnerId && !this.owned.has(key) && !this.settling.has(key) && !this.deafened.has(key)) this.acquire(key, v);
+    }
+  }
+
+  /**
+   * A channel record that counts past the end of MOM_IN (same stream, fewer messages: its store
+   * lost some, e.g. two nats-servers on one store) would have its owner wait for sequences that
+   * come only much later — the channel would go silent. Says so and reads the channel again from
+   * the stream's next message (records of channels a live runner holds are left to it).
+   */
+  private async rewindRecordsAheadOf(lastSeq: number): Promise<void> {
+    for (const [key, v] of [...this.directory.entries()]) {
+      const r = v.record;
+      if (r.streamCreated !== this.streamCreated || r.doneSeq <= lastSeq) continue;
+      // A live owner keeps its channel's record in step itself; rewriting it under it would race.
+      if (r.owner && r.owner !== this.runnerId && this.membership.isAlive(r.owner)) continue;
+      const channel = qualifiedChannelId(parseChannelKey(key));
+      this.log.warn(
+        { channel, doneSeq: r.doneSeq, lastSeq },
+        `channel ${channel} was handled up to MOM_IN #${r.doneSeq} but the stream ends at #${lastSeq}: its store lost messages (two NATS servers on one store?); reading the channel from #${lastSeq + 1} again`,
+      );
+      const { run, ...rest } = r;
+      try {
+        await this.directory.write(key, { ...rest, doneSeq: lastSeq, ...(run && run.seq <= lastSeq && { run }) }, v.revision);
+      } catch (err) {
+        this.log.warn({ err, channel: key }, "could not rewind the channel record (another runner may have)");
+      }
     }
   }
 

@@ -14,8 +14,9 @@ import { join } from "node:path";
 import { startObservability } from "@mom/observability";
 import { busOptions } from "./bus-options.js";
 import { CommandError } from "./command-error.js";
+import { lockDataDir } from "./data-lock.js";
 import { startLocalNats } from "./local-nats.js";
-import { explicitNatsUrl } from "./nats-target.js";
+import { announceLocalNats, explicitNatsUrl } from "./nats-target.js";
 
 type Closer = () => Promise<void>;
 
@@ -92,18 +93,22 @@ async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, 
 export async function up(dataDir: string): Promise<never> {
   // Runner, scheduler and the terminal chat: only the runner's sandbox.env is needed.
   const loaded = loadConfig(dataDir, process.env, { sandbox: true });
+  const unlock = await lockDataDir(loaded.paths.dataDir);
   mkdirSync(join(loaded.paths.dataDir, "logs"), { recursive: true });
   const logFile = join(loaded.paths.dataDir, "logs", "mom.log");
   const logger = createLogger("mom", { level: loaded.config.log.level, destination: openSync(logFile, "a") });
   await observe(loaded, "mom", logger);
-  const closers: Closer[] = [];
+  const closers: Closer[] = [unlock];
   let url = explicitNatsUrl(loaded);
-  if (!url) {
-    const nats = await startLocalNats(loaded.paths.dataDir);
-    closers.push(() => nats.stop());
-    url = nats.url;
-  }
   try {
+    if (!url) {
+      const nats = await startLocalNats(loaded.paths.dataDir);
+      if (nats.orphanStopped) process.stdout.write(`mom: stopped the nats-server (pid ${nats.orphanStopped}) that a \`mom up\` which did not quit had left running on ${loaded.paths.dataDir}/nats\n`);
+      closers.push(() => nats.stop());
+      url = nats.url;
+      const forget = announceLocalNats(loaded, nats.url);
+      closers.push(async () => forget());
+    }
     const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", logger.child({ service: "agent-runner" })), logger: logger.child({ service: "agent-runner" }) });
     closers.push(() => runner.close());
     // Event files (workspace/events/*.json) fire from the terminal too.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startFakeLlm, startTestNats, type FakeLlm, type TestNats } from "@mom/testing";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Bus } from "@mom/bus";
@@ -35,7 +35,8 @@ describe("mom doctor", () => {
     writeFileSync(join(d, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace } }));
     const checks = byName(await runDoctor(d));
     expect(checks.config!.ok).toBe(true);
-    expect(checks.model).toMatchObject({ ok: true, detail: expect.stringContaining("credentials found") });
+    expect(checks.model).toMatchObject({ ok: true, detail: expect.stringContaining("credentials found, a one-word test call answered") });
+    expect(llm.requests.length).toBeGreaterThan(0);
     expect(checks.NATS).toMatchObject({ ok: true, detail: expect.stringMatching(/nats-server \d+\.\d+.*JetStream on.*scale-out available/) });
     expect(checks.sandbox).toMatchObject({ ok: true, detail: expect.stringMatching(/^bwrap \(auto: bubblewrap works here\); network off/) });
     expect(checks.secrets).toBeUndefined();
@@ -62,6 +63,31 @@ describe("mom doctor", () => {
     const checks = byName(await runDoctor(d));
     expect(checks.model).toMatchObject({ ok: false, detail: expect.stringContaining("ANTHROPIC_OAUTH_TOKEN or ANTHROPIC_API_KEY") });
     expect(checks.NATS).toMatchObject({ ok: false, detail: expect.stringContaining("nats://127.0.0.1:1") });
+  });
+
+  it("makes a real model call: an endpoint nobody listens on is ✗", async () => {
+    const d = join(dir, "deaf");
+    require_dir(d);
+    const models = llm.modelsJson() as { providers: Record<string, { baseUrl: string }> };
+    for (const p of Object.values(models.providers)) p.baseUrl = "http://127.0.0.1:1/v1";
+    writeFileSync(join(d, "models.json"), JSON.stringify(models));
+    writeFileSync(join(d, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace } }));
+    const checks = byName(await runDoctor(d));
+    expect(checks.model).toMatchObject({ ok: false, detail: expect.stringMatching(/^fake\/fake-model \(.*http:\/\/127\.0\.0\.1:1\/v1\): credentials found, but a one-word test call failed: \S/) });
+    expect(checks.model!.detail).not.toContain("\n");
+  });
+
+  it("does not create a mistyped data dir, and says when config.json is missing", async () => {
+    const typo = join(dir, "typo");
+    const checks = await runDoctor(typo);
+    expect(checks).toEqual([{ name: "config", ok: false, detail: expect.stringContaining(`no data dir ${typo}`) }]);
+    expect(existsSync(typo)).toBe(false);
+    const empty = join(dir, "empty");
+    require_dir(empty);
+    writeFileSync(join(empty, "models.json"), JSON.stringify(llm.modelsJson()));
+    const c = byName(await runDoctor(empty));
+    expect(c.config).toMatchObject({ ok: false, optional: true, detail: expect.stringContaining(`no ${join(empty, "config.json")}: built-in defaults`) });
+    expect(existsSync(join(empty, "workspace"))).toBe(false);
   });
 
   it("shows each stream's retention, what it holds, and limits the server does not have yet", async () => {

@@ -6,11 +6,14 @@ import { type AuthProfile, ConfigError, createLogger, type LoadedConfig, loadAut
 import { Sandbox } from "@mom/sandbox";
 import { spawnSync } from "node:child_process";
 import { CustomToolRegistry, createHostToolApi, requireApproval, TOOL_APPROVALS_FILE } from "@mom/tools";
-import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
+import { probeModel } from "./model-probe.js";
 import { explicitNatsUrl } from "./nats-target.js";
 import { checkRetention } from "./retention-check.js";
+
+const firstLine = (s: string) => s.trim().split("\n")[0] ?? "";
 
 export interface Check {
   name: string;
@@ -39,9 +42,8 @@ async function checkNats(loaded: LoadedConfig): Promise<Check> {
     const info = await bus.jsm.getAccountInfo();
     return { name: "NATS", ok: true, detail: `${shown} reachable (nats-server ${bus.serverVersion}), JetStream on (${info.streams} streams); ${await describeRunners(bus)}` };
   } catch (err) {
-    const msg = (err as Error).message;
-    const js = /jetstream|503/i.test(msg);
-    return { name: "NATS", ok: false, detail: js ? `${shown}: JetStream is not enabled — start nats-server with -js` : `${shown}: ${msg}` };
+    // Bus.connect's messages name the server and say how to fix it (JetStream off, refused, auth).
+    return { name: "NATS", ok: false, detail: (err as Error).message };
   } finally {
     await bus?.drain().catch(() => {});
   }
@@ -73,9 +75,18 @@ async function describeRunners(bus: Bus): Promise<string> {
 export async function runDoctor(dataDir: string): Promise<Check[]> {
   const checks: Check[] = [];
   let loaded: LoadedConfig;
+  if (!existsSync(dataDir) || !statSync(dataDir).isDirectory()) {
+    checks.push({ name: "config", ok: false, detail: `no data dir ${dataDir} (nor ${join(dataDir, "config.json")}): check the path; \`mom up ${dataDir}\` creates one` });
+    return checks;
+  }
   try {
     loaded = loadConfig(dataDir);
-    checks.push({ name: "config", ok: true, detail: `${loaded.paths.configFile} (model ${loaded.config.model}, adapters: ${Object.keys(loaded.config.adapters).join(", ") || "none"})` });
+    const summary = `model ${loaded.config.model}, adapters: ${Object.keys(loaded.config.adapters).join(", ") || "none"}`;
+    checks.push(
+      existsSync(loaded.paths.configFile)
+        ? { name: "config", ok: true, detail: `${loaded.paths.configFile} (${summary})` }
+        : { name: "config", ok: false, optional: true, detail: `no ${loaded.paths.configFile}: built-in defaults (${summary}); see docs/config.md` },
+    );
   } catch (err) {
     checks.push({ name: "config", ok: false, detail: err instanceof ConfigError ? err.message : String(err) });
     return checks;
@@ -99,17 +110,24 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
   }
   try {
     const { provider, modelId } = parseModelRef(loaded.config.model);
-    const { model } = resolveModel(provider, modelId, loaded.paths, (p) => profiles.some((x) => x.provider === p));
-    checks.push({ name: "model", ok: true, detail: `${model.provider}/${model.id} (${model.api}), credentials found` });
+    const resolved = resolveModel(provider, modelId, loaded.paths, (p) => profiles.some((x) => x.provider === p));
+    const { model } = resolved;
+    const problem = await probeModel(resolved, profiles, loaded.paths.dataDir);
+    checks.push(
+      problem
+        ? { name: "model", ok: false, detail: `${model.provider}/${model.id} (${model.api}, ${model.baseUrl}): credentials found, but a one-word test call failed: ${firstLine(problem)}` }
+        : { name: "model", ok: true, detail: `${model.provider}/${model.id} (${model.api}), credentials found, a one-word test call answered` },
+    );
   } catch (err) {
     checks.push({ name: "model", ok: false, detail: err instanceof ModelSetupError ? err.message : String(err) });
   }
   checks.push(await checkNats(loaded));
   checks.push(await checkRetention(loaded));
   try {
-    mkdirSync(loaded.paths.workspaceDir, { recursive: true });
-    accessSync(loaded.paths.workspaceDir, constants.W_OK);
-    checks.push({ name: "workspace", ok: true, detail: `${loaded.paths.workspaceDir} writable` });
+    // The doctor looks, it does not create: a missing workspace is made by the runner in the data dir.
+    const there = existsSync(loaded.paths.workspaceDir);
+    accessSync(there ? loaded.paths.workspaceDir : loaded.paths.dataDir, constants.W_OK);
+    checks.push({ name: "workspace", ok: true, detail: there ? `${loaded.paths.workspaceDir} writable` : `${loaded.paths.workspaceDir} not created yet (the runner creates it; ${loaded.paths.dataDir} is writable)` });
   } catch (err) {
     checks.push({ name: "workspace", ok: false, detail: `${loaded.paths.workspaceDir}: ${(err as Error).message}` });
   }

@@ -1,9 +1,10 @@
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startLocalNats } from "./local-nats.js";
+import { findNatsServerBinary, startLocalNats } from "./local-nats.js";
 
 describe("mom up's local NATS", () => {
   const dir = mkdtempSync(join(tmpdir(), "mom-localnats-"));
@@ -22,5 +23,24 @@ describe("mom up's local NATS", () => {
       await nats.stop();
     }
     await expect(Bus.connect({ url: nats.url, name: "after-stop" })).rejects.toThrow();
+  });
+
+  it("stops a nats-server left running on the store by a `mom up` that was killed, before starting its own", async () => {
+    const store = join(dir, "nats");
+    mkdirSync(store, { recursive: true });
+    const pidFile = join(store, "nats-server.pid");
+    const orphan = spawn(findNatsServerBinary()!, ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", store, "-P", pidFile], { stdio: "ignore" });
+    const gone = new Promise((r) => orphan.once("exit", r));
+    while (!existsSync(pidFile)) await new Promise((r) => setTimeout(r, 25));
+    const nats = await startLocalNats(dir);
+    try {
+      expect(nats.orphanStopped).toBe(orphan.pid);
+      await gone;
+      const bus = await Bus.connect({ url: nats.url, name: "after-orphan", namespace: "mom" });
+      await bus.provision();
+      await bus.drain();
+    } finally {
+      await nats.stop();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, openSync } from "node:fs";
+import { mkdirSync, openSync, readFileSync } from "node:fs";
 import { connect as tcpConnect, createServer } from "node:net";
 import { join } from "node:path";
 
@@ -30,8 +30,42 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * A `mom up` killed outright (kill -9, a closed terminal) leaves its nats-server running on the
+ * store. The caller holds the data dir's lock, so a nats-server still named by the store's pid
+ * file is such an orphan: two servers on one store corrupt it, so it is stopped first.
+ */
+export async function stopOrphan(pidFile: string, storeDir: string): Promise<number | undefined> {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(pidFile, "utf8").trim());
+  } catch {
+    return undefined;
+  }
+  const isNats = () => {
+    try {
+      // Only a nats-server on this very store: a pid file can outlive its process, and pids are reused.
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      return cmdline.some((a) => a.includes("nats-server")) && cmdline.includes(storeDir);
+    } catch {
+      return false; // gone (or not Linux: then nothing can be checked, and nothing is killed)
+    }
+  };
+  if (!Number.isInteger(pid) || pid <= 0 || !isNats()) return undefined;
+  process.kill(pid, "SIGTERM");
+  const deadline = Date.now() + 5000;
+  let forced = false;
+  while (isNats()) {
+    if (!forced && Date.now() > deadline) forced = process.kill(pid, "SIGKILL");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return pid;
+}
+
 export interface LocalNats {
   url: string;
+  /** The pid of an orphaned nats-server that was stopped first (see stopOrphan). */
+  orphanStopped?: number;
   stop(): Promise<void>;
 }
 
@@ -41,9 +75,11 @@ export async function startLocalNats(dataDir: string): Promise<LocalNats> {
   if (!bin) throw new Error(NATS_INSTALL_HINT);
   const storeDir = join(dataDir, "nats");
   mkdirSync(storeDir, { recursive: true });
+  const pidFile = join(storeDir, "nats-server.pid");
+  const orphanStopped = await stopOrphan(pidFile, storeDir);
   const port = await freeLoopbackPort();
   const log = openSync(join(dataDir, "nats", "nats-server.log"), "a");
-  const child: ChildProcess = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], {
+  const child: ChildProcess = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir, "-P", pidFile], {
     stdio: ["ignore", log, log],
   });
   const deadline = Date.now() + 10_000;
@@ -54,6 +90,7 @@ export async function startLocalNats(dataDir: string): Promise<LocalNats> {
   }
   return {
     url: `nats://127.0.0.1:${port}`,
+    ...(orphanStopped && { orphanStopped }),
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));

@@ -1,5 +1,8 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { LoadedConfig } from "@mom/config";
+import { dataDirLocked, lockDataDir } from "./data-lock.js";
+import { startLocalNats } from "./local-nats.js";
 
 /**
  * `mom up` starts its own NATS only when the operator named none: NATS_URL wins, then an explicit
@@ -13,4 +16,42 @@ export function explicitNatsUrl(loaded: LoadedConfig, env: NodeJS.ProcessEnv = p
   } catch {
     return undefined;
   }
+}
+
+/** Where a running `mom up` tells other commands (replay, tail) the address of its own NATS. */
+const upUrlFile = (loaded: LoadedConfig) => join(loaded.paths.dataDir, "nats", "url");
+
+export function announceLocalNats(loaded: LoadedConfig, url: string): () => void {
+  writeFileSync(upUrlFile(loaded), `${url}\n`);
+  return () => rmSync(upUrlFile(loaded), { force: true });
+}
+
+export interface NatsTarget {
+  url: string;
+  /** Stops what was started to reach it (a local nats-server on the data dir's store). */
+  close(): Promise<void>;
+}
+
+/**
+ * The NATS that holds this data dir's traffic, for commands that read it: the one named
+ * (NATS_URL, config.json); else the one a running `mom up` started; else, when `mom up` left a
+ * store here, a nats-server on that store for as long as the command runs (the data dir is
+ * locked meanwhile, so no `mom up` starts a second server on it); else the configured default.
+ */
+export async function natsTargetFor(loaded: LoadedConfig): Promise<NatsTarget> {
+  const named = explicitNatsUrl(loaded);
+  if (named) return { url: named, close: async () => {} };
+  // A file left by a `mom up` that was killed names a server that is gone: only a live holder's counts.
+  if (existsSync(upUrlFile(loaded)) && (await dataDirLocked(loaded.paths.dataDir))) return { url: readFileSync(upUrlFile(loaded), "utf8").trim(), close: async () => {} };
+  if (existsSync(join(loaded.paths.dataDir, "nats", "jetstream"))) {
+    const unlock = await lockDataDir(loaded.paths.dataDir);
+    try {
+      const nats = await startLocalNats(loaded.paths.dataDir);
+      return { url: nats.url, close: async () => (await nats.stop(), await unlock()) };
+    } catch (err) {
+      await unlock();
+      throw err;
+    }
+  }
+  return { url: loaded.config.nats.url, close: async () => {} };
 }

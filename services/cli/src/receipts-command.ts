@@ -1,11 +1,12 @@
 import { loadConfig } from "@mom/config";
-import { parseQualifiedChannelId } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
+import { channelArg } from "./channel-arg.js";
 
 /** `mom receipts <adapter/channel> [--run ID] [dataDir]`: the append-only trail, oldest first. */
 export async function receiptsTrail(qualified: string, dataDir: string, runId?: string): Promise<string> {
+  const ref = channelArg(qualified);
   const loaded = loadConfig(dataDir);
-  const store = new WorkspaceLayout(loaded.paths.workspaceDir).channel(parseQualifiedChannelId(qualified));
+  const store = new WorkspaceLayout(loaded.paths.workspaceDir).channel(ref);
   const { entries, skipped } = await store.readReceipts();
   const rows = entries.filter((r) => !runId || r.runId === runId);
   const lines = rows.map((r) =>

@@ -39,4 +39,38 @@ describe("CliRenderer", () => {
     expect(render([{ type: "run_ended", stopReason: "error", errorMessage: "429 rate limited", finalText: "", usage, durationMs: 10 }])).toContain("✗ Error: 429 rate limited");
     expect(render([{ type: "run_queued", trigger, position: 2 }])).toContain("position 2");
   });
+
+  const delta = (text: string, contentIndex = 0): OutboundEventBody => ({ type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex, delta: text } });
+  const message = (role: string): OutboundEventBody => ({ type: "message_end", message: { role } });
+
+  it("streams the answer as it arrives and does not print it again at the end", () => {
+    let out = "";
+    const r = new CliRenderer({ write: (t) => (out += t) });
+    const events: OutboundEventBody[] = [{ type: "run_started", trigger, model: "fake/x" }, delta("Here "), delta("you "), delta("go."), message("assistant"), { type: "run_ended", stopReason: "stop", finalText: "Here you go.", usage, durationMs: 2300 }];
+    const seen: string[] = [];
+    events.forEach((event, seq) => {
+      r.render({ runId: "r", seq, ts: new Date().toISOString(), event } as OutboundEvent);
+      seen.push(out);
+    });
+    expect(seen[1]).toBe("working…\nHere ");
+    expect(seen[2]).toBe("working…\nHere you ");
+    expect(out).toBe(["working…", "Here you go.", "  1,200 in · 34 out · $0.0041 · context 24k/200k (12.0%) · 2.3s", ""].join("\n"));
+  });
+
+  it("ends a streamed line before a tool runs, and prints a final answer that was not streamed whole", () => {
+    const out = render([
+      { type: "run_started", trigger, model: "fake/x" },
+      delta("Let me look."),
+      { type: "tool_execution_start", toolCallId: "1", toolName: "bash", label: "List files", args: {} },
+      { type: "tool_execution_end", toolCallId: "1", toolName: "bash", label: "List files", isError: false, resultText: "a", durationMs: 3 },
+      { type: "run_ended", stopReason: "stop", finalText: "Two files.", usage, durationMs: 10 },
+    ]);
+    expect(out.split("\n").slice(0, 6)).toEqual(["working…", "Let me look.", "→ List files", "  ✓ List files (3 ms)", "working…", "Two files."]);
+  });
+
+  it("shows nothing of a [SILENT] answer, and clears the spinner on a terminal before streaming", () => {
+    expect(render([{ type: "run_started", trigger, model: "fake/x" }, delta("[SIL"), delta("ENT]"), message("assistant"), { type: "run_ended", stopReason: "stop", finalText: "[SILENT]", silent: true, usage, durationMs: 10 }])).toBe("working…\n");
+    const tty = render([{ type: "run_started", trigger, model: "fake/x" }, delta("Hi"), delta(" there")], true);
+    expect(tty).toMatch(/working…\r\x1b\[2KHi there$/);
+  });
 });

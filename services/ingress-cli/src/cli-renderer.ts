@@ -1,5 +1,6 @@
 import type { OutboundEvent } from "@mom/contracts";
 import { formatUsage } from "@mom/format";
+import { AnswerStream } from "./answer-stream.js";
 import { activityLines, approvalOutcomeLine, approvalPromptText, endNotes, plainDialect, RunTracker, statusText, stepLine } from "@mom/render";
 
 const TERMINAL = plainDialect();
@@ -14,13 +15,15 @@ export interface RendererOutput {
 
 /**
  * Draws mom's outbound events in a terminal: a working indicator with the current tool label,
- * one line per finished tool, then the final markdown answer, errors and usage.
+ * one line per finished tool, the answer as the model streams it (or whole at the end when it
+ * was not streamed), errors and usage.
  */
 export class CliRenderer {
   private status?: string;
   private frame = 0;
   private timer?: NodeJS.Timeout;
   private readonly tracker = new RunTracker();
+  private readonly answer = new AnswerStream();
 
   constructor(private readonly out: RendererOutput) {}
 
@@ -32,10 +35,26 @@ export class CliRenderer {
     const { view } = accepted;
     const lastStep = view.steps.length > (accepted.before?.steps.length ?? 0) ? view.steps.at(-1) : undefined;
     switch (ev.type) {
+      case "message_update": {
+        const d = ev.assistantMessageEvent;
+        if (d.type !== "text_delta" || !d.delta) break;
+        const text = this.answer.delta(`${e.runId}:${d.contentIndex ?? 0}`, d.delta);
+        if (text) {
+          this.clearStatus();
+          this.out.write(text);
+        }
+        break;
+      }
+      case "message_end":
+        this.endAnswer();
+        break;
       case "run_queued":
         this.line(`… queued behind the current run (position ${ev.position})`);
         break;
       case "run_started":
+        this.answer.reset();
+        this.setStatus(statusText(view.activity));
+        break;
       case "tool_execution_start":
       case "compaction_start":
         this.setStatus(statusText(view.activity));
@@ -50,8 +69,9 @@ export class CliRenderer {
         break;
       case "run_ended":
         this.clearStatus();
+        this.endAnswer();
         if (ev.silent) break; // a scheduled check with nothing to report: no trace at all
-        if (ev.finalText) this.out.write(`${ev.finalText}\n`);
+        if (ev.finalText && !this.answer.showed(ev.finalText)) this.out.write(`${ev.finalText}\n`);
         for (const note of endNotes(ev, TERMINAL)) this.out.write(`${note}\n`);
         for (const a of activityLines(ev.toolActivity, TERMINAL)) this.out.write(`  ${a}\n`);
         this.out.write(`  ${formatUsage(ev.usage, ev.durationMs)}\n`);
@@ -79,7 +99,14 @@ export class CliRenderer {
     this.line(text);
   }
 
+  /** Finishes the line of a streamed answer, if one is open. */
+  private endAnswer(): void {
+    const nl = this.answer.end();
+    if (nl) this.out.write(nl);
+  }
+
   private setStatus(text: string): void {
+    this.endAnswer();
     if (!this.out.isTTY) {
       if (text !== this.status) this.out.write(`${text}\n`);
       this.status = text;
@@ -107,6 +134,7 @@ export class CliRenderer {
   }
 
   private line(text: string): void {
+    this.endAnswer();
     if (this.out.isTTY && this.status !== undefined) this.out.write(`\r\x1b[2K${text}\n`), this.draw();
     else this.out.write(`${text}\n`);
   }

@@ -1,4 +1,4 @@
-import { type ChannelRef, parseQualifiedChannelId, qualifiedChannelId } from "@mom/contracts";
+import { type ChannelRef, parseQualifiedChannelId } from "@mom/contracts";
 import { CronSchedule, isTimeZone, parseIsoWithOffset } from "./schedule.js";
 
 // The format of workspace/events/*.json, as the system prompt describes it to the agent:
@@ -45,10 +45,11 @@ export interface EventFileProblem {
 export type ParsedEventFile = { ok: true; event: ScheduledEvent } | ({ ok: false } & EventFileProblem);
 
 export interface EventFileContext {
-  /** Adapter names from config.json. */
+  /**
+   * Adapter names from config.json. Any channel of a configured adapter is a valid target, seen
+   * before or not: its ingress can post there, and the runner creates the channel's directory.
+   */
   adapters: ReadonlySet<string>;
-  /** Whether mom knows the channel (it has a directory under workspace/channels). */
-  channelExists(ref: ChannelRef): boolean;
 }
 
 /**
@@ -104,9 +105,6 @@ function parseEventText(file: string, text: string, ctx: EventFileContext): Pars
   if (!ctx.adapters.has(ref.adapter)) {
     const known = [...ctx.adapters].join(", ") || "none";
     return { ok: false, reason: `unknown adapter "${ref.adapter}" in channelId ${show(o.channelId)} (adapters in config.json: ${known})` };
-  }
-  if (!ctx.channelExists(ref)) {
-    return { ok: false, reason: `unknown channel ${show(qualifiedChannelId(ref))}: mom has no such channel (no directory under workspace/channels)` };
   }
   const fail = (reason: string): ParsedEventFile => ({ ok: false, reason, ref });
 

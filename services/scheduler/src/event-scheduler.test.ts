@@ -25,7 +25,7 @@ function setup(publish: (m: ChannelMessage) => Promise<{ duplicate: boolean }>) 
   engine = new EventScheduler({
     eventsDir: dir,
     settings,
-    context: { adapters: new Set(["cli"]), channelExists: () => true },
+    context: { adapters: new Set(["cli"]) },
     publish: (_ref, m) => publish(m),
     log: pino({ level: "debug" }, { write: (s: string) => void logs.push(JSON.parse(s)) }),
     clock,

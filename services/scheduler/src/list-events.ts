@@ -1,7 +1,7 @@
 import type { LoadedConfig } from "@mom/config";
 import { qualifiedChannelId } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { isEventFileName, parseEventFile, printableFileName } from "./event-file.js";
 import { EventsDir } from "./events-dir.js";
@@ -38,10 +38,7 @@ export interface EventListing {
 export function listEvents(loaded: LoadedConfig, nowMs = Date.now()): EventListing {
   const layout = new WorkspaceLayout(loaded.paths.workspaceDir);
   const dir = new EventsDir(layout.eventsDir);
-  const context = {
-    adapters: new Set(Object.keys(loaded.config.adapters)),
-    channelExists: (ref: Parameters<typeof layout.channelDir>[0]) => isDir(layout.channelDir(ref)),
-  };
+  const context = { adapters: new Set(Object.keys(loaded.config.adapters)) };
   const graceMs = loaded.config.scheduler.graceMinutes * 60_000;
   const listing: EventListing = { eventsDir: layout.eventsDir, now: new Date(nowMs).toISOString(), scheduled: [], pending: [], invalid: [], missed: [] };
   for (const file of files(layout.eventsDir).filter(isEventFileName)) {
@@ -124,13 +121,5 @@ function files(dir: string): string[] {
       .sort();
   } catch {
     return [];
-  }
-}
-
-function isDir(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
   }
 }

@@ -3,7 +3,6 @@ import { Bus, serviceReadiness } from "@mom/bus";
 import { endSpan, metrics, SpanKind, startSpan, traceparentOf } from "@mom/observability";
 import type { ChannelMessage, ChannelRef } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
-import { statSync } from "node:fs";
 import { EventScheduler } from "./event-scheduler.js";
 import { SCHEDULER_OPTIONS, type SchedulerOptions } from "./scheduler-options.js";
 
@@ -22,10 +21,7 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
     this.scheduler = new EventScheduler({
       eventsDir: layout.eventsDir,
       settings: config.scheduler,
-      context: {
-        adapters: new Set(Object.keys(config.adapters)),
-        channelExists: (ref) => isDirectory(layout.channelDir(ref)),
-      },
+      context: { adapters: new Set(Object.keys(config.adapters)) },
       publish: (ref, message) => this.publish(ref, message),
       log: opts.logger,
       ...(opts.clock && { clock: opts.clock }),
@@ -55,13 +51,5 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
       endSpan(span, (err as Error).message);
       throw err;
     }
-  }
-}
-
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
   }
 }

@@ -157,7 +157,6 @@ describe("bad input", () => {
       "cron.json": [{ type: "periodic", ...local, text: "x", schedule: "0 9 * *", timezone: "UTC" }, /^bad cron "0 9 \* \*"/, true],
       "tz.json": [{ type: "periodic", ...local, text: "x", schedule: "0 9 * * *", timezone: "Europe/Wien" }, /^unknown time zone "Europe\/Wien"/, true],
       "adapter.json": [{ type: "immediate", channelId: "discord/123", text: "x" }, /^unknown adapter "discord"/, false],
-      "channel.json": [{ type: "immediate", channelId: "cli/nowhere", text: "x" }, /^unknown channel "cli\/nowhere"/, false],
       "other.json": [{ type: "one-shot", channelId: "term/C1", text: "x", at: "2026-01-05" }, /^bad date/, true],
     };
     for (const [name, [content]] of Object.entries(bad)) s.write(name, content);
@@ -190,6 +189,16 @@ describe("bad input", () => {
     s.write("good.json", { type: "immediate", ...local, text: "still here" });
     await waitFor(async () => (await s.inbound()).some((m) => m.text.includes("still here")), 5000, "the good event");
     await waitFor(() => existsSync(join(invalid, "type-2.json.error")), 5000, "type-2.json");
+  });
+
+  it("fires into a channel of a configured adapter that has no directory yet", async () => {
+    const s = await setup();
+    await s.start();
+    s.write("first.json", { type: "immediate", channelId: "cli/brand-new", text: "hello, new channel" });
+    const [m] = await s.waitForInbound(1);
+    expect(m).toMatchObject({ channelId: "brand-new", isMention: true });
+    expect(m!.text).toContain("hello, new channel");
+    expect(existsSync(join(s.eventsDir, "invalid"))).toBe(false);
   });
 
   it("a file whose name has a newline is moved aside under a printable name and reported in its channel", async () => {

@@ -1,0 +1,81 @@
+import { type Consumer, DeliverPolicy, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import type { Bus } from "./bus.js";
+import { msgIdOf } from "./process-message.js";
+
+/** One stored message as it is, for readers that show traffic (replay, tail) rather than act on it. */
+export interface RawMessage {
+  /** Stream name, e.g. MOM_IN */
+  stream: string;
+  seq: number;
+  subject: string;
+  /** When JetStream stored it. */
+  time: Date;
+  msgId?: string;
+  /** The payload as text (mom's payloads are JSON). */
+  text: string;
+}
+
+export type RangeStart = { seq: number } | { time: Date } | "first" | "new";
+
+function toRaw(stream: string, m: JsMsg): RawMessage {
+  const msgId = msgIdOf(m);
+  return { stream, seq: m.seq, subject: m.subject, time: m.time, ...(msgId && { msgId }), text: new TextDecoder().decode(m.data) };
+}
+
+function startOptions(start: RangeStart): Partial<OrderedConsumerOptions> {
+  if (start === "first") return { deliver_policy: DeliverPolicy.All };
+  if (start === "new") return { deliver_policy: DeliverPolicy.New };
+  if ("seq" in start) return { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, start.seq) };
+  return { deliver_policy: DeliverPolicy.StartTime, opt_start_time: start.time.toISOString() };
+}
+
+/**
+ * Reads what a stream holds now on `filter`, from `start` up to `until` (stored at or before),
+ * with an ordered consumer: ephemeral, no acks, so no durable consumer of a live service is
+ * touched and the server forgets the reader once it is done.
+ */
+export async function readRange(bus: Bus, stream: string, filter: string, start: RangeStart, until?: Date): Promise<RawMessage[]> {
+  const last = (await bus.jsm.streams.info(stream)).state.last_seq;
+  const out: RawMessage[] = [];
+  if (last === 0 || start === "new") return out;
+  const consumer: Consumer = await bus.js.consumers.get(stream, { filter_subjects: filter, ...startOptions(start) });
+  try {
+    if ((await consumer.info()).num_pending === 0) return out;
+    for (;;) {
+      const batch = await consumer.fetch({ max_messages: 500, expires: 2000 });
+      let got = 0;
+      let done = false;
+      for await (const m of batch) {
+        got++;
+        if (until && m.time > until) done = true;
+        else out.push(toRaw(stream, m));
+        if (m.seq >= last || m.info.pending === 0) done = true;
+        // Leaving the batch now spares waiting out its expiry for messages that will not come.
+        if (done) break;
+      }
+      if (done || got === 0) break;
+    }
+  } finally {
+    await consumer.delete().catch(() => {});
+  }
+  return out;
+}
+
+export interface Watching {
+  stop(): Promise<void>;
+}
+
+/** Calls `onMessage` for every message stored on `filter` from now on (ordered consumer, as above). */
+export async function watchNew(bus: Bus, stream: string, filter: string, onMessage: (m: RawMessage) => void): Promise<Watching> {
+  const consumer = await bus.js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.New });
+  const messages = await consumer.consume();
+  const loop = (async () => {
+    for await (const m of messages) onMessage(toRaw(stream, m));
+  })();
+  return {
+    async stop() {
+      await messages.close();
+      await loop.catch(() => {});
+    },
+  };
+}
