@@ -76,7 +76,7 @@ cat > "$tmp/turns.json" <<'EOF'
   { "text": "sent back" }
 ]
 EOF
-node "$repo/libs/testing/dist/fake-llm-main.js" "$tmp/turns.json" >"$tmp/llm.out" 2>"$tmp/llm.err" &
+node "$repo/libs/testing/dist/fake-llm-main.js" - >"$tmp/llm.out" 2>"$tmp/llm.err" &
 pids+=($!)
 wait_for "$tmp/llm.out" baseUrl 10 || fail "fake LLM did not start"
 base_url=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1],"utf8").split("\n")[0]).baseUrl)' "$tmp/llm.out")
@@ -95,6 +95,12 @@ fi
 echo "ok   mom doctor without credentials is refused"
 "${as_runner[@]}" node "$mom" doctor "$tmp/data" >"$tmp/doctor.out" 2>&1 || { cat "$tmp/doctor.out"; fail "mom doctor as runner"; }
 echo "ok   mom doctor as runner"
+# The script is queued only now: each mom doctor above made one tiny model call of its own.
+node --input-type=module -e "
+  import { connectFakeLlm } from '$repo/libs/testing/dist/index.js';
+  import { readFileSync } from 'node:fs';
+  await connectFakeLlm('$base_url').enqueue(...JSON.parse(readFileSync('$tmp/turns.json', 'utf8')));
+"
 
 "${as_runner[@]}" node "$mom" runner "$tmp/data" 2>"$tmp/runner.log" &
 runner_pid=$!

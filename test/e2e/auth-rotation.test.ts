@@ -120,7 +120,7 @@ describe("auth profile rotation", () => {
       await s.startRunner();
       s.llm.enqueue({ text: "answered with g" });
       s.type("hello");
-      await s.output.waitFor("answered with g");
+      await s.output.waitForAnswer("answered with g"); // the run ends after pi's compaction
       expect(String(s.llm.requests[0]!.headers.authorization)).toBe("Bearer key-g-0123456789");
       s.llm.byKey("key-g-0123456789", { error: { status: 429, message: "Rate limit reached", retryAfterSeconds: 300 } });
       s.type("again");
