@@ -346,12 +346,6 @@ async function services(compose, image, base) {
   await stack.start(["model", "nats"]);
   const llm = connectFakeLlm(`http://${ipOf(stack, "model")}:8080/v1`);
   await until("the fake model", 30, () => llm.requests().then(() => true, () => false));
-  await llm.enqueue(
-    { toolCalls: [{ name: "bash", arguments: { label: "Look around", command: "echo pid1=$(cat /proc/1/comm); (exec 3<>/dev/tcp/nats/4222) 2>/dev/null && echo nats=reachable || echo nats=unreachable" } }] },
-    { text: "pong from the container" },
-    { text: "scheduled pong" },
-    { text: "pong in slack" },
-  );
   await until("NATS /healthz", 30, async () => (await fetch(`http://${ipOf(stack, "nats")}:8222/healthz`).catch(() => undefined))?.ok === true);
   ok(`${stack.how}: nats (the compose service, on Debian's nats-server ${docker("exec", container("nats"), "nats-server", "--version").replace("nats-server: ", "")}) healthy`);
 
@@ -393,6 +387,15 @@ async function services(compose, image, base) {
   const doctor = stack.once("runner", ["doctor", "/data"]);
   if (doctor.status !== 0) fail(`mom doctor in the runner service failed:\n${(doctor.stdout + doctor.stderr).trim().split("\n").slice(-12).join("\n")}`);
   ok("`run --rm runner doctor /data`: config, model, NATS, workspace and sandbox check out in the container");
+  // The doctor made one tiny model call of its own (answered by the fallback); the messages' script
+  // is queued after it.
+  const doctorCalls = (await llm.requests()).length;
+  await llm.enqueue(
+    { toolCalls: [{ name: "bash", arguments: { label: "Look around", command: "echo pid1=$(cat /proc/1/comm); (exec 3<>/dev/tcp/nats/4222) 2>/dev/null && echo nats=reachable || echo nats=unreachable" } }] },
+    { text: "pong from the container" },
+    { text: "scheduled pong" },
+    { text: "pong in slack" },
+  );
 
   // The terminal: `docker compose run --rm cli`, stdin from this test.
   const cli = stack.cli();
@@ -406,7 +409,8 @@ async function services(compose, image, base) {
   await until("the reply in the terminal", 60, () => out.includes("pong from the container"));
   ok('message typed into the cli container -> runner -> fake LLM -> "pong from the container" in the terminal');
 
-  const toolResult = JSON.stringify((await llm.requests())[1]?.messages ?? []);
+  // The request after the bash call carries its result.
+  const toolResult = JSON.stringify((await llm.requests()).find((r) => r.messages.some((m) => m.role === "tool"))?.messages ?? []);
   if (!/pid1=bwrap/.test(toolResult)) fail(`the bash tool did not run in bubblewrap: ${toolResult.slice(-400)}`);
   if (!/nats=unreachable/.test(toolResult)) fail(`the sandbox reached NATS: ${toolResult.slice(-400)}`);
   ok("the agent's command ran in bubblewrap inside the runner container (pid 1 = bwrap) and could not reach NATS");
@@ -430,7 +434,7 @@ async function services(compose, image, base) {
   const perRunner = await Promise.all(runners.map(async (c) => `${c}: ${await runsOf(c)}`));
   const runsCounted = (await Promise.all(runners.map(runsOf))).reduce((a, b) => a + b, 0);
   if (runsCounted !== 3) fail(`the runners' /metrics count ${runsCounted} runs, expected 3: ${perRunner.join(", ")}`);
-  const requests = (await llm.requests()).length;
+  const requests = (await llm.requests()).length - doctorCalls;
   if (requests !== 4) fail(`the model was asked ${requests} times for 3 messages needing 4 answers: a message was run twice or not at all`);
   ok(`${RUNNERS} runners, 3 messages, 4 model calls, mom_runs_total 3 across the runners: each message run once`);
 
