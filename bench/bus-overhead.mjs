@@ -344,7 +344,10 @@ async function measure(name, ctx, send, extraStats = () => ({}), sampler) {
   };
 
   say(`${name}: warm-up ${opts.channels * opts.warmupRounds} message(s) (${opts.warmupRounds} per channel: creates each channel's session)…`);
-  await perChannelLoop(opts.channels, opts.warmupRounds, (c) => send(c));
+  const warm = [];
+  await perChannelLoop(opts.channels, opts.warmupRounds, async (c) => warm.push(await send(c)));
+  const unanswered = warm.filter((r) => r.timedOut).length;
+  if (unanswered > 0) throw new Error(`${name}: ${unanswered} of ${warm.length} warm-up messages got no run_ended within ${opts.runTimeoutMs} ms`);
   resetLlm();
 
   let idle;
@@ -562,6 +565,8 @@ async function main() {
       JSON.stringify({
         model: "fake/fake-model",
         nats: { url: nats.url, namespace: "bench" },
+        // The runner dead-letters messages of adapters config.json does not name.
+        adapters: { bench: { type: "cli" } },
         runner: { maxConcurrentRuns: opts.maxRuns },
         log: { level: "error" },
       }),
