@@ -3,6 +3,7 @@ import { nanos } from "@nats-io/nats-core";
 import type { Bus } from "./bus.js";
 import { namespacedName } from "./json-kv.js";
 import { ensureStream } from "./provision.js";
+import { readRange } from "./read-range.js";
 
 /**
  * An append-only stream of records kept for a long time (e.g. the usage ledger): each record is
@@ -54,16 +55,16 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
   } as StreamConfig;
   await ensureStream(bus.jsm, cfg, bus.logger);
 
-  const toRecord = (m: { seq: number; subject: string; data: Uint8Array }): StreamRecord => {
-    const text = new TextDecoder().decode(m.data);
+  const recordOf = (seq: number, subject: string, text: string): StreamRecord => {
     let data: unknown;
     try {
       data = JSON.parse(text);
     } catch {
       data = undefined;
     }
-    return { seq: m.seq, subject: m.subject, data, text };
+    return { seq, subject, data, text };
   };
+  const toRecord = (m: { seq: number; subject: string; data: Uint8Array }) => recordOf(m.seq, m.subject, new TextDecoder().decode(m.data));
 
   const orderedFrom = (since: Date) =>
     bus.js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() });
@@ -75,23 +76,7 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
       return bus.publish(`${ns}.${opts.token}.${suffix}`, record, msgId, { retryForMs: 5000 });
     },
     async readSince(since) {
-      const last = (await bus.jsm.streams.info(stream)).state.last_seq;
-      const out: StreamRecord[] = [];
-      if (last === 0) return out;
-      const consumer = await orderedFrom(since);
-      for (;;) {
-        const batch = await consumer.fetch({ max_messages: 1000, expires: 2000 });
-        let got = 0;
-        let done = false;
-        for await (const m of batch) {
-          got++;
-          out.push(toRecord(m));
-          if (m.seq >= last || m.info.pending === 0) done = true;
-        }
-        if (done || got === 0) break;
-      }
-      await consumer.delete().catch(() => {});
-      return out;
+      return (await readRange(bus, stream, filter, { time: since })).map((m) => recordOf(m.seq, m.subject, m.text));
     },
     async follow(since, onRecord) {
       const last = (await bus.jsm.streams.info(stream)).state.last_seq;
