@@ -169,7 +169,9 @@ export class RunnerCluster {
     await this.bus.drain().catch(() => {});
     await this.llm.close();
     await this.nats.stop();
-    rmSync(this.dataDir, { recursive: true, force: true });
+    // With MOM_CLUSTER_LOGS the workspace stays too (its path is in data-dir.txt there).
+    if (process.env.MOM_CLUSTER_LOGS) writeFileSync(join(process.env.MOM_CLUSTER_LOGS, "data-dir.txt"), this.dataDir);
+    else rmSync(this.dataDir, { recursive: true, force: true });
   }
 
   private observe(): void {

@@ -339,11 +339,16 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** While disconnected this runner heard nobody: that silence is not evidence of death. */
   private async watchConnection(): Promise<void> {
     for await (const s of this.bus.nc.status()) {
+      if (s.type === "disconnect") this.membership.deaf();
       if (s.type === "reconnect") {
-        this.membership.forgive();
         this.bus.streamState("IN").then((st) => (this.streamCreated = st.created), () => {});
-        // A server restart can leave a watch silent: watch again, missed changes are replayed.
-        this.membership.watch().then(() => this.membership.forgive(), (err) => this.log.warn({ err }, "could not watch heartbeats again"));
+        // A server restart can leave a watch silent: watch again (missed changes are replayed), and
+        // count this runner deaf until the new watch has caught up.
+        this.membership.deaf();
+        this.membership.watch().then(() => this.membership.forgive(), (err) => {
+          this.membership.forgive();
+          this.log.warn({ err }, "could not watch heartbeats again");
+        });
         this.directory.watch().catch((err) => this.log.warn({ err }, "could not watch channel records again"));
       }
     }

@@ -13,12 +13,16 @@ export interface MembershipOptions {
   /** How many channels this runner owns now (sent with every heartbeat). */
   load: () => number;
   log: Logger;
+  /** This process's clock (tests move it by hand). */
+  now?: () => number;
 }
 
 interface Seen {
   hb: RunnerHeartbeat;
   /** When this process last heard it, on its own clock: no clock skew between machines matters. */
   at: number;
+  /** The heartbeat's KV revision: a watch set up again replays it, and a replay is not news. */
+  revision: number;
 }
 
 /**
@@ -29,12 +33,18 @@ interface Seen {
 export class Membership {
   private readonly seen = new Map<string, Seen>();
   private readonly startedAt = new Date().toISOString();
-  private lastBeatOk = Date.now();
+  private readonly now: () => number;
+  private lastBeatOk: number;
   private timer?: NodeJS.Timeout;
   private watching?: { stop(): void };
   private leaving = false;
+  /** Since when this process hears nothing (disconnected), if it is deaf now. */
+  private deafSince?: number;
 
-  constructor(private readonly o: MembershipOptions) {}
+  constructor(private readonly o: MembershipOptions) {
+    this.now = o.now ?? Date.now;
+    this.lastBeatOk = this.now();
+  }
 
   get id(): string {
     return this.o.id;
@@ -56,28 +66,42 @@ export class Membership {
       (e) => {
         if (e.operation !== "PUT") return void this.seen.delete(e.key);
         const parsed = checkHeartbeat.check(jsonOf(e.string()));
-        if (parsed.ok) this.seen.set(e.key, { hb: parsed.value, at: Date.now() });
-        else this.o.log.warn({ key: e.key, reason: parsed.reason }, "ignoring an invalid runner heartbeat");
+        const known = this.seen.get(e.key);
+        if (!parsed.ok) this.o.log.warn({ key: e.key, reason: parsed.reason }, "ignoring an invalid runner heartbeat");
+        else if (known?.revision === e.revision) known.hb = parsed.value;
+        else this.seen.set(e.key, { hb: parsed.value, at: this.now(), revision: e.revision });
       },
       this.o.log,
     );
   }
 
-  /** This process was deaf (disconnected): nobody's silence during that time means they died. */
+  /** This process stopped hearing anything (it lost the connection) from now on. */
+  deaf(): void {
+    this.deafSince ??= this.now();
+  }
+
+  /**
+   * This process hears again: nobody's silence while it was deaf means they died, so every clock
+   * moves on by that time. A runner already dead before stays dead (setting everybody to "just
+   * heard" would give a dead runner another lease, and channels handed to it would wait).
+   */
   forgive(): void {
-    const now = Date.now();
-    for (const s of this.seen.values()) s.at = Math.max(s.at, now);
+    if (this.deafSince === undefined) return;
+    const now = this.now();
+    const deafFor = now - this.deafSince;
+    this.deafSince = undefined;
+    for (const s of this.seen.values()) s.at = Math.min(now, s.at + deafFor);
   }
 
   /** True while this runner's own heartbeats land: past half a lease without one it must stop writing. */
   get healthy(): boolean {
-    return Date.now() - this.lastBeatOk < this.o.leaseMs / 2;
+    return this.now() - this.lastBeatOk < this.o.leaseMs / 2;
   }
 
   isAlive(id: string): boolean {
     if (id === this.o.id) return true;
     const s = this.seen.get(id);
-    return s !== undefined && Date.now() - s.at < this.o.leaseMs;
+    return s !== undefined && this.now() - s.at < this.o.leaseMs;
   }
 
   /** Live runners that may be given channels (not shutting down), with their reported load. */
@@ -111,7 +135,7 @@ export class Membership {
   private async beat(): Promise<void> {
     try {
       await this.o.kv.put(this.o.id, JSON.stringify(this.heartbeat()));
-      this.lastBeatOk = Date.now();
+      this.lastBeatOk = this.now();
     } catch (err) {
       this.o.log.warn({ err }, "could not put the runner heartbeat");
     }
