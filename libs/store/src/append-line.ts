@@ -4,25 +4,27 @@ import { open } from "node:fs/promises";
  * Appends one line with a single write on an O_APPEND handle, so a crash can at worst leave a torn
  * final line. If the file already ends in such a torn line, a "\n" goes first: the torn fragment
  * stays on a line of its own (reported and skipped by readers) and the new line is intact.
+ * Resolves with the file's size after the line.
  */
-export async function appendLine(file: string, line: string): Promise<void> {
+export async function appendLine(file: string, line: string): Promise<number> {
   const handle = await open(file, "a+");
   try {
-    const { size } = await handle.stat();
+    let { size } = await handle.stat();
     if (size > 0) {
       const last = Buffer.alloc(1);
       await handle.read(last, 0, 1, size - 1);
-      if (last[0] !== 0x0a) await writeAll(handle, "\n");
+      if (last[0] !== 0x0a) size += await writeAll(handle, "\n");
     }
-    await writeAll(handle, `${line}\n`);
+    return size + (await writeAll(handle, `${line}\n`));
   } finally {
     await handle.close();
   }
 }
 
-async function writeAll(handle: import("node:fs/promises").FileHandle, text: string): Promise<void> {
+async function writeAll(handle: import("node:fs/promises").FileHandle, text: string): Promise<number> {
   const bytes = Buffer.from(text, "utf8");
   const { bytesWritten } = await handle.write(bytes, 0, bytes.length);
   // A short write (disk full) leaves a torn line; the next append repairs it as above.
   if (bytesWritten !== bytes.length) throw new Error(`short write: ${bytesWritten} of ${bytes.length} bytes`);
+  return bytesWritten;
 }

@@ -79,6 +79,20 @@ describe("ChannelStore log", () => {
     expect((await store.readLog()).entries.map((e) => e.text)).toEqual(["text of m1", "text of m2"]);
   });
 
+  it("sees what another process appended while it held the channel no more (a runner taking a channel back)", async () => {
+    expect(await store.appendLog(entry("m1"))).toBe(true);
+    const other = reopened(); // the runner that owned the channel meanwhile
+    expect(await other.appendLog(entry("m2"))).toBe(true);
+    expect(await other.appendLog(entry("r2", { isBot: true, metadata: { triggerId: "m2" } }))).toBe(true);
+    // Back here: m2 read again from the stream is no new message, and its answer is found.
+    expect(await store.appendLog(entry("m2"))).toBe(false);
+    expect((await store.findLogEntry("r2"))?.metadata).toEqual({ triggerId: "m2" });
+    expect((await store.readLog()).entries.map((e) => e.id)).toEqual(["m1", "m2", "r2"]);
+    // A person emptied the log: what it held is not remembered as logged.
+    writeFileSync(store.logFile, "");
+    expect(await store.appendLog(entry("m1"))).toBe(true);
+  });
+
   it("survives a torn last line: earlier lines intact, tear reported, next append readable", async () => {
     await store.appendLog(entry("m1"));
     await store.appendLog(entry("m2"));

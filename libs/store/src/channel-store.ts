@@ -2,7 +2,7 @@ import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { qualifiedChannelId, type ChannelRef, type LogEntry, type Receipt } from "@mom/contracts";
 import { appendLine } from "./append-line.js";
-import { type LogCursor, type PlacedEntry, readLogSince, readLogTail } from "./log-reader.js";
+import { fileSize, type LogCursor, type PlacedEntry, readLogSince, readLogTail } from "./log-reader.js";
 import { logEntryValidator, parseJsonLines, parseLogLines, receiptValidator, type SkippedLine } from "./log-lines.js";
 
 export interface ReadLogOptions {
@@ -39,6 +39,8 @@ export class ChannelStore {
 
   private queue: Promise<unknown> = Promise.resolve();
   private ids?: Set<string>;
+  /** The log's size when `ids` was last in step with it. */
+  private idsAtSize = -1;
   private dirsReady?: Promise<void>;
 
   constructor(
@@ -83,7 +85,7 @@ export class ChannelStore {
       const ids = await this.loggedIds();
       if (ids.has(entry.id)) return false;
       await this.ensureDirs();
-      await appendLine(this.logFile, JSON.stringify(entry));
+      this.idsAtSize = await appendLine(this.logFile, JSON.stringify(entry));
       ids.add(entry.id);
       return true;
     });
@@ -145,9 +147,15 @@ export class ChannelStore {
   }
 
   // The ids in the log's last MiB plus those appended since. Only intact entries count, so an
-  // entry whose line was torn by a crash is written again when its message is read again.
+  // entry whose line was torn by a crash is written again when its message is read again. A log
+  // that changed size behind this process's back (another runner owned the channel meanwhile, or
+  // a person truncated it) is read again: ids remembered from before would be stale.
   private async loggedIds(): Promise<Set<string>> {
-    if (!this.ids || this.ids.size > MAX_RECENT_IDS) this.ids = new Set((await readLogTail(this.logFile)).map((p) => p.entry.id));
+    const size = await fileSize(this.logFile);
+    if (!this.ids || this.ids.size > MAX_RECENT_IDS || size !== this.idsAtSize) {
+      this.ids = new Set((await readLogTail(this.logFile)).map((p) => p.entry.id));
+      this.idsAtSize = size;
+    }
     return this.ids;
   }
 }

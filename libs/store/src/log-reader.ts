@@ -18,7 +18,7 @@ export interface PlacedEntry {
 /** How far back the tail of a log is read (recent ids, recent people). */
 export const LOG_TAIL_BYTES = 1 << 20;
 
-async function fileSize(file: string): Promise<number> {
+export async function fileSize(file: string): Promise<number> {
   const handle = await open(file, "r").catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return undefined;
     throw err;
