@@ -38,10 +38,11 @@ describe("ChannelAgent", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function setup(model = faux, onFileProblems?: (problems: string[]) => void) {
-    const layout = new WorkspaceLayout(join(dir, "workspace"));
+  /** A fresh channel, or (`same`) a new agent on an existing one, as a runner taking it over makes. */
+  async function setup(model = faux, onFileProblems?: (problems: string[]) => void, same?: { layout: WorkspaceLayout; store: ChannelStore }) {
+    const layout = same?.layout ?? new WorkspaceLayout(join(dir, "workspace"));
     await layout.ensureWorkspace();
-    const store = layout.channel({ adapter: "cli", channelId: `c${Math.random().toString(36).slice(2)}` });
+    const store = same?.store ?? layout.channel({ adapter: "cli", channelId: `c${Math.random().toString(36).slice(2)}` });
     const sandbox = new Sandbox({ type: "bwrap" }, { dataDir: dir, workspaceDir: layout.workspaceDir }).forChannel(store.dir, runnerFiles(store));
     const authStorage = AuthStorage.inMemory();
     authStorage.setRuntimeApiKey("faux-agent", "k");
@@ -91,6 +92,39 @@ describe("ChannelAgent", () => {
     expect(context).toContain("All done.");
     expect(context).toContain("anyone seen the build?");
     agent.dispose();
+  });
+
+  it("resumes a message whose first attempt was stopped before its prompt: said once, nothing after it synced early", async () => {
+    const first = await setup();
+    await first.store.appendLog(entry("m0", "@mom hello"));
+    faux.setResponses([fauxAssistantMessage([fauxText("hi")])]);
+    await first.agent.run(entry("m0", "@mom hello"), () => {}); // pi writes context.jsonl from the first answer on
+    await first.store.appendLog(entry("m1", "@mom first"));
+    await first.store.appendLog(entry("m2", "@mom second")); // logged while m1 was about to run
+    const stopped = first.agent.run(entry("m1", "@mom first"), () => {});
+    await first.agent.abort(); // the runner lost the bus before the prompt went out
+    expect(await stopped).toMatchObject({ stopReason: "aborted" });
+    first.agent.dispose();
+
+    const seen: string[][] = [];
+    const answer = (text: string) => (ctx: { messages: { role: string; content: unknown }[] }) => {
+      seen.push(ctx.messages.filter((m) => m.role === "user").map((m) => JSON.stringify(m.content)));
+      return fauxAssistantMessage([fauxText(text)]);
+    };
+    faux.setResponses([answer("one"), answer("two")]);
+    const again = await setup(faux, undefined, first);
+    await again.agent.run(entry("m1", "@mom first"), () => {}, { note: "[resumed]" });
+    await again.agent.run(entry("m2", "@mom second"), () => {});
+    again.agent.dispose();
+    expect(seen[0]!.join("\n")).not.toContain("@mom second"); // m2 waits for its own run
+    const users = readFileSync(first.store.contextFile, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.type === "message" && e.message.role === "user")
+      .map((e) => e.message.content[0].text as string);
+    expect(users.filter((t) => t.includes("@mom first"))).toHaveLength(1);
+    expect(users.filter((t) => t.includes("@mom second"))).toHaveLength(1);
   });
 
   it("keeps the answer of a run whose end compacts the context (compaction shortens the session's messages)", async () => {

@@ -85,9 +85,12 @@ export function syncLogToSession(
   triggerId: string,
   opts: { skippedBytes?: number; maxChars?: number } = {},
 ): UserMessage[] {
+  const { lastId, seen } = sinceLastSync(sm);
+  // The last sync already went up to this very message (an attempt stopped after its sync, before
+  // its prompt): everything in `since` came after it and waits for its own run.
+  if (lastId === triggerId) return [];
   const triggerIndex = since.findIndex((p) => p.entry.id === triggerId);
   const end = triggerIndex === -1 ? since.length : triggerIndex;
-  const { seen } = sinceLastSync(sm);
   const lines: Array<{ entry: LogEntry; text: string }> = [];
   for (let i = 0; i < end; i++) {
     const e = since[i]!.entry;

@@ -1,5 +1,5 @@
 import type { LogEntry } from "@mom/contracts";
-import { open } from "node:fs/promises";
+import { open, stat } from "node:fs/promises";
 import { logEntryValidator } from "./log-lines.js";
 
 /** Where a reader of log.jsonl stopped: just after the line of `lastId`, `offset` bytes in. */
@@ -19,16 +19,11 @@ export interface PlacedEntry {
 export const LOG_TAIL_BYTES = 1 << 20;
 
 export async function fileSize(file: string): Promise<number> {
-  const handle = await open(file, "r").catch((err: NodeJS.ErrnoException) => {
+  const st = await stat(file).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return undefined;
     throw err;
   });
-  if (!handle) return 0;
-  try {
-    return (await handle.stat()).size;
-  } finally {
-    await handle.close();
-  }
+  return st?.size ?? 0;
 }
 
 async function readRange(file: string, start: number, end: number): Promise<Buffer> {

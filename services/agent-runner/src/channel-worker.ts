@@ -279,7 +279,7 @@ export class ChannelWorker {
       return NOW;
     }
     if (was.phase === "running") {
-      log.warn({ crashes }, "resuming a run whose runner died");
+      log.warn({ crashes }, this.deps.ledger.excused ? "resuming a run this runner set down when it lost the bus" : "resuming a run whose runner died");
       await endOf(this.ended({ stopReason: "aborted", errorMessage: INTERRUPTED, finalText: "", usage: ZERO_USAGE }, message, Date.now()));
     }
     return { done: this.enqueue(seq, message, { fromRunId: was.runId, crashes }, traceparent) };
