@@ -68,7 +68,7 @@ describe("mom ingress <telegram|whatsapp adapter> as processes", () => {
     const err = new OutputCapture();
     child.stderr.setEncoding("utf8").on("data", err.write);
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-    return { child, exited, ready: err.waitFor(ready, 30_000).then(() => err.text) };
+    return { child, exited, err, ready: err.waitFor(ready, 30_000).then(() => err.text) };
   }
 
   it("telegram: polls the Bot API, publishes what people say, exits 0 on SIGTERM", async () => {
@@ -88,6 +88,33 @@ describe("mom ingress <telegram|whatsapp adapter> as processes", () => {
         if (counted === 0) await new Promise((r) => setTimeout(r, 50));
       }
       expect(counted).toBe(1);
+    } finally {
+      p.child.kill("SIGTERM");
+    }
+    expect(await p.exited).toBe(0);
+  }, 60_000);
+
+  it("telegram: /readyz says why while getUpdates keeps failing, and is ready again when it works", async () => {
+    telegram.fail("getUpdates", 2); // grammY waits 3 s after each failure
+    const httpPort = await freePort();
+    const p = run("tg", "telegram ingress receiving", httpPort);
+    try {
+      const log = await p.ready;
+      const readyz = async () => {
+        const r = await fetch(`http://127.0.0.1:${httpPort}/readyz`);
+        return [r.status, await r.json()] as const;
+      };
+      let seen = await readyz();
+      for (let i = 0; i < 50 && seen[0] === 200; i++) seen = (await new Promise((r) => setTimeout(r, 50)), await readyz());
+      expect(seen).toEqual([503, { status: "not ready", reason: expect.stringMatching(/^ingress-tg: Telegram getUpdates failing since \S+: 502 Bad Gateway$/) }]);
+      // Someone speaks meanwhile: the first getUpdates that works returns it (a quiet long poll only
+      // says it worked when it ends) and nothing is lost.
+      const m = telegram.say({ chat: { id: -6, type: "group", title: "g" }, from: { id: 7, is_bot: false, first_name: "Ana", username: "ana" }, text: "still there?" });
+      for (let i = 0; i < 400 && seen[0] !== 200; i++) seen = (await new Promise((r) => setTimeout(r, 50)), await readyz());
+      expect(seen).toEqual([200, { status: "ready" }]);
+      expect(await published("tg", "-6")).toMatchObject({ id: String(m.message_id), text: "still there?" });
+      await p.err.waitFor("telegram getUpdates works again", 5000);
+      expect(p.err.text + log).toMatch(/telegram getUpdates failed \(retrying\): 502 Bad Gateway/);
     } finally {
       p.child.kill("SIGTERM");
     }

@@ -10,7 +10,8 @@
 //   entities; otherwise 400 "can't parse entities". More than 4,096 characters after parsing is
 //   400 "message is too long"; an edit to the same text is 400 "message is not modified".
 // - GET /file/bot<token>/<file_path> serves files people sent (`say({ document })`) or the bot uploaded.
-// - `rateLimit(method, times, retryAfter)` answers the next calls 429 with `retry_after`.
+// - `rateLimit(method, times, retryAfter)` answers the next calls 429 with `retry_after`;
+//   `fail(method, times)` answers them 502 Bad Gateway (Telegram's own outages look like that).
 // - setWebhook: from then on updates are POSTed to that URL with X-Telegram-Bot-Api-Secret-Token
 //   (their HTTP statuses in `webhookPosts`), and getUpdates answers 409 Conflict, as Telegram does;
 //   deleteWebhook goes back to polling.
@@ -127,6 +128,7 @@ export class FakeTelegram {
   private readonly updates: Array<{ update_id: number } & Record<string, unknown>> = [];
   private readonly pollers = new Set<() => void>();
   private readonly limits = new Map<string, { times: number; retryAfter: number }>();
+  private readonly failures = new Map<string, number>();
   private readonly callbackAnswers = new Map<string, Record<string, unknown>>();
   private nextUpdate = 1;
   private webhook?: { url: string; secret?: string };
@@ -163,6 +165,11 @@ export class FakeTelegram {
   /** The next `times` calls of `method` are answered 429 with `retry_after` seconds. */
   rateLimit(method: string, times: number, retryAfter: number): void {
     this.limits.set(method, { times, retryAfter });
+  }
+
+  /** The next `times` calls of `method` are answered 502 Bad Gateway. */
+  fail(method: string, times: number): void {
+    this.failures.set(method, times);
   }
 
   /** A person sends a message; resolves with it as the bot will receive it. */
@@ -273,6 +280,12 @@ export class FakeTelegram {
       limit.times--;
       record(429);
       return send(res, 429, { ok: false, error_code: 429, description: `Too Many Requests: retry after ${limit.retryAfter}`, parameters: { retry_after: limit.retryAfter } });
+    }
+    const failures = this.failures.get(method) ?? 0;
+    if (failures > 0) {
+      this.failures.set(method, failures - 1);
+      record(502);
+      return send(res, 502, { ok: false, error_code: 502, description: "Bad Gateway" });
     }
     const out = await this.method(method, params);
     record("error" in out ? out.status : 200);

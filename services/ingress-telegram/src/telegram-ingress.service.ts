@@ -23,7 +23,7 @@ import type { Logger } from "pino";
 import { type BotIdentity, senderOf, type TelegramFile, toTelegramInbound } from "./telegram-inbound.js";
 import { TELEGRAM_OPTIONS, type TelegramIngressOptions } from "./telegram-options.js";
 import { parseApprovalButton, TelegramSurface } from "./telegram-surface.js";
-import { startPolling, startWebhook, type UpdateSource } from "./telegram-updates.js";
+import { getUpdatesHealth, startPolling, startWebhook, type UpdateSource } from "./telegram-updates.js";
 
 /**
  * One Telegram bot: updates (getUpdates long polling, or a webhook) become ChannelMessages on
@@ -40,12 +40,14 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
   private consumption?: Consumption;
   private updates?: UpdateSource;
   private me!: BotIdentity;
+  private readonly getUpdates: ReturnType<typeof getUpdatesHealth>;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
     @Inject(TELEGRAM_OPTIONS) private readonly opts: TelegramIngressOptions,
   ) {
     this.log = opts.logger;
+    this.getUpdates = getUpdatesHealth(this.log);
     this.bot = new Bot(opts.botToken, { client: { ...(opts.apiUrl && { apiRoot: opts.apiUrl }) } });
     // Installed first, so it sits under auto-retry and sees every 429 attempt, not only the last.
     this.bot.api.config.use(async (prev, method, payload, signal) => {
@@ -53,6 +55,7 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
       if (!res.ok && res.error_code === 429) metrics.platformRateLimits.inc({ adapter: opts.adapter });
       return res;
     });
+    this.bot.api.config.use(this.getUpdates.transformer);
     // 429 Too Many Requests: wait `retry_after` and retry, so coalesced edits and answers are never lost.
     this.bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
     this.presenter = new Presenter(new MessageLayout(new TelegramSurface(this.bot.api)), {
@@ -82,7 +85,7 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
     this.bot.catch((err) => this.log.error({ err: err.error, updateId: err.ctx.update.update_id }, `telegram update handling failed: ${(err.error as Error)?.message ?? err.error}`));
     this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.presenter);
     const o = this.opts;
-    this.updates = o.webhookUrl ? await startWebhook(this.bot, { ...o, webhookUrl: o.webhookUrl }, this.log) : await startPolling(this.bot, o, this.log);
+    this.updates = o.webhookUrl ? await startWebhook(this.bot, { ...o, webhookUrl: o.webhookUrl }, this.log) : await startPolling(this.bot, o, this.log, this.getUpdates);
     const updates = this.updates;
     this.unready = serviceReadiness(`ingress-${o.adapter}`, this.bus, () => updates.problem());
     this.log.info({ adapter: o.adapter, bot: this.me.username, via: this.updates.describe }, "telegram ingress receiving");

@@ -1,4 +1,4 @@
-import { type Bot, webhookCallback } from "grammy";
+import { type Bot, type Transformer, webhookCallback } from "grammy";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
@@ -14,8 +14,38 @@ export interface UpdateSource {
 
 const ALLOWED_UPDATES = ["message", "callback_query"] as const;
 
+/**
+ * Whether getUpdates works: grammY retries a failing getUpdates forever (and auto-retry retries 5xx
+ * inside one call), all while the bot stays "running". The transformer must be installed under
+ * auto-retry so it sees every attempt. The first failure and the recovery are logged.
+ */
+export function getUpdatesHealth(log: Logger): { transformer: Transformer; problem(): string | undefined } {
+  let failing: { since: string; why: string } | undefined;
+  const failed = (why: string) => {
+    if (!failing) log.warn({ why }, `telegram getUpdates failed (retrying): ${why}`);
+    failing ??= { since: new Date().toISOString(), why };
+  };
+  return {
+    transformer: async (prev, method, payload, signal) => {
+      if (method !== "getUpdates") return prev(method, payload, signal);
+      try {
+        const res = await prev(method, payload, signal);
+        if (res.ok) {
+          if (failing) log.info({ since: failing.since }, "telegram getUpdates works again");
+          failing = undefined;
+        } else failed(`${res.error_code} ${res.description}`);
+        return res;
+      } catch (err) {
+        if (!signal?.aborted) failed((err as Error).message);
+        throw err;
+      }
+    },
+    problem: () => (failing ? `Telegram getUpdates failing since ${failing.since}: ${failing.why}` : undefined),
+  };
+}
+
 /** getUpdates long polling (the default): resolves once polling runs; rejects when it cannot start. */
-export async function startPolling(bot: Bot, opts: TelegramIngressOptions, log: Logger): Promise<UpdateSource> {
+export async function startPolling(bot: Bot, opts: TelegramIngressOptions, log: Logger, health?: { problem(): string | undefined }): Promise<UpdateSource> {
   let polling!: Promise<void>;
   await new Promise<void>((resolve, reject) => {
     polling = bot.start({ allowed_updates: [...ALLOWED_UPDATES], timeout: opts.pollTimeoutSeconds ?? 30, onStart: () => resolve() }).catch((err: unknown) => {
@@ -25,7 +55,7 @@ export async function startPolling(bot: Bot, opts: TelegramIngressOptions, log: 
   });
   return {
     describe: "long polling",
-    problem: () => (bot.isRunning() ? undefined : "Telegram long polling stopped"),
+    problem: () => (bot.isRunning() ? health?.problem() : "Telegram long polling stopped"),
     async stop() {
       await bot.stop().catch((err: unknown) => log.warn({ err }, "stopping telegram polling failed"));
       await polling.catch(() => {});
