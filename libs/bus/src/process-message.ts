@@ -46,14 +46,17 @@ export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, 
   const msgId = msgIdOf(msg);
   const deliveryCount = msg.info.deliveryCount;
   if (deliveryCount > 1) metrics.redeliveries.inc({ stream: ctx.stream, consumer: ctx.durable });
-  const log = ctx.logger.child({ subject: msg.subject, msgId, streamSeq: msg.seq, deliveryCount });
+  // Made only when something is logged: a pino child serialises its bindings up front, and most
+  // messages log nothing here.
+  let child: Logger | undefined;
+  const log = () => (child ??= ctx.logger.child({ subject: msg.subject, msgId, streamSeq: msg.seq, deliveryCount }));
   const lastTry = ctx.maxDeliver > 0 && deliveryCount >= ctx.maxDeliver;
   const dedupeId = msgId ? `${ctx.stream}:${msg.seq}:${msgId}` : `${ctx.stream}:${msg.seq}`;
   const settle = (what: string, fn: () => void) => {
     try {
       fn();
     } catch (err) {
-      log.warn({ err }, `could not ${what} message (it will be redelivered)`);
+      log().warn({ err }, `could not ${what} message (it will be redelivered)`);
     }
   };
   const deadLetter = async (reason: string): Promise<boolean> => {
@@ -61,7 +64,7 @@ export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, 
       await ctx.deadLetter({ subject: msg.subject, data: msg.data, reason, msgId }, dedupeId);
       return true;
     } catch (err) {
-      log.error({ err, reason }, "could not publish dead letter");
+      log().error({ err, reason }, "could not publish dead letter");
       return false;
     }
   };
@@ -69,7 +72,7 @@ export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, 
   const reject = async (reason: string): Promise<void> => {
     if (await deadLetter(reason)) return settle("ack", () => msg.ack());
     if (lastTry) {
-      log.error({ reason }, "invalid message dropped: dead letter failed on the last delivery");
+      log().error({ reason }, "invalid message dropped: dead letter failed on the last delivery");
       return settle("term", () => msg.term());
     }
     return settle("nak", () => msg.nak(retryDelayMs(deliveryCount)));
@@ -95,11 +98,11 @@ export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, 
     if (err instanceof RejectedInput) return reject(err.message);
     if (!lastTry) {
       const retryInMs = retryDelayMs(deliveryCount);
-      log.warn({ err, retryInMs }, `handler failed: ${errorMessage(err)}`);
+      log().warn({ err, retryInMs }, `handler failed: ${errorMessage(err)}`);
       return settle("nak", () => msg.nak(retryInMs));
     }
     const reason = `handler failed after ${deliveryCount} deliveries: ${errorMessage(err)}`;
-    log.error({ err }, reason);
+    log().error({ err }, reason);
     await deadLetter(reason);
     return settle("term", () => msg.term());
   }

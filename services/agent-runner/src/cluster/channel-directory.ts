@@ -44,6 +44,8 @@ export class ChannelDirectory {
       this.kv,
       (e) => {
         if (e.operation !== "PUT") return this.apply(e.key, undefined);
+        // Our own writes come back here too (twice per run): no need to parse what we already hold.
+        if ((this.records.get(e.key)?.revision ?? 0) >= e.revision) return;
         const parsed = checkRecord.check(jsonOf(e.string()));
         if (parsed.ok) this.apply(e.key, { record: parsed.value, revision: e.revision });
         else this.log.error({ key: e.key, reason: parsed.reason }, "ignoring an invalid channel record");
