@@ -1,10 +1,8 @@
-import type { OutboundEventBody } from "@mom/contracts";
+import { MAX_EVENT_TEXT, type OutboundEventBody } from "@mom/contracts";
 import type { AgentSessionEvent } from "@mariozechner/pi-coding-agent";
 import { fallbackLabel } from "./labelled-tools.js";
 
-// NATS' default max payload is 1 MiB; tool output can be far larger. Every string that can grow
-// without bound is capped so one event always fits in one message.
-export const MAX_EVENT_TEXT = 16_000;
+export { MAX_EVENT_TEXT }; // the bound is the contract's (libs/contracts/outbound-event.ts)
 
 export function capText(text: string, max = MAX_EVENT_TEXT): string {
   return text.length <= max ? text : `${text.slice(0, max)}\n…[${text.length - max} more characters]`;

@@ -139,6 +139,13 @@ export const AuthProfileRotated = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * Texts in an event (deltas, message blocks, tool output) longer than this are cut with a note
+ * (NATS' default max payload is 1 MiB; tool output can be far larger), so one event always fits in
+ * one message. A message_end block of at most this length is the block's whole text.
+ */
+export const MAX_EVENT_TEXT = 16_000;
+
 // AgentSessionEvents made JSON-safe: large or cyclic fields are dropped or summarised so that
 // every event fits in one NATS message (see docs/outbound-events.md). The runner no longer publishes
 // the structure-only ones (agent/turn start and end, message_start); they stay accepted so streams

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
 import { createLogger } from "@mom/config";
-import { OutboundEvent, parsePayload, validator } from "@mom/contracts";
+import { MAX_EVENT_TEXT, OutboundEvent, parsePayload, validator } from "@mom/contracts";
 import { startTestNats, type TestNats } from "@mom/testing";
-import { RunPublisher } from "./run-publisher.js";
+import { DELTA_WINDOW_MS, RunPublisher } from "./run-publisher.js";
 
 describe("RunPublisher", () => {
   let nats: TestNats;
@@ -75,12 +75,41 @@ describe("RunPublisher", () => {
       const r = parsePayload(validator(OutboundEvent), m.data);
       if (r.ok) events.push(r.value);
     }
+    // The delta "hi" was still held when the message ended with "hi": the end says it.
     expect(events.map((e) => [e.seq, e.event.type])).toEqual([
       [0, "run_started"],
-      [1, "message_update"],
-      [2, "message_end"],
-      [3, "run_ended"],
+      [1, "message_end"],
+      [2, "run_ended"],
     ]);
+  });
+
+  it("drops only a held delta that the message's end repeats whole", async () => {
+    const ref = { adapter: "cli", channelId: "superseded" };
+    const pub = new RunPublisher(bus, ref, "run-3", logger);
+    const delta = (text: string, contentIndex = 0) => ({ type: "message_update" as const, assistantMessageEvent: { type: "text_delta", contentIndex, delta: text } });
+    const end = (...texts: string[]) => ({ type: "message_end" as const, message: { role: "assistant", content: texts.map((text) => ({ type: "text", text })) } });
+    pub.emit(delta("Hello "));
+    await new Promise((r) => setTimeout(r, DELTA_WINDOW_MS + 30)); // released on its own
+    pub.emit(delta("world"));
+    pub.emit(end("Hello world")); // "world" is dropped, "Hello " stays
+    const long = "y".repeat(MAX_EVENT_TEXT + 10);
+    pub.emit(delta(long.slice(0, 100), 0));
+    pub.emit(end(`${long.slice(0, MAX_EVENT_TEXT)}\n…[10 more characters]`)); // cut for the bus: the delta stays
+    pub.emit(delta("other block", 1));
+    pub.emit(end("different text")); // not this block's text: the delta stays
+    await pub.flushed();
+
+    const stream = bus.subjects.stream("OUT");
+    const subject = bus.subjects.channel("out", ref);
+    const info = await bus.jsm.streams.info(stream);
+    const seen: string[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await bus.jsm.streams.getMessage(stream, { seq });
+      if (m.subject !== subject) continue;
+      const r = parsePayload(validator(OutboundEvent), m.data);
+      if (r.ok) seen.push(r.value.event.type === "message_update" ? `delta:${r.value.event.assistantMessageEvent.delta!.length}` : r.value.event.type);
+    }
+    expect(seen).toEqual(["delta:6", "message_end", "delta:100", "message_end", "delta:11", "message_end"]);
   });
 
   it("joins deltas only up to a bound, so a fast long answer still travels in events that fit", async () => {

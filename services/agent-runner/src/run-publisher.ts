@@ -1,5 +1,5 @@
 import type { Bus } from "@mom/bus";
-import type { ChannelRef, OutboundEvent, OutboundEventBody } from "@mom/contracts";
+import { type ChannelRef, MAX_EVENT_TEXT, type OutboundEvent, type OutboundEventBody } from "@mom/contracts";
 import type { Logger } from "pino";
 
 /** Streamed text arriving within this window travels as one event. */
@@ -16,6 +16,20 @@ function isDelta(e: OutboundEventBody): e is Delta {
 
 function sameStream(a: Delta, b: Delta): boolean {
   return a.assistantMessageEvent.type === b.assistantMessageEvent.type && a.assistantMessageEvent.contentIndex === b.assistantMessageEvent.contentIndex;
+}
+
+/**
+ * The block of an assistant `message_end` that a held delta belongs to, when that block holds the
+ * block's whole text (the mapper caps long blocks, which then no longer do).
+ */
+function repeatsWhole(end: OutboundEventBody, held: Delta): boolean {
+  if (end.type !== "message_end" || end.message.role !== "assistant") return false;
+  const content = (end.message as { content?: unknown }).content;
+  if (!Array.isArray(content)) return false;
+  const e = held.assistantMessageEvent;
+  const block = (content as Array<Record<string, unknown> | undefined>)[e.contentIndex ?? 0];
+  const text = block?.[e.type === "text_delta" ? "text" : "thinking"];
+  return typeof text === "string" && text.length <= MAX_EVENT_TEXT && text.endsWith(e.delta!);
 }
 
 /**
@@ -102,8 +116,17 @@ export class RunPublisher {
       this.timer = setTimeout(() => this.release(), DELTA_WINDOW_MS);
       return;
     }
+    // A message's end carries its text: the part still held would only say it again (a short or
+    // fast answer then costs one event less; readers complete a block from its message_end).
+    if (this.held && repeatsWhole(event, this.held)) this.drop();
     this.release();
     this.publish(event);
+  }
+
+  private drop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.held = undefined;
   }
 
   /** Resolves once everything emitted so far is on the bus. */

@@ -57,6 +57,23 @@ describe("CliRenderer", () => {
     expect(out).toBe(["working…", "Here you go.", "  1,200 in · 34 out · $0.0041 · context 24k/200k (12.0%) · 2.3s", ""].join("\n"));
   });
 
+  it("takes the rest of a block from its message's end: an answer that ended before it was streamed is printed once", () => {
+    const ended = (text: string): OutboundEventBody => ({ type: "message_end", message: { role: "assistant", content: [{ type: "text", text }] } });
+    const end: OutboundEventBody = { type: "run_ended", stopReason: "stop", finalText: "Here you go.", usage, durationMs: 10 };
+    const usageLine = "  1,200 in · 34 out · $0.0041 · context 24k/200k (12.0%) · 0.0s";
+    expect(render([{ type: "run_started", trigger, model: "fake/x" }, ended("Here you go."), end])).toBe(["working…", "Here you go.", usageLine, ""].join("\n"));
+    expect(render([{ type: "run_started", trigger, model: "fake/x" }, delta("Here "), ended("Here you go."), end])).toBe(["working…", "Here you go.", usageLine, ""].join("\n"));
+    // Text before a tool call, never streamed, still shows before the tool's line.
+    expect(
+      render([
+        { type: "run_started", trigger, model: "fake/x" },
+        ended("Let me look."),
+        { type: "tool_execution_start", toolCallId: "1", toolName: "bash", label: "List files", args: {} },
+      ]).split("\n").slice(0, 3),
+    ).toEqual(["working…", "Let me look.", "→ List files"]);
+    expect(render([{ type: "run_started", trigger, model: "fake/x" }, ended("[SILENT]"), { type: "run_ended", stopReason: "stop", finalText: "", silent: true, usage, durationMs: 10 }])).toBe("working…\n");
+  });
+
   it("ends a streamed line before a tool runs, and prints a final answer that was not streamed whole", () => {
     const out = render([
       { type: "run_started", trigger, model: "fake/x" },

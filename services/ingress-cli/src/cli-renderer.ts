@@ -1,4 +1,4 @@
-import type { OutboundEvent } from "@mom/contracts";
+import { MAX_EVENT_TEXT, type OutboundEvent } from "@mom/contracts";
 import { formatUsage } from "@mom/format";
 import { AnswerStream } from "./answer-stream.js";
 import { activityLines, approvalOutcomeLine, approvalPromptText, endNotes, plainDialect, RunTracker, statusText, stepLine } from "@mom/render";
@@ -46,6 +46,7 @@ export class CliRenderer {
         break;
       }
       case "message_end":
+        this.completeAnswer(e.runId, ev.message);
         this.endAnswer();
         break;
       case "run_queued":
@@ -97,6 +98,20 @@ export class CliRenderer {
   /** A line of its own that does not disturb the working indicator (e.g. "📎 chart.png saved to …"). */
   notice(text: string): void {
     this.line(text);
+  }
+
+  /** Writes what an assistant message's end has of its text blocks beyond what was streamed. */
+  private completeAnswer(runId: string, message: { role: string; content?: unknown }): void {
+    if (message.role !== "assistant" || !Array.isArray(message.content)) return;
+    message.content.forEach((block: { type?: unknown; text?: unknown }, i) => {
+      // A longer block was cut for the bus: its deltas carry the rest.
+      if (block.type !== "text" || typeof block.text !== "string" || block.text.length > MAX_EVENT_TEXT) return;
+      const text = this.answer.complete(`${runId}:${i}`, block.text);
+      if (text) {
+        this.clearStatus();
+        this.out.write(text);
+      }
+    });
   }
 
   /** Finishes the line of a streamed answer, if one is open. */
