@@ -66,6 +66,18 @@ describe("spend limits", () => {
     expect(st.llm.requests).toHaveLength(0);
   });
 
+  it("without limits a runner appends each call to the ledger but does not read it back", async () => {
+    const st = await stack({});
+    st.llm.enqueue({ text: "counted", usage: { input: 20_000, output: 1_000 } });
+    st.type("one");
+    await st.output.waitForAnswer("counted");
+    expect(await usageReport(["--data", st.dataDir])).toMatch(/cli\/local\s+1\s+20,000\s+1,000\s/);
+    // A follower would be a consumer on the stream, fed every replica's every call.
+    const { state } = await st.bus.jsm.streams.info((await openLedgerStream(st.bus)).stream);
+    expect(state.messages).toBe(1);
+    expect(state.consumer_count).toBe(0);
+  });
+
   it("the ledger survives a runner restart: totals, limits and `mom usage`", async () => {
     const st = await stack({ adapters: { cli: { day: { usd: 1 } } } });
     st.llm.enqueue({ text: "first", usage: { input: 20_000, output: 1_000 } }, { text: "second", usage: { input: 40_000, output: 2_000 } });

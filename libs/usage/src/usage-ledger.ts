@@ -43,9 +43,14 @@ export class UsageLedger {
 
   private following?: { stop(): Promise<void> };
 
-  /** `onInvalid` hears of every record that fails the schema (it is never counted). */
-  static async open(bus: Bus, opts: { replicas?: number; onInvalid?: (record: StreamRecord, reason: string) => void } = {}): Promise<UsageLedger> {
+  /**
+   * `onInvalid` hears of every record that fails the schema (it is never counted). With `follow:
+   * false` the ledger only appends and `totals` stay empty: reading every replica's records back
+   * costs a delivery per model call, which only spend limits need.
+   */
+  static async open(bus: Bus, opts: { replicas?: number; follow?: boolean; onInvalid?: (record: StreamRecord, reason: string) => void } = {}): Promise<UsageLedger> {
     const ledger = new UsageLedger(await openLedgerStream(bus, opts.replicas), opts.onInvalid ?? (() => {}));
+    if (opts.follow === false) return ledger;
     const f = await ledger.stream.follow(monthStart(new Date()), (r) => ledger.take(r));
     ledger.following = f;
     await f.caughtUp;
@@ -55,7 +60,7 @@ export class UsageLedger {
   /** Appends one call's usage; the totals include it when this resolves. */
   async record(r: UsageRecord): Promise<void> {
     const { seq, duplicate } = await this.stream.append(`${r.adapter}.${escapeChannelToken(parseQualifiedChannelId(r.channel).channelId)}`, r, r.id);
-    if (duplicate || seq <= this.lastSeq) return;
+    if (!this.following || duplicate || seq <= this.lastSeq) return;
     this.totals.apply(r);
     this.countedEarly.add(seq);
   }

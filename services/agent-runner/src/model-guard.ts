@@ -45,6 +45,7 @@ export class ModelGuard {
     const board = await CooldownBoard.open(bus, replicas);
     const ledger = await UsageLedger.open(bus, {
       replicas,
+      follow: hasLimits(loaded.config.limits),
       // Every replica sees the record; the msg-id makes it one dead letter.
       onInvalid: (r, reason) =>
         void bus
