@@ -237,10 +237,17 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const c = this.owned.get(key);
     if (!c) return;
     this.owned.delete(key);
+    // Until its worker has stopped the channel is not to be taken again here: housekeeping would
+    // otherwise start a second worker (and pi session) on the same files meanwhile.
+    this.settling.add(key);
     c.feed.stop();
     this.log.warn({ channel: qualifiedChannelId(c.ref) }, "channel lost to another runner");
-    await c.worker.fence();
-    await c.worker.dispose();
+    try {
+      await c.worker.fence();
+      await c.worker.dispose();
+    } finally {
+      this.settling.delete(key);
+    }
   }
 
   /** Gives the channel to `to` (null: nobody) once its current run is over (or graceMs passed). */

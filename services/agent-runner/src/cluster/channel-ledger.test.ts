@@ -11,10 +11,23 @@ function store(record: ChannelRecord) {
     async write(_key: string, next: ChannelRecord, revision: number) {
       if (revision !== v.revision) throw new RecordConflict("changed");
       v = { record: next, revision: v.revision + 1 };
+      if (lostAcks > 0) {
+        lostAcks--;
+        throw new Error("TIMEOUT"); // stored, but the ack never came back
+      }
+      return v;
+    },
+    async read() {
       return v;
     },
   } as unknown as ChannelDirectory;
-  return { dir, now: () => v, steal: () => (v = { record: { ...v.record, owner: "other" }, revision: v.revision + 1 }) };
+  let lostAcks = 0;
+  return {
+    dir,
+    now: () => v,
+    steal: () => (v = { record: { ...v.record, owner: "other" }, revision: v.revision + 1 }),
+    loseNextAck: () => (lostAcks = 1),
+  };
 }
 
 const base: ChannelRecord = { owner: "me", doneSeq: 10, streamCreated: "t0" };
@@ -61,6 +74,21 @@ describe("ChannelLedger", () => {
     await l.release("next", false);
     expect(s.now().record).toEqual({ ...base, owner: "next", run: { seq: 11, messageId: "m11", runId: "r1", crashes: 1, phase: "handed-over" } });
     expect(new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {}).interrupted?.runId).toBe("r1");
+  });
+
+  it("takes a retried save that conflicts with its own timed-out write as saved, not as a takeover", async () => {
+    const s = store(base);
+    let lost = 0;
+    const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => lost++);
+    l.begin(11);
+    s.loseNextAck();
+    await l.runStarting({ seq: 11, messageId: "m11", runId: "r1", crashes: 0 });
+    expect(lost).toBe(0);
+    expect(s.now().record.run?.runId).toBe("r1");
+    await l.done(11);
+    await l.flush(); // goes on from the stored revision
+    expect(s.now().record).toEqual({ ...base, doneSeq: 11 });
+    expect(lost).toBe(0);
   });
 
   it("stops writing once another runner changed the record", async () => {

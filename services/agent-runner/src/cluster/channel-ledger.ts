@@ -122,17 +122,28 @@ export class ChannelLedger {
       const next = change(this.v.record);
       if (JSON.stringify(next) === JSON.stringify(this.v.record)) return;
       const deadline = Date.now() + SAVE_RETRY_FOR_MS;
+      let unsure = false;
       for (let attempt = 1; ; attempt++) {
         try {
           this.v = await this.dir.write(this.key, next, this.v.revision);
           return;
         } catch (err) {
+          // A timed-out attempt may have landed: the retry then conflicts with our own write,
+          // which is no takeover (it looked like one after every NATS restart).
+          if (err instanceof RecordConflict && unsure) {
+            const stored = await this.dir.read(this.key).catch(() => undefined);
+            if (stored && JSON.stringify(stored.record) === JSON.stringify(next)) {
+              this.v = stored;
+              return;
+            }
+          }
           if (err instanceof RecordConflict) {
             this.lost = true;
             this.log.warn({ channel: this.key }, "channel was taken over by another runner; stopping here");
             this.onLost();
             throw new ChannelLost(this.key);
           }
+          unsure = true;
           if (Date.now() > deadline) throw err;
           if (attempt === 1) this.log.warn({ err, channel: this.key }, "could not save channel progress; retrying");
           await sleep(Math.min(250 * attempt, 2000));
