@@ -368,7 +368,7 @@ export class ChannelWorker {
     const runId = randomUUID();
     let end!: (undelivered: string[]) => void;
     const ended = new Promise<string[]>((r) => (end = r));
-    const publisher = new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log.child({ runId }), this.deps.publishRetryMs);
+    const publisher = new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log, this.deps.publishRetryMs);
     publisher.traceparent = traceparent;
     const item: QueuedRun = { runId, seq, message, traceparent, resume, publisher, steered: [], ended, end, receipts: [], labels: new Map() };
     this.queued.push(item);

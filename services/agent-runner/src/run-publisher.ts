@@ -164,7 +164,7 @@ export class RunPublisher {
         } catch (err) {
           if (this.cancelled.signal.aborted) return;
           this.lost++;
-          this.log.error({ err, seq: out.seq, type: event.type }, "could not publish outbound event: the channel will not see it");
+          this.log.error({ err, runId: this.runId, seq: out.seq, type: event.type }, "could not publish outbound event: the channel will not see it");
         }
       }
     });
