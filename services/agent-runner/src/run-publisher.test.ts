@@ -19,6 +19,21 @@ describe("RunPublisher", () => {
     await nats.stop();
   });
 
+  /** The events on one channel's out subject, in stream order. */
+  async function eventsOf(ref: { adapter: string; channelId: string }): Promise<OutboundEvent[]> {
+    const stream = bus.subjects.stream("OUT");
+    const subject = bus.subjects.channel("out", ref);
+    const info = await bus.jsm.streams.info(stream);
+    const events: OutboundEvent[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await bus.jsm.streams.getMessage(stream, { seq });
+      if (m.subject !== subject) continue;
+      const r = parsePayload(validator(OutboundEvent), m.data);
+      if (r.ok) events.push(r.value);
+    }
+    return events;
+  }
+
   it("joins streamed deltas of one block, keeps order and numbering, loses nothing", async () => {
     const ref = { adapter: "cli", channelId: "pub" };
     const pub = new RunPublisher(bus, ref, "run-1", logger);
@@ -65,16 +80,7 @@ describe("RunPublisher", () => {
     pub.emit({ type: "run_ended", stopReason: "stop", finalText: "hi", usage, durationMs: 1 });
     await pub.flushed();
 
-    const stream = bus.subjects.stream("OUT");
-    const subject = bus.subjects.channel("out", ref);
-    const info = await bus.jsm.streams.info(stream);
-    const events: OutboundEvent[] = [];
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const m = await bus.jsm.streams.getMessage(stream, { seq });
-      if (m.subject !== subject) continue;
-      const r = parsePayload(validator(OutboundEvent), m.data);
-      if (r.ok) events.push(r.value);
-    }
+    const events = await eventsOf(ref);
     // The delta "hi" was still held when the message ended with "hi": the end says it.
     expect(events.map((e) => [e.seq, e.event.type])).toEqual([
       [0, "run_started"],
@@ -99,16 +105,7 @@ describe("RunPublisher", () => {
     pub.emit(end("different text")); // not this block's text: the delta stays
     await pub.flushed();
 
-    const stream = bus.subjects.stream("OUT");
-    const subject = bus.subjects.channel("out", ref);
-    const info = await bus.jsm.streams.info(stream);
-    const seen: string[] = [];
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const m = await bus.jsm.streams.getMessage(stream, { seq });
-      if (m.subject !== subject) continue;
-      const r = parsePayload(validator(OutboundEvent), m.data);
-      if (r.ok) seen.push(r.value.event.type === "message_update" ? `delta:${r.value.event.assistantMessageEvent.delta!.length}` : r.value.event.type);
-    }
+    const seen = (await eventsOf(ref)).map((e) => (e.event.type === "message_update" ? `delta:${e.event.assistantMessageEvent.delta!.length}` : e.event.type));
     expect(seen).toEqual(["delta:6", "message_end", "delta:100", "message_end", "delta:11", "message_end"]);
   });
 
