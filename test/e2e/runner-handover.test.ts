@@ -27,3 +27,28 @@ describe("runner shutdown mid-run hands the message to the next runner", () => {
     expect(log.map((e) => e.text)).toEqual(["a long task", "answered by the second runner"]);
   });
 });
+
+describe("a channel waiting to be handed over still hears `stop`", () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack({ config: { runner: { shutdownGraceSeconds: 60 } } });
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it("a typed stop ends the run the shutdown waits for, at once", async () => {
+    s.llm.enqueue({ hang: true });
+    s.type("a long task");
+    await s.llm.waitForRequests(1);
+    const started = Date.now();
+    const closing = s.runner!.close(); // waits for the run (up to the 60 s grace) before handing over
+    await new Promise((r) => setTimeout(r, 300));
+    s.type("stop");
+    await s.output.waitFor("■ Stopped");
+    await closing;
+    s.runner = undefined;
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(s.output.text).not.toContain("another runner will answer this message");
+  });
+});

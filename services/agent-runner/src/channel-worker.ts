@@ -168,6 +168,12 @@ export class ChannelWorker {
    * taken are ignored. Never throws: failures are retried, then dead-lettered.
    */
   deliver(seq: number, message: ChannelMessage, traceparent?: string): void {
+    // Being handed over, the channel waits for its run to end: a `stop` must still reach that run
+    // (the next owner reads the message again, when nothing is left to stop).
+    if (this.halted === "release" && message.isMention && isStopCommand(message.text)) {
+      void this.stop(`@${message.sender.username}`);
+      return;
+    }
     if (this.halted || !this.deps.ledger.begin(seq)) return;
     this.lastActivity = Date.now();
     const job = this.handle(seq, message, traceparent).then(

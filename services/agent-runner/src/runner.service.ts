@@ -254,10 +254,11 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private async handOff(key: string, to: string | null, graceMs: number): Promise<void> {
     const c = this.owned.get(key);
     if (!c) return this.ownership.handedOff(key);
-    c.feed.stop();
     this.settling.add(key);
     try {
+      // The feed keeps going until the run is over, so that a typed `stop` still reaches it.
       await c.worker.release(graceMs);
+      c.feed.stop();
       this.owned.delete(key);
       const left = to === null && (await this.hasWorkLeft(c));
       await c.ledger.release(to, left);
@@ -265,6 +266,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     } catch (err) {
       this.log.warn({ err, channel: qualifiedChannelId(c.ref) }, "handing a channel over failed; the lease will move it");
     } finally {
+      c.feed.stop();
       this.owned.delete(key);
       this.settling.delete(key);
       this.ownership.handedOff(key);
