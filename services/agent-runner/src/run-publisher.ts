@@ -19,8 +19,8 @@ function sameStream(a: Delta, b: Delta): boolean {
 }
 
 /**
- * The block of an assistant `message_end` that a held delta belongs to, when that block holds the
- * block's whole text (the mapper caps long blocks, which then no longer do).
+ * Whether an assistant `message_end` holds the whole text of the block a held delta belongs to
+ * (the mapper cuts blocks over MAX_EVENT_TEXT, which then no longer do).
  */
 function repeatsWhole(end: OutboundEventBody, held: Delta): boolean {
   if (end.type !== "message_end" || end.message.role !== "assistant") return false;

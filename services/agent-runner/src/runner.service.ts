@@ -256,9 +256,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     if (!c) return this.ownership.handedOff(key);
     this.settling.add(key);
     try {
-      // The feed keeps going until the run is over, so that a typed `stop` still reaches it.
+      // The feed keeps going until the run is over (it stops below), so a typed `stop` reaches it.
       await c.worker.release(graceMs);
-      c.feed.stop();
       this.owned.delete(key);
       const left = to === null && (await this.hasWorkLeft(c));
       await c.ledger.release(to, left);
