@@ -2,6 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { coalesceWrites } from "./coalesce-writes.js";
+import { shareCancelError } from "./share-cancel-error.js";
 
 export interface ConnectParams {
   url: string;
@@ -34,6 +35,7 @@ export async function connectNats(p: ConnectParams): Promise<NatsConnection> {
     throw new Error(`cannot connect to NATS at ${shown} (connection "${p.name}"): ${reason}`, { cause: err });
   }
   coalesceWrites(nc, p.logger);
+  shareCancelError(p.logger);
   p.logger.info({ url: shown, server: nc.info?.server_name, version: nc.info?.version }, "connected to NATS");
   void watchStatus(nc, p.logger);
   return nc;
