@@ -23,11 +23,13 @@ export function validator<S extends TSchema>(schema: S): Validator<S> {
   };
 }
 
+const utf8 = new TextDecoder();
+
 /** Parses a JSON payload and validates it; both failure kinds yield a reason string. */
 export function parsePayload<S extends TSchema>(v: Validator<S>, data: Uint8Array | string): Validation<Static<S>> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data));
+    parsed = JSON.parse(typeof data === "string" ? data : utf8.decode(data));
   } catch (err) {
     return { ok: false, reason: `invalid JSON: ${(err as Error).message}` };
   }

@@ -403,7 +403,9 @@ export class ChannelWorker {
   /** Runs one queued item; resolves with the steered lines pi did not deliver. */
   private async executeRun(item: QueuedRun): Promise<string[]> {
     const { publisher: pub, message, runId } = item;
-    const log = this.deps.log.child({ runId, msgId: message.id });
+    // Fields rather than a pino child: a child serialises its bindings even when nothing is logged.
+    const log = this.deps.log;
+    const at = { runId, msgId: message.id };
     const started = Date.now();
     if (this.halted) throw new NotHandledHere(`worker ${this.halted}: left for the next owner`);
     if (item.cancelledBy) {
@@ -434,7 +436,7 @@ export class ChannelWorker {
         model: agent.modelName,
         ...(item.resume && { resumedFrom: item.resume.fromRunId }),
       });
-      log.info(item.resume ? { resumedFrom: item.resume.fromRunId } : {}, "run started");
+      log.info(item.resume ? { ...at, resumedFrom: item.resume.fromRunId } : at, "run started");
       const timer = setTimeout(() => void agent.abort(), this.deps.runTimeoutMs);
       try {
         const problem = this.deps.policyProblem?.();
@@ -455,7 +457,7 @@ export class ChannelWorker {
       }
     } catch (err) {
       if (err instanceof NotHandledHere) throw err;
-      log.error({ err }, "run failed before the agent could start");
+      log.error({ ...at, err }, "run failed before the agent could start");
       outcome = { stopReason: "error", errorMessage: (err as Error).message, finalText: "", usage: ZERO_USAGE };
     } finally {
       this.current = undefined;
@@ -480,7 +482,7 @@ export class ChannelWorker {
       } catch (err) {
         // The answer exists only in this process now: it goes out on the bus with a word about it,
         // rather than a retry that would run the whole message again and fail the same way.
-        log.error({ err }, "could not write the answer to log.jsonl; publishing it anyway");
+        log.error({ ...at, err }, "could not write the answer to log.jsonl; publishing it anyway");
         if (!silent) outcome = { ...outcome, finalText: `${outcome.finalText}\n\n${unsavedNote(err)}` };
       }
     }
@@ -490,7 +492,7 @@ export class ChannelWorker {
       ...(silent && { silent: true }),
       ...(toolActivity.length > 0 && { toolActivity }),
     });
-    log.info({ stopReason: outcome.stopReason, durationMs: Date.now() - started, tokens: outcome.usage.totalTokens, silent }, "run ended");
+    log.info({ ...at, stopReason: outcome.stopReason, durationMs: Date.now() - started, tokens: outcome.usage.totalTokens, silent }, "run ended");
     await pub.flushed();
     if (pub.lostEvents > 0) {
       // The channel never saw (part of) this run: leave the message undone so the end is announced again.
