@@ -33,8 +33,11 @@ export type CredentialPick = { id: string; apiKey?: string } | { unavailable: st
 export interface ModelAccess {
   /** The provider has a credential of mom's (an auth profile), whatever pi finds itself. */
   hasCredentials(provider: string): boolean;
-  /** Undefined to go ahead, else why the run must stop before spending (a spend limit). */
-  admit(estimate: CallEstimate, model: Model<Api>): Promise<string | undefined>;
+  /**
+   * Undefined to go ahead, else why the run must stop before spending (a spend limit). The
+   * estimate walks the whole context, so it is made only when a limit needs it.
+   */
+  admit(estimate: () => CallEstimate, model: Model<Api>): Promise<string | undefined>;
   /** The credential for the next attempt (`apiKey` undefined: pi's own lookup), or why none is usable now. */
   pick(model: Model<Api>): Promise<CredentialPick>;
   /** The provider refused the credential: true to try the next one. */
@@ -143,7 +146,7 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
       return streamSimple(model, context, { ...options, apiKey, maxRetries: 0, headers: { ...headers, ...options?.headers, ...tag } });
     };
     void (async () => {
-      const reason = await access.admit(estimateCall(model, context), model);
+      const reason = await access.admit(() => estimateCall(model, context), model);
       if (reason) return stop(reason);
       for (let attempt = 1; ; attempt++) {
         const pick = await access.pick(model);

@@ -97,8 +97,11 @@ export class ModelGuard {
     };
     return {
       hasCredentials: (provider) => this.profiles.profiles().some((p) => p.provider === provider),
-      admit: async (estimate) =>
-        spendLimitProblem(config.limits, this.ledger.totals, ch.key, ch.ref.adapter, { usd: estimate.usd, tokens: estimate.inputTokens + estimate.outputTokens }),
+      admit: async (estimate) => {
+        if (!hasLimits(config.limits)) return undefined;
+        const e = estimate();
+        return spendLimitProblem(config.limits, this.ledger.totals, ch.key, ch.ref.adapter, { usd: e.usd, tokens: e.inputTokens + e.outputTokens });
+      },
       pick,
       refused: async (id, refusal, model) => {
         const reason = classifyRefusal(refusal);
