@@ -15,6 +15,8 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (p) => import(join(root, p));
@@ -33,7 +35,7 @@ const { qualifiedChannelId } = await dist("libs/contracts/dist/index.js");
 
 
 function parseArgs(argv) {
-  const o = { diag: false, json: false, channels: 50, perChannel: 20, warmupRounds: 1, idleRounds: 2, rounds: 2, phase: "both", maxRuns: undefined, replyWords: 1, runTimeoutMs: 30_000 };
+  const o = { diag: false, json: false, channels: 50, perChannel: 10, warmupRounds: 1, idleRounds: 1, rounds: 6, phase: "both", maxRuns: undefined, replyWords: 1, runTimeoutMs: 30_000 };
   const int = (name, v) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 0) throw new Error(`${name} expects a non-negative integer, got ${JSON.stringify(v)}`);
@@ -309,6 +311,26 @@ function busDriver(bus, tag) {
   };
 }
 
+/**
+ * A full garbage collection, so that no round pays for the garbage of the one before it (a major
+ * GC of the few hundred MB both modes' sessions hold would land in whichever round triggers it).
+ */
+const collectGarbage = (() => {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc");
+  return () => gc();
+})();
+
+/**
+ * Before a measured round: lets what the previous round left behind finish (the runner saves a
+ * channel's progress 250 ms after its last run), then collects the garbage, so neither lands in
+ * the other mode's figures.
+ */
+async function settle() {
+  await new Promise((r) => setTimeout(r, 500));
+  collectGarbage();
+}
+
 /** Event-loop delay over a stretch of the bench; call the result to stop and read it. */
 function loopDelay() {
   const h = monitorEventLoopDelay({ resolution: 1 });
@@ -330,8 +352,8 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
     ctx.llm.reset();
     ctx.llm.setFallback(ctx.fallback);
   };
-  const idle = { records: [], wallMs: 0, delays: [] };
-  const load = { records: [], wallMs: 0, cpuSec: 0, natsCpuSec: 0, llmRequests: 0, delays: [], samples: [] };
+  const idle = { records: [], wallMs: 0, delays: [], rounds: [] };
+  const load = { records: [], wallMs: 0, cpuSec: 0, natsCpuSec: 0, llmRequests: 0, delays: [], samples: [], rounds: [] };
   return {
     name,
     /** Creates every channel's session (excluded from the figures). */
@@ -347,23 +369,31 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
     async idleRound() {
       if (opts.idleRounds === 0) return;
       say(`${name}: idle latency, ${opts.channels * opts.idleRounds} messages one at a time…`);
+      await settle();
       const stopLoop = loopDelay();
       const start = performance.now();
-      for (let r = 0; r < opts.idleRounds; r++) for (let c = 0; c < opts.channels; c++) idle.records.push(await send(c));
+      const records = [];
+      for (let r = 0; r < opts.idleRounds; r++) for (let c = 0; c < opts.channels; c++) records.push(await send(c));
       idle.wallMs += performance.now() - start;
+      idle.records.push(...records);
+      idle.rounds.push({ runEndedP50: stats(records.filter((r) => !r.timedOut).map((r) => r.t2 - r.t0)).p50 });
       idle.delays.push(stopLoop());
       resetLlm();
     },
     /** One message in flight per channel, every channel at once. */
     async loadRound() {
       say(`${name}: load, ${opts.channels} channels × ${opts.perChannel} messages, one in flight per channel…`);
+      await settle();
       const cpu0 = process.cpuUsage();
       const natsCpu0 = procCpuSeconds(ctx.nats.pid);
       const stopLoop = loopDelay();
       const stopSampler = sampler?.();
       const start = performance.now();
-      await perChannelLoop(opts.channels, opts.perChannel, async (c) => load.records.push(await send(c)));
-      load.wallMs += performance.now() - start;
+      const records = [];
+      await perChannelLoop(opts.channels, opts.perChannel, async (c) => records.push(await send(c)));
+      const wallMs = performance.now() - start;
+      load.wallMs += wallMs;
+      load.records.push(...records);
       load.delays.push(stopLoop());
       const samples = await stopSampler?.();
       if (samples) load.samples.push(samples);
@@ -372,6 +402,7 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
       load.llmRequests += ctx.llm.requests.length;
       resetLlm();
       load.cpuSec += (cpu.user + cpu.system) / 1e6;
+      load.rounds.push({ msgsPerSec: (records.length / wallMs) * 1000, nodeCpuMsPerMsg: (cpu.user + cpu.system) / 1e3 / records.length });
       load.natsCpuSec = natsCpu0 !== undefined && natsCpu1 !== undefined && load.natsCpuSec !== undefined ? load.natsCpuSec + (natsCpu1 - natsCpu0) : undefined;
     },
     /** The figures of every round of this mode, pooled. */
@@ -396,7 +427,7 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
       const worst = (delays) => delays.reduce((a, b) => (b.p99 > a.p99 ? b : a));
       const n = load.records.length;
       return {
-        idle: idle.records.length ? summarise(idle.records, idle.wallMs, { eventLoopDelay: worst(idle.delays) }) : undefined,
+        idle: idle.records.length ? summarise(idle.records, idle.wallMs, { eventLoopDelay: worst(idle.delays), rounds: idle.rounds }) : undefined,
         load: summarise(load.records, load.wallMs, {
           llmRequests: load.llmRequests,
           eventLoopDelay: worst(load.delays),
@@ -405,6 +436,7 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
           nodeCpuMsPerMsg: (load.cpuSec * 1000) / n,
           natsCpuSec: load.natsCpuSec,
           natsCpuMsPerMsg: load.natsCpuSec !== undefined ? (load.natsCpuSec * 1000) / n : undefined,
+          rounds: load.rounds,
         }),
       };
     },
@@ -558,7 +590,9 @@ async function inProcessMode(ctx) {
  * Both modes live side by side in this process; each is warmed up, then their rounds are taken in
  * turns, ABBA (bus, in-process, in-process, bus, …). Measured one after the other, the second mode
  * would run on code the first had already made hot (the agent, pi, the fake model are shared):
- * in-process after the bus measured ~25% less CPU per message than in-process alone.
+ * in-process after the bus measured ~25% less CPU per message than in-process alone. A mode's
+ * load round follows its own idle round: when both idle rounds came first, whichever mode's load
+ * came first in a pair measured ~20% more CPU per message than in the other order.
  */
 async function runModes(ctx) {
   const modes = [];
@@ -568,8 +602,10 @@ async function runModes(ctx) {
     for (const m of modes) await m.warmUp();
     for (let r = 0; r < opts.rounds; r++) {
       const order = r % 2 === 0 ? modes : [...modes].reverse();
-      for (const m of order) await m.idleRound();
-      for (const m of order) await m.loadRound();
+      for (const m of order) {
+        await m.idleRound();
+        await m.loadRound();
+      }
     }
     const result = (name) => modes.find((m) => m.name === name)?.result();
     return { bus: result("bus"), inproc: result("in-process") };
@@ -650,6 +686,7 @@ async function main() {
         loadP99RunEnded: ratio(bus?.load.runEnded.p99, inproc?.load.runEnded.p99),
         loadThroughput: ratio(bus?.load.msgsPerSec, inproc?.load.msgsPerSec),
         loadCpuPerMsg: ratio(bus?.load.nodeCpuMsPerMsg, inproc?.load.nodeCpuMsPerMsg),
+        byRound: bus && inproc ? roundPairs(bus, inproc) : undefined,
       },
       process: {
         rssMb: mb(mem.rss),
@@ -684,6 +721,36 @@ async function main() {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
+}
+
+/**
+ * The ratios of each round's two turns (bus round i against in-process round i, run back to back),
+ * and their medians: a machine whose speed drifts during the bench (a shared host) moves both turns
+ * of a pair alike, so the median of the pairs wanders less from run to run than the pooled figures.
+ */
+function roundPairs(bus, inproc) {
+  const pairs = bus.load.rounds.map((b, i) => {
+    const p = inproc.load.rounds[i];
+    const bi = bus.idle?.rounds[i];
+    const pi = inproc.idle?.rounds[i];
+    return {
+      cpuPerMsg: b.nodeCpuMsPerMsg / p.nodeCpuMsPerMsg,
+      throughput: b.msgsPerSec / p.msgsPerSec,
+      ...(bi && pi && { idleAddedP50Ms: bi.runEndedP50 - pi.runEndedP50 }),
+    };
+  });
+  const median = (xs) => {
+    const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+    return v.length === 0 ? undefined : v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  };
+  return {
+    pairs,
+    median: {
+      cpuPerMsg: median(pairs.map((p) => p.cpuPerMsg)),
+      throughput: median(pairs.map((p) => p.throughput)),
+      idleAddedP50Ms: median(pairs.map((p) => p.idleAddedP50Ms)),
+    },
+  };
 }
 
 function printTable(s) {
@@ -754,7 +821,15 @@ function printTable(s) {
     lines.push(
       `bus / in-process:  idle p50 ×${f(r.idleP50RunEnded, 2)} (+${f(r.idleAddedP50Ms)} ms)   ` +
         `load p50 ×${f(r.loadP50RunEnded, 2)}  p99 ×${f(r.loadP99RunEnded, 2)}   ` +
-        `throughput ×${f(r.loadThroughput, 2)}   CPU/msg ×${f(r.loadCpuPerMsg, 2)}`,
+        `throughput ×${f(r.loadThroughput, 2)}   CPU/msg ×${f(r.loadCpuPerMsg, 2)}   (pooled over the rounds)`,
+    );
+    const br = r.byRound;
+    const list = (k, d, sign = "×") => br.pairs.map((p) => `${sign}${f(p[k], d)}`).join(" ");
+    lines.push(
+      `round by round:    idle p50 ${list("idleAddedP50Ms", 1, "+")} ms   throughput ${list("throughput", 2)}   CPU/msg ${list("cpuPerMsg", 2)}`,
+    );
+    lines.push(
+      `median of rounds:  idle p50 +${f(br.median.idleAddedP50Ms)} ms   throughput ×${f(br.median.throughput, 2)}   CPU/msg ×${f(br.median.cpuPerMsg, 2)}`,
     );
   }
   lines.push(
