@@ -21,6 +21,8 @@ export interface JsonKvOptions {
 }
 
 const KEY_CHAR = /[A-Za-z0-9_\-/.]/;
+/** A part that needs no escaping (a model call looks up its credential's key every time). */
+const PLAIN_PART = /^[A-Za-z0-9_\-/]*$/;
 
 /**
  * A KV key from free text: characters KV keys may not hold become `=XX` (hex), so names from
@@ -28,7 +30,7 @@ const KEY_CHAR = /[A-Za-z0-9_\-/.]/;
  */
 export function kvKey(...parts: string[]): string {
   return parts
-    .map((p) => [...p].map((c) => (KEY_CHAR.test(c) && c !== "." ? c : [...Buffer.from(c)].map((b) => `=${b.toString(16).padStart(2, "0")}`).join(""))).join(""))
+    .map((p) => (PLAIN_PART.test(p) ? p : [...p].map((c) => (KEY_CHAR.test(c) && c !== "." ? c : [...Buffer.from(c)].map((b) => `=${b.toString(16).padStart(2, "0")}`).join(""))).join("")))
     .join(".");
 }
 

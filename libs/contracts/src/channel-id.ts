@@ -13,9 +13,12 @@ export function assertAdapterName(adapter: string): void {
 // Everything but [A-Za-z0-9_-] becomes `~XX` (UTF-8 bytes, upper-case hex), `~` included, so the
 // mapping is a bijection and ordinary platform ids (C0A34FL8PMH, 1234567890, -100123) stay readable.
 const SAFE = /[A-Za-z0-9_-]/;
+const ALL_SAFE = /^[A-Za-z0-9_-]+$/;
 
 export function escapeChannelToken(channelId: string): string {
   if (channelId.length === 0) throw new Error("channel id must not be empty");
+  // Most platform ids need no escaping; this runs for every event a run publishes.
+  if (ALL_SAFE.test(channelId)) return channelId;
   let out = "";
   for (const ch of channelId) {
     if (SAFE.test(ch)) {
@@ -28,6 +31,7 @@ export function escapeChannelToken(channelId: string): string {
 }
 
 export function unescapeChannelToken(token: string): string {
+  if (ALL_SAFE.test(token)) return token; // nothing escaped, hence canonical (every run lists every channel)
   if (!/^(?:[A-Za-z0-9_-]|~[0-9A-F]{2})+$/.test(token)) {
     throw new Error(`invalid escaped channel token ${JSON.stringify(token)}`);
   }

@@ -79,6 +79,7 @@ export class RunPublisher {
   private readonly cancelled = new AbortController();
   private held?: Delta;
   private timer?: NodeJS.Timeout;
+  private subject?: string;
   /** W3C trace context every event carries (the run's span; docs/observability.md). */
   traceparent?: string;
 
@@ -145,7 +146,7 @@ export class RunPublisher {
 
   private publish(event: OutboundEventBody): void {
     const out: OutboundEvent = { runId: this.runId, seq: this.seq++, ts: new Date().toISOString(), event };
-    const subject = this.bus.subjects.channel("out", this.ref);
+    const subject = (this.subject ??= this.bus.subjects.channel("out", this.ref));
     const msgId = runEventMsgId(out.runId, out.seq, event.type);
     // Pipelined: the first attempt goes out now, in emit order on the one connection, without
     // waiting for the acks of earlier events. A failed one is retried (same msg-id) only after every
