@@ -52,12 +52,13 @@ function parseArgs(argv) {
     else if (a === "--rounds") o.rounds = int(a, argv[++i]);
     else if (a === "--max-concurrent-runs") o.maxRuns = int(a, argv[++i]);
     else if (a === "--reply-words") o.replyWords = int(a, argv[++i]);
+    else if (a === "--spans") o.spans = argv[++i];
     else if (a === "--phase") {
       o.phase = argv[++i];
       if (!["both", "bus", "inproc"].includes(o.phase)) throw new Error(`--phase expects both, bus or inproc, got ${JSON.stringify(o.phase)}`);
     } else if (a === "-h" || a === "--help") {
       console.log(
-        "usage: node bench/bus-overhead.mjs [--json] [--diag] [--channels N] [--per-channel N] [--warmup-rounds N] [--idle-rounds N] [--rounds N] [--max-concurrent-runs N] [--reply-words N] [--phase both|bus|inproc]",
+        "usage: node bench/bus-overhead.mjs [--json] [--diag] [--channels N] [--per-channel N] [--warmup-rounds N] [--idle-rounds N] [--rounds N] [--max-concurrent-runs N] [--reply-words N] [--phase both|bus|inproc] [--spans FILE]",
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
@@ -596,6 +597,8 @@ async function inProcessMode(ctx) {
  */
 async function runModes(ctx) {
   const modes = [];
+  // Load rounds on the monotonic clock a CPU profile's timestamps use (bench/cpu-shares.mjs --spans).
+  const spans = [];
   try {
     if (opts.phase !== "inproc") modes.push(await busMode(ctx));
     if (opts.phase !== "bus") modes.push(await inProcessMode(ctx));
@@ -604,10 +607,13 @@ async function runModes(ctx) {
       const order = r % 2 === 0 ? modes : [...modes].reverse();
       for (const m of order) {
         await m.idleRound();
+        const from = process.hrtime.bigint();
         await m.loadRound();
+        spans.push({ mode: m.name, fromUs: Number(from / 1000n), toUs: Number(process.hrtime.bigint() / 1000n) });
       }
     }
     const result = (name) => modes.find((m) => m.name === name)?.result();
+    if (opts.spans) writeFileSync(opts.spans, JSON.stringify(spans));
     return { bus: result("bus"), inproc: result("in-process") };
   } finally {
     for (const m of modes) await m.close();
