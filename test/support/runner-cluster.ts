@@ -102,6 +102,20 @@ export class RunnerCluster {
     return e?.operation === "PUT" ? (JSON.parse(e.string()) as { owner: string | null }).owner : undefined;
   }
 
+  /** Channels whose record says `runner` has a run of theirs under way (or finished but not yet saved). */
+  async runsOn(runner: string): Promise<string[]> {
+    const kv = await this.bus.existingKeyValue(channelsBucket(this.bus.subjects.namespace));
+    const out: string[] = [];
+    if (!kv) return out;
+    for await (const key of await kv.keys()) {
+      const e = await kv.get(key);
+      if (e?.operation !== "PUT") continue;
+      const r = JSON.parse(e.string()) as { owner: string | null; run?: unknown };
+      if (r.owner === runner && r.run !== undefined) out.push(key);
+    }
+    return out;
+  }
+
   /** Channels per live runner, from their heartbeats. */
   async loads(): Promise<Map<string, number>> {
     const kv = await this.bus.existingKeyValue(runnersBucket(this.bus.subjects.namespace));
