@@ -103,7 +103,10 @@ export class EventsDir {
       if (isNotFound(err)) return undefined;
       throw err;
     }
-    await writeFile(join(dir, `${target}.error`), note);
+    // Whole or not at all: a reader (`mom events`, a person) never sees an empty note.
+    const tmp = join(dir, `.${target}.error.${process.pid}.tmp`);
+    await writeFile(tmp, note);
+    await rename(tmp, join(dir, `${target}.error`));
     return target;
   }
 }
