@@ -332,6 +332,10 @@ async function settle() {
   collectGarbage();
 }
 
+/** When each measured round ran, on the monotonic clock a CPU profile's timestamps use (--spans). */
+const spans = [];
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
 /** Event-loop delay over a stretch of the bench; call the result to stop and read it. */
 function loopDelay() {
   const h = monitorEventLoopDelay({ resolution: 1 });
@@ -373,8 +377,10 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
       await settle();
       const stopLoop = loopDelay();
       const start = performance.now();
+      const fromUs = nowUs();
       const records = [];
       for (let r = 0; r < opts.idleRounds; r++) for (let c = 0; c < opts.channels; c++) records.push(await send(c));
+      spans.push({ mode: name, phase: "idle", fromUs, toUs: nowUs() });
       idle.wallMs += performance.now() - start;
       idle.records.push(...records);
       idle.rounds.push({ runEndedP50: stats(records.filter((r) => !r.timedOut).map((r) => r.t2 - r.t0)).p50 });
@@ -390,8 +396,10 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
       const stopLoop = loopDelay();
       const stopSampler = sampler?.();
       const start = performance.now();
+      const fromUs = nowUs();
       const records = [];
       await perChannelLoop(opts.channels, opts.perChannel, async (c) => records.push(await send(c)));
+      spans.push({ mode: name, phase: "load", fromUs, toUs: nowUs() });
       const wallMs = performance.now() - start;
       load.wallMs += wallMs;
       load.records.push(...records);
@@ -597,8 +605,6 @@ async function inProcessMode(ctx) {
  */
 async function runModes(ctx) {
   const modes = [];
-  // Load rounds on the monotonic clock a CPU profile's timestamps use (bench/cpu-shares.mjs --spans).
-  const spans = [];
   try {
     if (opts.phase !== "inproc") modes.push(await busMode(ctx));
     if (opts.phase !== "bus") modes.push(await inProcessMode(ctx));
@@ -607,9 +613,7 @@ async function runModes(ctx) {
       const order = r % 2 === 0 ? modes : [...modes].reverse();
       for (const m of order) {
         await m.idleRound();
-        const from = process.hrtime.bigint();
         await m.loadRound();
-        spans.push({ mode: m.name, fromUs: Number(from / 1000n), toUs: Number(process.hrtime.bigint() / 1000n) });
       }
     }
     const result = (name) => modes.find((m) => m.name === name)?.result();

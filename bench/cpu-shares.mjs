@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // Where a CPU profile's samples fall in mom: every sample goes to the nearest frame of its stack
 // that is JavaScript outside Node's own modules (a JSON.parse or socket write called from nats.js
-// counts for nats.js). With --spans (written by bus-overhead.mjs) only the load rounds count, per
-// mode, in milliseconds: both modes in one process, so the machine's speed moves both columns alike.
+// counts for nats.js). With --spans (written by bus-overhead.mjs) only the measured rounds of one
+// phase count (--phase load, the default, or idle), per mode, in milliseconds: both modes in one
+// process, so the machine's speed moves both columns alike.
 //
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/bus-overhead.mjs --spans /tmp/spans.json
-//   node bench/cpu-shares.mjs /tmp/prof/*.cpuprofile --spans /tmp/spans.json
+//   node bench/cpu-shares.mjs /tmp/prof/*.cpuprofile --spans /tmp/spans.json [--phase idle]
 import { readFileSync } from "node:fs";
 
 const PARTS = [
@@ -30,15 +31,19 @@ const OTHER = "everything else";
 const UNATTRIBUTED = new Set(["(garbage collector)", "(program)", "(idle)"]);
 
 const args = process.argv.slice(2);
-const at = args.indexOf("--spans");
-const spansFile = at >= 0 ? args.splice(at, 2)[1] : undefined;
+const option = (name) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args.splice(at, 2)[1] : undefined;
+};
+const spansFile = option("--spans");
+const phase = option("--phase") ?? "load";
 const file = args[0];
-if (!file || file === "-h" || file === "--help") {
-  console.log("usage: node bench/cpu-shares.mjs PROFILE.cpuprofile [--spans SPANS.json]");
-  process.exit(file ? 0 : 2);
+if (!file || file === "-h" || file === "--help" || !["load", "idle"].includes(phase)) {
+  console.log("usage: node bench/cpu-shares.mjs PROFILE.cpuprofile [--spans SPANS.json [--phase load|idle]]");
+  process.exit(file === "-h" || file === "--help" ? 0 : 2);
 }
 const profile = JSON.parse(readFileSync(file, "utf8"));
-const spans = spansFile ? JSON.parse(readFileSync(spansFile, "utf8")) : undefined;
+const spans = spansFile ? JSON.parse(readFileSync(spansFile, "utf8")).filter((s) => s.phase === phase) : undefined;
 const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
