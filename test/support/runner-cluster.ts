@@ -218,7 +218,13 @@ export function expectExactlyOnceInOrder(c: RunnerCluster, channels: string[], p
   const open = new Map<string, string>();
   for (const { channel: ch, e } of c.events) {
     if (e.event.type === "run_started") {
-      expect({ ch, overlapping: open.get(ch) }).toEqual({ ch, overlapping: undefined });
+      if (open.has(ch)) {
+        // What the channel saw, to tell which runner did what from the runners' logs.
+        const history = c.events
+          .filter((x) => x.channel === ch && (x.e.event.type === "run_started" || x.e.event.type === "run_ended"))
+          .map(({ streamSeq, e: y }) => `${streamSeq} ${y.event.type} ${y.runId} ${y.ts}${y.event.type === "run_ended" ? ` ${y.event.stopReason} ${y.event.errorMessage ?? ""}` : ""}`);
+        expect({ ch, overlapping: open.get(ch), history }).toEqual({ ch, overlapping: undefined, history });
+      }
       open.set(ch, e.runId);
     } else if (e.event.type === "run_ended" && open.get(ch) === e.runId) open.delete(ch);
   }

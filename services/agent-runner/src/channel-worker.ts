@@ -342,8 +342,9 @@ export class ChannelWorker {
   /** The channel is no longer ours (taken over, or this runner lost the bus): abort, write nothing more. */
   async fence(): Promise<void> {
     this.halted = "fenced";
-    this.current?.publisher.cancel();
-    for (const q of this.queued) q.publisher.cancel();
+    // The run whose agent is done but whose events are still going out too: they would land after
+    // whatever the next owner publishes for that run (its end, announced again).
+    for (const run of this.unfinished) run.publisher.cancel();
     await this.stopCurrent();
     await this.settled();
   }
@@ -365,6 +366,9 @@ export class ChannelWorker {
     this.agent = undefined;
   }
 
+  /** Queued, running, or still publishing their last events. */
+  private readonly unfinished = new Set<QueuedRun>();
+
   /** Runs waiting for their turn (this channel's queue), for the queue-depth gauge. */
   get queuedRuns(): number {
     return this.queued.length;
@@ -378,6 +382,7 @@ export class ChannelWorker {
     publisher.traceparent = traceparent;
     const item: QueuedRun = { runId, seq, message, traceparent, resume, publisher, steered: [], ended, end, receipts: [], labels: new Map() };
     this.queued.push(item);
+    this.unfinished.add(item);
     if (this.current || this.queued.length > 1) {
       item.publisher.emit({ type: "run_queued", trigger: this.trigger(message), position: this.queued.length });
     }
@@ -396,6 +401,7 @@ export class ChannelWorker {
     try {
       undelivered = await this.executeRun(item);
     } finally {
+      this.unfinished.delete(item);
       item.end(undelivered);
     }
   }
@@ -410,7 +416,7 @@ export class ChannelWorker {
     if (this.halted) throw new NotHandledHere(`worker ${this.halted}: left for the next owner`);
     if (item.cancelledBy) {
       pub.emit(this.ended({ stopReason: "aborted", errorMessage: `cancelled by ${item.cancelledBy} before it started`, finalText: "", usage: ZERO_USAGE }, message, started));
-      await pub.flushed();
+      await this.flushed(pub);
       return [];
     }
     // From here a `stop` reaches this run, even before the agent is running.
@@ -470,7 +476,7 @@ export class ChannelWorker {
     this.cutOff = undefined;
     if (cutOff) {
       pub.emit(this.ended({ ...outcome, stopReason: "aborted", errorMessage: HANDED_OVER, finalText: "" }, message, started));
-      await pub.flushed();
+      await this.flushed(pub);
       await this.deps.ledger.handedOver();
       throw new NotHandledHere("run handed over");
     }
@@ -493,7 +499,7 @@ export class ChannelWorker {
       ...(toolActivity.length > 0 && { toolActivity }),
     });
     log.info({ ...at, stopReason: outcome.stopReason, durationMs: Date.now() - started, tokens: outcome.usage.totalTokens, silent }, "run ended");
-    await pub.flushed();
+    await this.flushed(pub);
     if (pub.lostEvents > 0) {
       // The channel never saw (part of) this run: leave the message undone so the end is announced again.
       throw new Error(`${pub.lostEvents} event(s) of run ${runId} could not be published`);
@@ -501,6 +507,15 @@ export class ChannelWorker {
     // Done before the next run can start and be recorded (deliver's own done() comes later, harmlessly).
     void this.deps.ledger.done(item.seq);
     return outcome.undelivered ?? [];
+  }
+
+  /**
+   * Waits until the run's events are out. A fence cancels what is still unpublished, and then the
+   * message is not done here: whoever holds the channel next announces the run's end.
+   */
+  private async flushed(pub: RunPublisher): Promise<void> {
+    await pub.flushed();
+    if (this.halted === "fenced") throw new NotHandledHere("channel set down while the run's events went out");
   }
 
   /** What the cut-off attempt did, from its receipts: the only actions it may be said to have done. */

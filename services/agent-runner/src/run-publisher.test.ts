@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
 import { createLogger } from "@mom/config";
 import { MAX_EVENT_TEXT, OutboundEvent, parsePayload, validator } from "@mom/contracts";
+import { ZERO_USAGE } from "@mom/agent";
 import { startTestNats, type TestNats } from "@mom/testing";
 import { DELTA_WINDOW_MS, RunPublisher } from "./run-publisher.js";
 
@@ -125,5 +126,36 @@ describe("RunPublisher", () => {
     }
     expect(deltas.join("")).toBe(piece.repeat(120));
     expect(Math.max(...deltas.map((d) => d.length))).toBeLessThanOrEqual(20_000);
+  });
+
+  it("keeps a run's events in order on the stream when one publish has to be retried", async () => {
+    // The first attempt at run_started is lost (as with a connection that dies under it); the
+    // events after it must not land first.
+    const flaky = Object.create(bus) as Bus;
+    let lost = false;
+    Object.defineProperty(flaky, "js", {
+      value: new Proxy(bus.js, {
+        get: (js, key) =>
+          key !== "publish"
+            ? Reflect.get(js, key)
+            : async (...args: Parameters<typeof bus.js.publish>) => {
+                if (!lost && args[2]?.msgID === "run-order:0") {
+                  lost = true;
+                  await new Promise((r) => setTimeout(r, 100));
+                  throw new Error("connection lost");
+                }
+                return js.publish(...args);
+              },
+      }),
+    });
+    const ref = { adapter: "cli", channelId: "order" };
+    const pub = new RunPublisher(flaky, ref, "run-order", logger, 10_000);
+    pub.emit({ type: "run_started", trigger: { messageId: "m", senderId: "u", username: "u", text: "t" }, model: "x/y" });
+    pub.emit({ type: "tool_execution_start", toolCallId: "t1", toolName: "bash", label: "L", args: {} });
+    pub.emit({ type: "run_ended", stopReason: "stop", finalText: "ok", usage: ZERO_USAGE, durationMs: 1 });
+    await pub.flushed();
+    expect(lost).toBe(true);
+    expect(pub.lostEvents).toBe(0);
+    expect((await eventsOf(ref)).map((e) => `${e.seq} ${e.event.type}`)).toEqual(["0 run_started", "1 tool_execution_start", "2 run_ended"]);
   });
 });

@@ -148,25 +148,20 @@ export class RunPublisher {
     const out: OutboundEvent = { runId: this.runId, seq: this.seq++, ts: new Date().toISOString(), event };
     const subject = (this.subject ??= this.bus.subjects.channel("out", this.ref));
     const msgId = runEventMsgId(out.runId, out.seq, event.type);
-    // Pipelined: the first attempt goes out now, in emit order on the one connection, without
-    // waiting for the acks of earlier events. A failed one is retried (same msg-id) only after every
-    // earlier event has landed. Through an outage every attempt fails and the retries go out in
-    // order; only a lone failed publish whose successor landed ends up behind it on the stream.
+    // One at a time: an event goes out once every earlier one has landed. Sent before that
+    // (pipelined), an event whose predecessor was lost with a dying connection, or refused by a
+    // server still starting, landed first, and a run_started once came after its run_ended
+    // (runners-chaos, a NATS restart with runs in flight). Only back-to-back events wait, one
+    // round trip each; the agent never does (emit does not block).
     const traceparent = this.traceparent;
-    const first = this.cancelled.signal.aborted ? undefined : this.bus.publish(subject, out, msgId, { signal: this.cancelled.signal, traceparent });
-    first?.catch(() => {}); // settled in the chain below
     this.chain = this.chain.then(async () => {
       if (this.cancelled.signal.aborted) return;
       try {
-        await first;
-      } catch {
-        try {
-          await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal, traceparent });
-        } catch (err) {
-          if (this.cancelled.signal.aborted) return;
-          this.lost++;
-          this.log.error({ err, runId: this.runId, seq: out.seq, type: event.type }, "could not publish outbound event: the channel will not see it");
-        }
+        await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal, traceparent });
+      } catch (err) {
+        if (this.cancelled.signal.aborted) return;
+        this.lost++;
+        this.log.error({ err, runId: this.runId, seq: out.seq, type: event.type }, "could not publish outbound event: the channel will not see it");
       }
     });
   }
