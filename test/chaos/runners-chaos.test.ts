@@ -1,7 +1,7 @@
 // The scale-out promise under faults: 3 runner processes share 50 channels while one is killed
-// with SIGKILL in the middle of its runs, NATS restarts, another gets SIGTERM and a new one joins. Every mention must be
-// answered exactly once, in order per channel, with no two runs of a channel overlapping and one
-// copy of each message in log.jsonl and context.jsonl.
+// with SIGKILL in the middle of its runs, NATS restarts, another gets SIGTERM and a new one joins.
+// Every mention must be answered exactly once, in order per channel, with no two runs of a channel
+// overlapping and one copy of each message in log.jsonl and context.jsonl.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { answering, expectExactlyOnceInOrder, RunnerCluster } from "../support/runner-cluster.js";
 
