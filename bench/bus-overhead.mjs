@@ -30,6 +30,7 @@ const { busOptions } = await dist("services/cli/dist/index.js");
 const { ChannelAgent, resolveModel } = await dist("libs/agent/dist/index.js");
 const { WorkspaceLayout, ChannelStore } = await dist("libs/store/dist/index.js");
 const { qualifiedChannelId } = await dist("libs/contracts/dist/index.js");
+const { ChannelLedger } = await dist("services/agent-runner/dist/cluster/channel-ledger.js");
 
 // ---- options ---------------------------------------------------------------------------------
 
@@ -170,6 +171,8 @@ async function startNats() {
  * store's appendLog, to see where a message waits between "delivered to the runner" and "run
  * started". Only with --diag; the bench never changes the runner's code.
  */
+let diagMarks; // --diag: the marks of instrumentRunner(), for the in-process mode's figures too
+
 function instrumentRunner() {
   const marks = new Map(); // messageId -> {accept, logged, execute}
   const wrap = (proto, name, before, after) => {
@@ -189,9 +192,13 @@ function instrumentRunner() {
     marks.set(id, m);
   };
   const publishMs = { in: [], out: [] };
+  const runToMessage = new Map();
   const origPublish = Bus.prototype.publish;
   Bus.prototype.publish = function (subject, ...rest) {
     const t = performance.now();
+    const ev = rest[0]?.event;
+    if (ev?.type === "run_started") runToMessage.set(rest[0].runId, ev.trigger?.messageId);
+    if (ev?.type === "run_ended") mark(runToMessage.get(rest[0].runId), "endPublished");
     const r = origPublish.call(this, subject, ...rest);
     const kind = subject.split(".")[1];
     r.then(() => publishMs[kind]?.push(performance.now() - t), () => {});
@@ -201,7 +208,9 @@ function instrumentRunner() {
     () => (Bus.prototype.publish = origPublish),
     wrap(ChannelWorker.prototype, "deliver", (_seq, message) => mark(message?.id, "accept")),
     wrap(ChannelWorker.prototype, "execute", (item) => mark(item?.message?.id, "execute"), (item) => mark(item?.message?.id, "executeDone")),
-    wrap(ChannelStore.prototype, "appendLog", (e) => mark(e?.id, "appendLogCalled"), (e) => mark(e?.id, "logged")),
+    wrap(ChannelStore.prototype, "appendLog", (e) => mark(e?.metadata?.triggerId ?? e?.id, e?.isBot ? "replyLogCalled" : "appendLogCalled"), (e) => mark(e?.metadata?.triggerId ?? e?.id, e?.isBot ? "replyLogged" : "logged")),
+    wrap(ChannelLedger.prototype, "runStarting", (run) => mark(run?.messageId, "recording"), (run) => mark(run?.messageId, "recorded")),
+    wrap(ChannelAgent.prototype, "run", (trigger) => mark(trigger?.id, "agentRun"), (trigger) => mark(trigger?.id, "agentDone")),
   ];
   return { marks, publishMs, restore: () => undo.forEach((u) => u()) };
 }
@@ -461,6 +470,7 @@ async function busMode(ctx) {
   await bus.provision();
   const driver = busDriver(bus, `bus-${randomBytes(3).toString("hex")}`);
   const inst = opts.diag ? instrumentRunner() : undefined;
+  diagMarks = inst?.marks;
   // --diag: sample the runner's durable consumer on MOM_IN every 50 ms during the load.
   const sampler = !opts.diag
     ? undefined
@@ -508,6 +518,13 @@ async function busMode(ctx) {
           publishToAccept: stats(ok.map((r) => inst.marks.get(r.id)?.accept - r.t0)),
           acceptToLogged: stats(ok.map((r) => inst.marks.get(r.id)?.logged - inst.marks.get(r.id)?.accept)),
           loggedToExecute: stats(ok.map((r) => inst.marks.get(r.id)?.execute - inst.marks.get(r.id)?.logged)),
+          executeToRecording: stats(ok.map((r) => inst.marks.get(r.id)?.recording - inst.marks.get(r.id)?.execute)),
+          recordRun: stats(ok.map((r) => inst.marks.get(r.id)?.recorded - inst.marks.get(r.id)?.recording)),
+          recordedToAgentRun: stats(ok.map((r) => inst.marks.get(r.id)?.agentRun - inst.marks.get(r.id)?.recorded)),
+          agentRun: stats(ok.map((r) => inst.marks.get(r.id)?.agentDone - inst.marks.get(r.id)?.agentRun)),
+          agentDoneToReplyLogged: stats(ok.map((r) => inst.marks.get(r.id)?.replyLogged - inst.marks.get(r.id)?.agentDone)),
+          replyLoggedToEndPublished: stats(ok.map((r) => inst.marks.get(r.id)?.endPublished - inst.marks.get(r.id)?.replyLogged)),
+          endPublishedToReceived: stats(ok.map((r) => r.t2 - inst.marks.get(r.id)?.endPublished)),
           runEndedReceivedToExecuteDone: stats(ok.map((r) => inst.marks.get(r.id)?.executeDone - r.t2)),
           publishOut: stats(inst.publishMs.out.splice(0)),
           publishIn: stats(inst.publishMs.in.splice(0)),
@@ -588,7 +605,17 @@ async function inProcessMode(ctx) {
   }
 
   return {
-    ...mode("in-process", ctx, send),
+    ...mode("in-process", ctx, send, (ok) => {
+      if (!diagMarks) return {};
+      const m = (r) => diagMarks.get(r.id) ?? {};
+      return {
+        diag: {
+          logMessage: stats(ok.map((r) => m(r).logged - r.t0)),
+          agentRun: stats(ok.map((r) => m(r).agentDone - m(r).agentRun)),
+          logReply: stats(ok.map((r) => m(r).replyLogged - m(r).agentDone)),
+        },
+      };
+    }),
     async close() {
       for (const a of agents.values()) (await a.catch(() => undefined))?.agent.dispose();
     },
@@ -794,12 +821,24 @@ function printTable(s) {
       st("   · --diag publish → worker.accept", bus[key].diag.publishToAccept);
       st("   · --diag accept → logged", bus[key].diag.acceptToLogged);
       st("   · --diag logged → execute", bus[key].diag.loggedToExecute);
+      st("   · --diag execute → record run", bus[key].diag.executeToRecording);
+      st("   · --diag record run (KV CAS)", bus[key].diag.recordRun);
+      st("   · --diag recorded → agent.run", bus[key].diag.recordedToAgentRun);
+      st("   · --diag agent.run", bus[key].diag.agentRun);
+      st("   · --diag agent done → reply logged", bus[key].diag.agentDoneToReplyLogged);
+      st("   · --diag reply logged → run_ended sent", bus[key].diag.replyLoggedToEndPublished);
+      st("   · --diag run_ended sent → received", bus[key].diag.endPublishedToReceived);
       st("   · --diag run_ended rcvd → exec done", bus[key].diag.runEndedReceivedToExecuteDone);
       st("   · --diag js.publish mom.in (await)", bus[key].diag.publishIn);
       st("   · --diag js.publish mom.out (await)", bus[key].diag.publishOut);
     }
     st("  in-process: prompt → first event", ip?.[key]?.firstEvent);
     st("  in-process: prompt → run end", ip?.[key]?.runEnded);
+    if (ip?.[key]?.diag) {
+      st("   · --diag log the message", ip[key].diag.logMessage);
+      st("   · --diag agent.run", ip[key].diag.agentRun);
+      st("   · --diag log the reply", ip[key].diag.logReply);
+    }
     st("  event-loop delay, bus phase", bus?.[key]?.eventLoopDelay);
     st("  event-loop delay, in-process phase", ip?.[key]?.eventLoopDelay);
   }

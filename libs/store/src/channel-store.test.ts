@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LogEntry } from "@mom/contracts";
@@ -77,6 +77,16 @@ describe("ChannelStore log", () => {
     expect(await again.appendLog(entry("m1"))).toBe(false);
     expect(await again.appendLog(entry("m2"))).toBe(true);
     expect((await store.readLog()).entries.map((e) => e.text)).toEqual(["text of m1", "text of m2"]);
+  });
+
+  it("says when an entry is new before writing it, and never for a duplicate", async () => {
+    const seen: string[] = [];
+    const lines = () => (existsSync(store.logFile) ? readFileSync(store.logFile, "utf8").split("\n").length - 1 : 0);
+    const onNew = (id: string) => () => seen.push(`${id} new, log has ${lines()} line(s)`);
+    await store.appendLog(entry("m1"), onNew("m1"));
+    await store.appendLog(entry("m1"), onNew("m1 again"));
+    await store.appendLog(entry("m2"), onNew("m2"));
+    expect(seen).toEqual(["m1 new, log has 0 line(s)", "m2 new, log has 1 line(s)"]);
   });
 
   it("sees what another process appended while it held the channel no more (a runner taking a channel back)", async () => {

@@ -76,14 +76,17 @@ export class ChannelStore {
 
   /**
    * Appends the entry unless an entry with its id is already logged, so a redelivered bus
-   * message is harmless. Resolves true when written, false for a duplicate.
+   * message is harmless. Resolves true when written, false for a duplicate. `onNew` is called
+   * once the entry is known to be new, before it is written: work that only a new entry needs
+   * can start while the line goes to disk.
    */
-  appendLog(entry: LogEntry): Promise<boolean> {
+  appendLog(entry: LogEntry, onNew?: () => void): Promise<boolean> {
     const check = logEntryValidator.check(entry);
     if (!check.ok) return Promise.reject(new Error(`invalid log entry for ${this.qualifiedId}: ${check.reason}`));
     return this.serialise(async () => {
       const ids = await this.loggedIds();
       if (ids.has(entry.id)) return false;
+      onNew?.();
       await this.ensureDirs();
       this.idsAtSize = await appendLine(this.logFile, JSON.stringify(entry));
       ids.add(entry.id);

@@ -20,6 +20,8 @@ export interface ChannelWorkerDeps {
   runTimeoutMs: number;
   /** Shared by all channels of this runner: caps how many runs execute at once. */
   runSlot: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** Whether a run would get a slot at once. */
+  slotFree: () => boolean;
   /** Fetches the message's attachments into the channel dir before it is logged (attachment-materializer.ts). */
   materialize?: (message: ChannelMessage) => Promise<ChannelMessage>;
   /** Why no run can happen here (policy leaves no callable tools), or undefined. */
@@ -49,6 +51,7 @@ export interface WorkerLedger {
   readonly excused: boolean;
   begin(seq: number): boolean;
   runStarting(run: Omit<InterruptedRun, "phase">): Promise<void>;
+  runNotStarted(): Promise<void>;
   handedOver(): Promise<void>;
   done(seq: number): Promise<void>;
 }
@@ -66,6 +69,8 @@ interface QueuedRun {
   /** The trace context the message arrived with (its ingress's span). */
   traceparent?: string;
   resume?: Resume;
+  /** The run's record, written while its message was logged (see accept). */
+  recorded?: Promise<void>;
   publisher: RunPublisher;
   cancelledBy?: string;
   /** Messages injected into this run (busy mode "steer"). */
@@ -100,6 +105,12 @@ const INTERRUPTED = "interrupted: the runner answering it stopped unexpectedly; 
 const INTAKE_RETRIES_MS = [250, 1000, 4000];
 /** Message ids a worker remembers for telling a re-sent message from a re-read one. */
 const TAKEN_IDS = 10_000;
+
+/** A run recorded before it was queued (ChannelWorker.accept). */
+interface Early {
+  runId: string;
+  recorded: Promise<void>;
+}
 
 /** What taking a message in leads to; wrapped so that awaiting the intake never waits for the run. */
 interface Later {
@@ -215,8 +226,12 @@ export class ChannelWorker {
   /** Logs the message and decides what it does; `done` settles when it is fully handled. */
   private async accept(seq: number, message: ChannelMessage, traceparent: string | undefined): Promise<Later> {
     if (this.deps.materialize) message = await this.deps.materialize(message);
-    const fresh = await this.deps.store.appendLog(toLogEntry(message));
     const interrupted = this.deps.ledger.interrupted?.seq === seq ? this.deps.ledger.interrupted : undefined;
+    // A new mention in a channel with nothing in hand runs at once, so its run is recorded while
+    // the message is logged: a round trip less before the answer starts.
+    let early: Early | undefined;
+    const startEarly = !interrupted && this.runsAtOnce(message) ? () => (early = this.recordEarly(seq, message.id)) : undefined;
+    const fresh = await this.deps.store.appendLog(toLogEntry(message), startEarly);
     if (!fresh && !interrupted && (await this.isDuplicate(seq, message))) return NOW;
     this.noteTaken(message.id, seq);
     if (!message.isMention) return NOW;
@@ -227,7 +242,20 @@ export class ChannelWorker {
       const steered = await this.steer(seq, this.current, message);
       if (steered) return steered;
     }
-    return { done: this.enqueue(seq, message, undefined, traceparent) };
+    return { done: this.enqueue(seq, message, undefined, traceparent, early) };
+  }
+
+  /** Whether a mention taken in now starts its run right away: no run of this channel in hand, a slot free. */
+  private runsAtOnce(message: ChannelMessage): boolean {
+    return message.isMention && !isStopCommand(message.text) && !this.halted && this.unfinished.size === 0 && this.deps.slotFree();
+  }
+
+  private recordEarly(seq: number, messageId: string): Early {
+    const runId = randomUUID();
+    const recorded = this.deps.ledger.runStarting({ seq, messageId, runId, crashes: 0 });
+    // Awaited when the run starts; a run that never starts (cancelled, set down) leaves it unawaited.
+    recorded.catch(() => {});
+    return { runId, recorded };
   }
 
   /**
@@ -374,13 +402,16 @@ export class ChannelWorker {
     return this.queued.length;
   }
 
-  private enqueue(seq: number, message: ChannelMessage, resume?: Resume, traceparent?: string): Promise<void> {
-    const runId = randomUUID();
+  private enqueue(seq: number, message: ChannelMessage, resume?: Resume, traceparent?: string, early?: Early): Promise<void> {
+    const runId = early?.runId ?? randomUUID();
     let end!: (undelivered: string[]) => void;
     const ended = new Promise<string[]>((r) => (end = r));
     const publisher = new RunPublisher(this.deps.bus, this.deps.ref, runId, this.deps.log, this.deps.publishRetryMs);
     publisher.traceparent = traceparent;
-    const item: QueuedRun = { runId, seq, message, traceparent, resume, publisher, steered: [], ended, end, receipts: [], labels: new Map() };
+    // Something queued meanwhile (a steered line pi did not take) runs first and records itself
+    // over the early record: this run then records itself again when it starts.
+    const recorded = this.unfinished.size === 0 ? early?.recorded : undefined;
+    const item: QueuedRun = { runId, seq, message, traceparent, resume, recorded, publisher, steered: [], ended, end, receipts: [], labels: new Map() };
     this.queued.push(item);
     this.unfinished.add(item);
     if (this.current || this.queued.length > 1) {
@@ -413,7 +444,11 @@ export class ChannelWorker {
     const log = this.deps.log;
     const at = { runId, msgId: message.id };
     const started = Date.now();
-    if (this.halted) throw new NotHandledHere(`worker ${this.halted}: left for the next owner`);
+    if (this.halted) {
+      // Recorded as running, it would count as a crash for whoever reads the message next.
+      if (item.recorded && this.halted === "release") await this.deps.ledger.runNotStarted().catch(() => {});
+      throw new NotHandledHere(`worker ${this.halted}: left for the next owner`);
+    }
     if (item.cancelledBy) {
       pub.emit(this.ended({ stopReason: "aborted", errorMessage: `cancelled by ${item.cancelledBy} before it started`, finalText: "", usage: ZERO_USAGE }, message, started));
       await this.flushed(pub);
@@ -426,7 +461,7 @@ export class ChannelWorker {
     let telemetry: RunTelemetry | undefined;
     try {
       try {
-        await this.deps.ledger.runStarting({ seq: item.seq, messageId: message.id, runId, crashes: item.resume?.crashes ?? 0 });
+        await (item.recorded ?? this.deps.ledger.runStarting({ seq: item.seq, messageId: message.id, runId, crashes: item.resume?.crashes ?? 0 }));
       } catch (err) {
         // Lost the channel, or could not record the run: the next owner (or a restart) runs it.
         if (!this.halted) this.deps.onFailure?.();

@@ -443,6 +443,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       },
       runTimeoutMs: loaded.config.runner.runTimeoutMinutes * 60_000,
       runSlot: (fn) => this.runSlot(fn),
+      slotFree: () => this.runSlot.activeCount < this.runSlot.concurrency && this.runSlot.pendingCount === 0,
       materialize: channelMaterializer({ files: this.bus, store, workspaceDir: this.layout.workspaceDir, maxBytes: loaded.config.attachments.maxBytes, log }),
       busyMode: loaded.config.adapters[ref.adapter]?.busy ?? "queue",
       policyProblem: () => (activeTools().length === 0 ? noCallableToolsMessage(key) : undefined),

@@ -76,6 +76,21 @@ describe("ChannelLedger", () => {
     expect(new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {}).interrupted?.runId).toBe("r1");
   });
 
+  it("forgets a recorded run that never began, keeping what is done", async () => {
+    const s = store(base);
+    const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {});
+    l.begin(11);
+    l.begin(12);
+    await l.runStarting({ seq: 11, messageId: "m11", runId: "r1", crashes: 0 });
+    await l.done(11);
+    await l.runStarting({ seq: 12, messageId: "m12", runId: "r2", crashes: 0 });
+    await l.runNotStarted();
+    await l.release("next", true);
+    // The next owner reads 12 again as a new message: no interrupted run, no crash counted.
+    expect(s.now().record).toEqual({ ...base, owner: "next", doneSeq: 11 });
+    expect(new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {}).interrupted).toBeUndefined();
+  });
+
   it("takes a retried save that conflicts with its own timed-out write as saved, not as a takeover", async () => {
     const s = store(base);
     let lost = 0;

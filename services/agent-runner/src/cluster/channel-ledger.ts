@@ -72,6 +72,14 @@ export class ChannelLedger {
     return this.save((r) => ({ ...this.advanced(r), run: { ...run, phase: "running" } }));
   }
 
+  /** The recorded run never began (the channel was set down first): the next owner takes its message as new. */
+  runNotStarted(): Promise<void> {
+    return this.save((r) => {
+      const { run: _, ...rest } = this.advanced(r);
+      return rest;
+    });
+  }
+
   /** The run was stopped on purpose (shutdown): the next owner resumes it without counting a crash. */
   handedOver(): Promise<void> {
     return this.save((r) => (r.run ? { ...r, run: { ...r.run, phase: "handed-over" } } : r));

@@ -1,0 +1,150 @@
+import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
+import { type ChannelAgent, type RunOutcome, ZERO_USAGE } from "@mom/agent";
+import type { Bus } from "@mom/bus";
+import { type ChannelMessage, createSubjects, type InterruptedRun, type OutboundEvent } from "@mom/contracts";
+import { type ChannelStore, WorkspaceLayout } from "@mom/store";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { ActiveRun } from "./active-run.js";
+import { ChannelWorker, type WorkerLedger } from "./channel-worker.js";
+
+/**
+ * The worker on its own: a real channel store on a temp dir; the bus, the ledger's KV record and
+ * the agent are its outer edges here (the runner and chaos suites run them for real).
+ */
+const ref = { adapter: "cli", channelId: "c1" };
+
+function mention(id: string, text = "hi"): ChannelMessage {
+  return { id, channelId: ref.channelId, timestamp: new Date().toISOString(), sender: { id: "u1", username: "ann", isBot: false }, text, attachments: [], isMention: true };
+}
+
+/** Records what the worker asks of its ledger, and how many lines log.jsonl had at each call. */
+class FakeLedger implements WorkerLedger {
+  readonly interrupted?: InterruptedRun;
+  readonly excused = false;
+  readonly calls: string[] = [];
+  private last = 0;
+  constructor(private readonly logLines: () => number) {}
+  begin(seq: number): boolean {
+    if (seq <= this.last) return false;
+    this.last = seq;
+    return true;
+  }
+  async runStarting(run: Omit<InterruptedRun, "phase">): Promise<void> {
+    this.calls.push(`runStarting ${run.messageId} (log: ${this.logLines()} lines)`);
+  }
+  async runNotStarted(): Promise<void> {
+    this.calls.push("runNotStarted");
+  }
+  async handedOver(): Promise<void> {
+    this.calls.push("handedOver");
+  }
+  async done(seq: number): Promise<void> {
+    this.calls.push(`done ${seq}`);
+  }
+}
+
+describe("ChannelWorker", () => {
+  let dir: string;
+  let store: ChannelStore;
+  let ledger: FakeLedger;
+  let published: OutboundEvent[];
+  let runs: string[];
+  /** Runs wait here for a slot until `openSlot()`. */
+  let slotOpen: Promise<void>;
+  let openSlot: () => void;
+
+  const bus = {
+    subjects: createSubjects("mom"),
+    async publish(_subject: string, payload: OutboundEvent) {
+      published.push(payload);
+      return { seq: published.length, duplicate: false };
+    },
+  } as unknown as Bus;
+
+  const agent = {
+    modelName: "fake/fake",
+    async run(trigger: { id: string }): Promise<RunOutcome> {
+      runs.push(trigger.id);
+      return { stopReason: "stop", finalText: `answer to ${trigger.id}`, usage: ZERO_USAGE };
+    },
+    async abort() {},
+    dispose() {},
+  } as unknown as ChannelAgent;
+
+  function worker(): ChannelWorker {
+    return new ChannelWorker({
+      bus,
+      ref,
+      store,
+      createAgent: async () => agent,
+      log: pino({ level: "silent" }),
+      runTimeoutMs: 60_000,
+      runSlot: async (fn) => {
+        await slotOpen;
+        return fn();
+      },
+      slotFree: () => true,
+      busyMode: "queue",
+      active: new ActiveRun(),
+      ledger,
+      maxCrashes: 3,
+      publishRetryMs: 0,
+      deadLetter: async () => {},
+    });
+  }
+
+  const until = async (what: () => boolean) => {
+    for (let i = 0; i < 500 && !what(); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(what()).toBe(true);
+  };
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "mom-worker-"));
+    store = new WorkspaceLayout(dir).channel(ref);
+    const lines = () => (existsSync(store.logFile) ? readFileSync(store.logFile, "utf8").split("\n").length - 1 : 0);
+    ledger = new FakeLedger(lines);
+    published = [];
+    runs = [];
+    slotOpen = new Promise((r) => (openSlot = r));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("records the run of a mention in a quiet channel while the mention is logged, once", async () => {
+    openSlot();
+    const w = worker();
+    w.deliver(1, mention("m1"));
+    await until(() => published.some((e) => e.event.type === "run_ended"));
+    expect(ledger.calls[0]).toBe("runStarting m1 (log: 0 lines)");
+    expect(ledger.calls.filter((c) => c.startsWith("runStarting"))).toHaveLength(1);
+    expect(runs).toEqual(["m1"]);
+    expect(published.map((e) => e.event.type)).toEqual(["run_started", "run_ended"]);
+    // The record names the run the channel then sees.
+    expect(new Set(published.map((e) => e.runId)).size).toBe(1);
+  });
+
+  it("records a mention that waits behind a run when that run starts, not before", async () => {
+    const w = worker();
+    w.deliver(1, mention("m1"));
+    w.deliver(2, mention("m2"));
+    await until(() => ledger.calls.length === 1);
+    openSlot();
+    await until(() => published.filter((e) => e.event.type === "run_ended").length === 2);
+    expect(ledger.calls.filter((c) => c.startsWith("runStarting"))).toEqual(["runStarting m1 (log: 0 lines)", "runStarting m2 (log: 3 lines)"]);
+    expect(runs).toEqual(["m1", "m2"]);
+  });
+
+  it("forgets the recorded run when the channel is set down before the run began", async () => {
+    const w = worker();
+    w.deliver(1, mention("m1"));
+    await until(() => ledger.calls.length === 1);
+    const released = w.release(1_000);
+    openSlot();
+    await released;
+    expect(ledger.calls).toEqual(["runStarting m1 (log: 0 lines)", "runNotStarted"]);
+    expect(runs).toEqual([]);
+    expect(published).toEqual([]);
+  });
+});
