@@ -103,6 +103,14 @@ describe("ChannelStore log", () => {
     expect(await store.appendLog(entry("m1"))).toBe(true);
   });
 
+  it("puts a line of its own after a fragment another process left behind its last line", async () => {
+    await store.appendLog(entry("m1"));
+    appendFileSync(store.logFile, "{\"id\":\"half");
+    await store.appendLog(entry("m2"));
+    await store.appendLog(entry("m3"));
+    expect(readFileSync(store.logFile, "utf8").split("\n")).toEqual([JSON.stringify(entry("m1")), "{\"id\":\"half", JSON.stringify(entry("m2")), JSON.stringify(entry("m3")), ""]);
+  });
+
   it("survives a torn last line: earlier lines intact, tear reported, next append readable", async () => {
     await store.appendLog(entry("m1"));
     await store.appendLog(entry("m2"));

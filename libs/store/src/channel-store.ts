@@ -41,6 +41,9 @@ export class ChannelStore {
   private ids?: Set<string>;
   /** The log's size when `ids` was last in step with it. */
   private idsAtSize = -1;
+  /** The log's size at the last look, and just after this process's own last line. */
+  private logSize = -1;
+  private ownEnd = -2;
   private dirsReady?: Promise<void>;
 
   constructor(
@@ -88,7 +91,8 @@ export class ChannelStore {
       if (ids.has(entry.id)) return false;
       onNew?.();
       await this.ensureDirs();
-      this.idsAtSize = await appendLine(this.logFile, JSON.stringify(entry));
+      const whole = this.logSize === this.ownEnd ? this.ownEnd : undefined;
+      this.idsAtSize = this.ownEnd = await appendLine(this.logFile, JSON.stringify(entry), whole);
       ids.add(entry.id);
       return true;
     });
@@ -154,7 +158,7 @@ export class ChannelStore {
   // that changed size behind this process's back (another runner owned the channel meanwhile, or
   // a person truncated it) is read again: ids remembered from before would be stale.
   private async loggedIds(): Promise<Set<string>> {
-    const size = await fileSize(this.logFile);
+    const size = (this.logSize = await fileSize(this.logFile));
     if (!this.ids || this.ids.size > MAX_RECENT_IDS || size !== this.idsAtSize) {
       this.ids = new Set((await readLogTail(this.logFile)).map((p) => p.entry.id));
       this.idsAtSize = size;
