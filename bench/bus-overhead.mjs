@@ -30,13 +30,13 @@ const { busOptions } = await dist("services/cli/dist/index.js");
 const { ChannelAgent, resolveModel } = await dist("libs/agent/dist/index.js");
 const { WorkspaceLayout, ChannelStore } = await dist("libs/store/dist/index.js");
 const { qualifiedChannelId } = await dist("libs/contracts/dist/index.js");
-const { ChannelLedger } = await dist("services/agent-runner/dist/cluster/channel-ledger.js");
+const { ChannelLedger, SAVE_DEBOUNCE_MS } = await dist("services/agent-runner/dist/cluster/channel-ledger.js");
 
 // ---- options ---------------------------------------------------------------------------------
 
 
 function parseArgs(argv) {
-  const o = { diag: false, json: false, channels: 50, perChannel: 10, warmupRounds: 1, idleRounds: 1, rounds: 6, phase: "both", maxRuns: undefined, replyWords: 1, runTimeoutMs: 30_000 };
+  const o = { diag: false, json: false, channels: 50, perChannel: 10, warmupRounds: 1, idle: 300, quiet: 60, rounds: 6, phase: "both", maxRuns: undefined, replyWords: 1, runTimeoutMs: 30_000 };
   const int = (name, v) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 0) throw new Error(`${name} expects a non-negative integer, got ${JSON.stringify(v)}`);
@@ -49,7 +49,8 @@ function parseArgs(argv) {
     else if (a === "--channels") o.channels = int(a, argv[++i]);
     else if (a === "--per-channel") o.perChannel = int(a, argv[++i]);
     else if (a === "--warmup-rounds") o.warmupRounds = int(a, argv[++i]);
-    else if (a === "--idle-rounds") o.idleRounds = int(a, argv[++i]);
+    else if (a === "--idle") o.idle = int(a, argv[++i]);
+    else if (a === "--quiet") o.quiet = int(a, argv[++i]);
     else if (a === "--rounds") o.rounds = int(a, argv[++i]);
     else if (a === "--max-concurrent-runs") o.maxRuns = int(a, argv[++i]);
     else if (a === "--reply-words") o.replyWords = int(a, argv[++i]);
@@ -59,7 +60,7 @@ function parseArgs(argv) {
       if (!["both", "bus", "inproc"].includes(o.phase)) throw new Error(`--phase expects both, bus or inproc, got ${JSON.stringify(o.phase)}`);
     } else if (a === "-h" || a === "--help") {
       console.log(
-        "usage: node bench/bus-overhead.mjs [--json] [--diag] [--channels N] [--per-channel N] [--warmup-rounds N] [--idle-rounds N] [--rounds N] [--max-concurrent-runs N] [--reply-words N] [--phase both|bus|inproc] [--spans FILE]",
+        "usage: node bench/bus-overhead.mjs [--json] [--diag] [--channels N] [--per-channel N] [--warmup-rounds N] [--idle N] [--quiet N] [--rounds N] [--max-concurrent-runs N] [--reply-words N] [--phase both|bus|inproc] [--spans FILE]",
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
@@ -88,7 +89,7 @@ function percentile(sorted, p) {
 function stats(values) {
   const s = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
   const mean = s.reduce((a, b) => a + b, 0) / (s.length || 1);
-  return { n: s.length, p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), mean, max: s.at(-1) ?? NaN, min: s[0] ?? NaN };
+  return { n: s.length, p25: percentile(s, 25), p50: percentile(s, 50), p75: percentile(s, 75), p90: percentile(s, 90), p99: percentile(s, 99), mean, max: s.at(-1) ?? NaN, min: s[0] ?? NaN };
 }
 
 const round = (x, d = 2) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
@@ -366,7 +367,7 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
     ctx.llm.reset();
     ctx.llm.setFallback(ctx.fallback);
   };
-  const idle = { records: [], wallMs: 0, delays: [], rounds: [] };
+  const alone = { idle: [], quiet: [] };
   const load = { records: [], wallMs: 0, cpuSec: 0, natsCpuSec: 0, llmRequests: 0, delays: [], samples: [], rounds: [] };
   return {
     name,
@@ -379,22 +380,14 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
       if (unanswered > 0) throw new Error(`${name}: ${unanswered} of ${warm.length} warm-up messages got no run_ended within ${opts.runTimeoutMs} ms`);
       resetLlm();
     },
-    /** One message in flight in the whole system, round-robin over the channels. */
-    async idleRound() {
-      if (opts.idleRounds === 0) return;
-      say(`${name}: idle latency, ${opts.channels * opts.idleRounds} messages one at a time…`);
-      await settle();
-      const stopLoop = loopDelay();
-      const start = performance.now();
+    resetLlm,
+    /** One message of an idle or quiet phase (runAlone): nothing else of this bench in flight. */
+    async aloneMessage(c, phase) {
       const fromUs = nowUs();
-      const records = [];
-      for (let r = 0; r < opts.idleRounds; r++) for (let c = 0; c < opts.channels; c++) records.push(await send(c));
-      spans.push({ mode: name, phase: "idle", fromUs, toUs: nowUs() });
-      idle.wallMs += performance.now() - start;
-      idle.records.push(...records);
-      idle.rounds.push({ runEndedP50: stats(records.filter((r) => !r.timedOut).map((r) => r.t2 - r.t0)).p50 });
-      idle.delays.push(stopLoop());
-      resetLlm();
+      const rec = await send(c);
+      spans.push({ mode: name, phase, fromUs, toUs: nowUs() });
+      alone[phase].push(rec);
+      return rec;
     },
     /** One message in flight per channel, every channel at once. */
     async loadRound() {
@@ -445,7 +438,8 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
       const worst = (delays) => delays.reduce((a, b) => (b.p99 > a.p99 ? b : a));
       const n = load.records.length;
       return {
-        idle: idle.records.length ? summarise(idle.records, idle.wallMs, { eventLoopDelay: worst(idle.delays), rounds: idle.rounds }) : undefined,
+        idle: alone.idle.length ? summarise(alone.idle, NaN) : undefined,
+        quiet: alone.quiet.length ? summarise(alone.quiet, NaN) : undefined,
         load: summarise(load.records, load.wallMs, {
           llmRequests: load.llmRequests,
           eventLoopDelay: worst(load.delays),
@@ -623,12 +617,42 @@ async function inProcessMode(ctx) {
 }
 
 /**
- * Both modes live side by side in this process; each is warmed up, then their rounds are taken in
- * turns, ABBA (bus, in-process, in-process, bus, …). Measured one after the other, the second mode
- * would run on code the first had already made hot (the agent, pi, the fake model are shared):
- * in-process after the bus measured ~25% less CPU per message than in-process alone. A mode's
- * load round follows its own idle round: when both idle rounds came first, whichever mode's load
- * came first in a pair measured ~20% more CPU per message than in the other order.
+ * Latency of a message on its own: `slots` slots, each one message of every mode (bus then
+ * in-process, or the other way round, alternately), to the same channel, one at a time. Both of a
+ * slot's messages find the machine at the same speed: a shared host's speed drifts over seconds,
+ * which moved whole rounds of one mode against the other's by up to ±3 ms.
+ * - idle: the slots back to back. The runner's debounced progress save of a channel (its
+ *   SAVE_DEBOUNCE_MS after the run) lands on a later message, of either mode.
+ * - quiet: each slot SAVE_DEBOUNCE_MS + 50 ms long, the rest of it doing nothing: every message
+ *   finds both processes asleep, as in a channel where a mention comes now and then.
+ * Resolves with each slot's bus − in-process difference (ms), when both modes ran.
+ */
+async function runAlone(modes, phase, slots) {
+  if (slots === 0) return undefined;
+  const slotMs = phase === "quiet" ? SAVE_DEBOUNCE_MS + 50 : 0;
+  say(`${phase} latency: ${slots} slot(s), one message of each mode in each${slotMs ? `, ${slotMs} ms apart` : ""}…`);
+  await settle();
+  const stopLoop = loopDelay();
+  const differences = [];
+  for (let i = 0; i < slots; i++) {
+    const start = performance.now();
+    const order = i % 2 === 0 ? modes : [...modes].reverse();
+    const recs = {};
+    for (const m of order) recs[m.name] = await m.aloneMessage(i % opts.channels, phase);
+    const [b, p] = [recs.bus, recs["in-process"]];
+    if (b && p && !b.timedOut && !p.timedOut) differences.push(b.t2 - b.t0 - (p.t2 - p.t0));
+    if (slotMs) await new Promise((r) => setTimeout(r, Math.max(0, start + slotMs - performance.now())));
+  }
+  modes[0].resetLlm();
+  return { differences: modes.length === 2 ? stats(differences) : undefined, eventLoopDelay: stopLoop() };
+}
+
+/**
+ * Both modes live side by side in this process; each is warmed up, then come the single messages
+ * (runAlone), then the load rounds, taken in turns, ABBA (bus, in-process, in-process, bus, …).
+ * Measured one after the other, the second mode would run on code the first had already made hot
+ * (the agent, pi, the fake model are shared): in-process after the bus measured ~25% less CPU per
+ * message than in-process alone.
  */
 async function runModes(ctx) {
   const modes = [];
@@ -636,16 +660,15 @@ async function runModes(ctx) {
     if (opts.phase !== "inproc") modes.push(await busMode(ctx));
     if (opts.phase !== "bus") modes.push(await inProcessMode(ctx));
     for (const m of modes) await m.warmUp();
+    const idle = await runAlone(modes, "idle", opts.idle);
+    const quiet = await runAlone(modes, "quiet", opts.quiet);
     for (let r = 0; r < opts.rounds; r++) {
       const order = r % 2 === 0 ? modes : [...modes].reverse();
-      for (const m of order) {
-        await m.idleRound();
-        await m.loadRound();
-      }
+      for (const m of order) await m.loadRound();
     }
     const result = (name) => modes.find((m) => m.name === name)?.result();
     if (opts.spans) writeFileSync(opts.spans, JSON.stringify(spans));
-    return { bus: result("bus"), inproc: result("in-process") };
+    return { bus: result("bus"), inproc: result("in-process"), idle, quiet };
   } finally {
     for (const m of modes) await m.close();
   }
@@ -697,7 +720,7 @@ async function main() {
     const ctx = { tmp, loaded, url: nats.url, logger, llm, fallback, nats };
 
     const t0 = performance.now();
-    const { bus, inproc } = await runModes(ctx);
+    const { bus, inproc, idle, quiet } = await runModes(ctx);
     const natsRss = procRssBytes(nats.pid);
     const mem = process.memoryUsage();
     const cpus = os.cpus();
@@ -709,16 +732,22 @@ async function main() {
         messages: opts.channels * opts.perChannel,
         rounds: opts.rounds,
         warmupMessages: opts.channels * opts.warmupRounds,
-        idleMessages: opts.channels * opts.idleRounds,
+        idleSlots: opts.idle,
+        quietSlots: opts.quiet,
         inFlight: `at most ${opts.channels}: one per channel, the next message of a channel is sent when the previous one's run has ended`,
         runnerMaxConcurrentRuns: opts.maxRuns,
         model: `fake/fake-model (OpenAI-compatible fake on loopback, instant reply: ${opts.replyWords === 1 ? "'ok'" : `${opts.replyWords} words, one stream delta each`})`,
       },
       bus,
       inProcess: inproc,
+      eventLoopDelay: { idle: idle?.eventLoopDelay, quiet: quiet?.eventLoopDelay },
       ratio: {
         idleP50RunEnded: ratio(bus?.idle?.runEnded.p50, inproc?.idle?.runEnded.p50),
         idleAddedP50Ms: bus?.idle && inproc?.idle ? bus.idle.runEnded.p50 - inproc.idle.runEnded.p50 : undefined,
+        // Each slot's bus − in-process: the median and the middle half of them.
+        idleSlotDifferenceMs: idle?.differences,
+        quietAddedP50Ms: bus?.quiet && inproc?.quiet ? bus.quiet.runEnded.p50 - inproc.quiet.runEnded.p50 : undefined,
+        quietSlotDifferenceMs: quiet?.differences,
         loadP50RunEnded: ratio(bus?.load.runEnded.p50, inproc?.load.runEnded.p50),
         loadP99RunEnded: ratio(bus?.load.runEnded.p99, inproc?.load.runEnded.p99),
         loadThroughput: ratio(bus?.load.msgsPerSec, inproc?.load.msgsPerSec),
@@ -744,7 +773,7 @@ async function main() {
     else printTable(summary);
     const problems = [];
     for (const [name, r] of [["bus", bus], ["in-process", inproc]]) {
-      for (const part of [r?.idle, r?.load]) {
+      for (const part of [r?.idle, r?.quiet, r?.load]) {
         if (part && part.completed !== part.messages) {
           problems.push(`${name}: ${part.messages - part.completed} of ${part.messages} runs did not end with stopReason "stop" (${part.timedOut} timed out; e.g. ${JSON.stringify(part.failed)})`);
         }
@@ -768,12 +797,9 @@ async function main() {
 function roundPairs(bus, inproc) {
   const pairs = bus.load.rounds.map((b, i) => {
     const p = inproc.load.rounds[i];
-    const bi = bus.idle?.rounds[i];
-    const pi = inproc.idle?.rounds[i];
     return {
       cpuPerMsg: b.nodeCpuMsPerMsg / p.nodeCpuMsPerMsg,
       throughput: b.msgsPerSec / p.msgsPerSec,
-      ...(bi && pi && { idleAddedP50Ms: bi.runEndedP50 - pi.runEndedP50 }),
     };
   });
   const median = (xs) => {
@@ -785,7 +811,6 @@ function roundPairs(bus, inproc) {
     median: {
       cpuPerMsg: median(pairs.map((p) => p.cpuPerMsg)),
       throughput: median(pairs.map((p) => p.throughput)),
-      idleAddedP50Ms: median(pairs.map((p) => p.idleAddedP50Ms)),
     },
   };
 }
@@ -801,14 +826,14 @@ function printTable(s) {
   lines.push(`rounds: ${load.rounds} per mode, the modes taking turns (bus, in-process, in-process, bus, …), figures pooled over the rounds`);
   lines.push(`model: ${load.model}`);
   lines.push(`runner.maxConcurrentRuns: ${load.runnerMaxConcurrentRuns}; in-process runs are not capped`);
-  lines.push(`idle: ${load.idleMessages} messages one at a time per round (round-robin over the channels); warm-up: ${load.warmupMessages} messages per mode, excluded`);
+  lines.push(`idle: ${load.idleSlots} slots back to back, quiet: ${load.quietSlots} slots ${SAVE_DEBOUNCE_MS + 50} ms apart; one message per mode in each; warm-up: ${load.warmupMessages} messages per mode, excluded`);
   lines.push("");
 
   const w = [38, 8, 8, 8, 8, 8];
   lines.push(row(["latency (ms)", "p50", "p90", "p99", "mean", "max"], w));
   lines.push(rule(w));
   const st = (label, x) => x && lines.push(row([label, f(x.p50), f(x.p90), f(x.p99), f(x.mean), f(x.max)], w));
-  for (const [title, key] of [["idle", "idle"], [`load (${load.channels} in flight)`, "load"]]) {
+  for (const [title, key] of [["idle (one at a time)", "idle"], [`quiet (one at a time, ${SAVE_DEBOUNCE_MS + 50} ms apart)`, "quiet"], [`load (${load.channels} in flight)`, "load"]]) {
     if (!bus?.[key] && !ip?.[key]) continue;
     lines.push(`${title}:`);
     st("  bus: publish → JetStream ack", bus?.[key]?.publishAck);
@@ -839,8 +864,13 @@ function printTable(s) {
       st("   · --diag agent.run", ip[key].diag.agentRun);
       st("   · --diag log the reply", ip[key].diag.logReply);
     }
-    st("  event-loop delay, bus phase", bus?.[key]?.eventLoopDelay);
-    st("  event-loop delay, in-process phase", ip?.[key]?.eventLoopDelay);
+    if (key !== "load") {
+      st("  bus − in-process, slot by slot", s.ratio[`${key}SlotDifferenceMs`]);
+      st("  event-loop delay", s.eventLoopDelay[key]);
+    } else {
+      st("  event-loop delay, bus phase", bus?.[key]?.eventLoopDelay);
+      st("  event-loop delay, in-process phase", ip?.[key]?.eventLoopDelay);
+    }
   }
   const cs = bus?.load?.consumerSamples;
   if (cs) {
@@ -874,12 +904,12 @@ function printTable(s) {
     );
     const br = r.byRound;
     const list = (k, d, sign = "×") => br.pairs.map((p) => `${sign}${f(p[k], d)}`).join(" ");
-    lines.push(
-      `round by round:    idle p50 ${list("idleAddedP50Ms", 1, "+")} ms   throughput ${list("throughput", 2)}   CPU/msg ${list("cpuPerMsg", 2)}`,
-    );
-    lines.push(
-      `median of rounds:  idle p50 +${f(br.median.idleAddedP50Ms)} ms   throughput ×${f(br.median.throughput, 2)}   CPU/msg ×${f(br.median.cpuPerMsg, 2)}`,
-    );
+    const d = r.idleSlotDifferenceMs;
+    if (d) lines.push(`idle, slot by slot: bus − in-process median +${f(d.p50)} ms (middle half +${f(d.p25)} to +${f(d.p75)} ms)`);
+    const q = r.quietSlotDifferenceMs;
+    if (q) lines.push(`quiet, slot by slot: bus − in-process median +${f(q.p50)} ms (middle half +${f(q.p25)} to +${f(q.p75)} ms); p50 +${f(r.quietAddedP50Ms)} ms`);
+    lines.push(`load round by round: throughput ${list("throughput", 2)}   CPU/msg ${list("cpuPerMsg", 2)}`);
+    lines.push(`median of rounds:  throughput ×${f(br.median.throughput, 2)}   CPU/msg ×${f(br.median.cpuPerMsg, 2)}`);
   }
   lines.push(
     `process RSS ${s.process.rssMb} MB at the end (peak ${s.process.peakRssMb} MB, heap ${s.process.heapUsedMb} MB)` +

@@ -2,11 +2,11 @@
 // Where a CPU profile's samples fall in mom: every sample goes to the nearest frame of its stack
 // that is JavaScript outside Node's own modules (a JSON.parse or socket write called from nats.js
 // counts for nats.js). With --spans (written by bus-overhead.mjs) only the measured rounds of one
-// phase count (--phase load, the default, or idle), per mode, in milliseconds: both modes in one
+// phase count (--phase load, the default, idle or quiet), per mode, in milliseconds: both modes in one
 // process, so the machine's speed moves both columns alike.
 //
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/bus-overhead.mjs --spans /tmp/spans.json
-//   node bench/cpu-shares.mjs /tmp/prof/*.cpuprofile --spans /tmp/spans.json [--phase idle]
+//   node bench/cpu-shares.mjs /tmp/prof/*.cpuprofile --spans /tmp/spans.json [--phase idle|quiet]
 import { readFileSync } from "node:fs";
 
 const PARTS = [
@@ -38,8 +38,8 @@ const option = (name) => {
 const spansFile = option("--spans");
 const phase = option("--phase") ?? "load";
 const file = args[0];
-if (!file || file === "-h" || file === "--help" || !["load", "idle"].includes(phase)) {
-  console.log("usage: node bench/cpu-shares.mjs PROFILE.cpuprofile [--spans SPANS.json [--phase load|idle]]");
+if (!file || file === "-h" || file === "--help" || !["load", "idle", "quiet"].includes(phase)) {
+  console.log("usage: node bench/cpu-shares.mjs PROFILE.cpuprofile [--spans SPANS.json [--phase load|idle|quiet]]");
   process.exit(file === "-h" || file === "--help" ? 0 : 2);
 }
 const profile = JSON.parse(readFileSync(file, "utf8"));

@@ -11,7 +11,8 @@ export class ChannelLost extends Error {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-const SAVE_DEBOUNCE_MS = 250;
+/** How long after its last run a quiet channel's progress is saved. */
+export const SAVE_DEBOUNCE_MS = 250;
 const SAVE_RETRY_FOR_MS = 120_000;
 
 /**
