@@ -103,6 +103,19 @@ describe("ChannelStore log", () => {
     expect(await store.appendLog(entry("m1"))).toBe(true);
   });
 
+  it("names who has been talking, mom aside, from the log's tail and from what it appends", async () => {
+    await store.appendLog(entry("m1", { user: "U1", userName: "ann" }));
+    await store.appendLog(entry("r1", { user: "mom", userName: "mom", isBot: true }));
+    const again = reopened();
+    expect(await again.recentSenders()).toEqual([{ user: "U1", userName: "ann" }]);
+    await again.appendLog(entry("m2", { user: "U2", userName: "bob", displayName: "Bob B." }));
+    await again.appendLog(entry("m3", { user: "U1", userName: "ann2" }));
+    expect(await again.recentSenders()).toEqual([
+      { user: "U1", userName: "ann2" },
+      { user: "U2", userName: "bob", displayName: "Bob B." },
+    ]);
+  });
+
   it("puts a line of its own after a fragment another process left behind its last line", async () => {
     await store.appendLog(entry("m1"));
     appendFileSync(store.logFile, "{\"id\":\"half");

@@ -39,6 +39,8 @@ export class ChannelStore {
 
   private queue: Promise<unknown> = Promise.resolve();
   private ids?: Set<string>;
+  /** Who wrote (mom aside) the entries `ids` holds, by user id. */
+  private senders = new Map<string, LogSender>();
   /** The log's size when `ids` was last in step with it. */
   private idsAtSize = -1;
   /** The log's size at the last look, and just after this process's own last line. */
@@ -94,6 +96,7 @@ export class ChannelStore {
       const whole = this.logSize === this.ownEnd ? this.ownEnd : undefined;
       this.idsAtSize = this.ownEnd = await appendLine(this.logFile, JSON.stringify(entry), whole);
       ids.add(entry.id);
+      this.noteSender(entry);
       return true;
     });
   }
@@ -103,9 +106,16 @@ export class ChannelStore {
     return this.serialise(() => readLogSince(this.logFile, cursor, maxBytes));
   }
 
-  /** The entries in the log's last MiB: recent messages and people, at a cost that does not grow with history. */
-  readLogTail(): Promise<LogEntry[]> {
-    return this.serialise(async () => (await readLogTail(this.logFile)).map((p) => p.entry));
+  /**
+   * Who has been talking: the senders (mom aside) of the log's last MiB and of what was appended
+   * since, at a cost that does not grow with history. Read together with the ids that make appends
+   * idempotent, so a channel's first message and its first run share one read of the tail.
+   */
+  recentSenders(): Promise<LogSender[]> {
+    return this.serialise(async () => {
+      await this.loggedIds();
+      return [...this.senders.values()];
+    });
   }
 
   /** The whole log. Queued behind pending appends, so it sees each of them whole and never a half-written line. */
@@ -160,12 +170,22 @@ export class ChannelStore {
   private async loggedIds(): Promise<Set<string>> {
     const size = (this.logSize = await fileSize(this.logFile));
     if (!this.ids || this.ids.size > MAX_RECENT_IDS || size !== this.idsAtSize) {
-      this.ids = new Set((await readLogTail(this.logFile)).map((p) => p.entry.id));
+      const tail = await readLogTail(this.logFile);
+      this.ids = new Set(tail.map((p) => p.entry.id));
+      this.senders = new Map();
+      for (const { entry } of tail) this.noteSender(entry);
       this.idsAtSize = size;
     }
     return this.ids;
   }
+
+  private noteSender(e: LogEntry): void {
+    if (!e.isBot) this.senders.set(e.user, { user: e.user, userName: e.userName, ...(e.displayName !== undefined && { displayName: e.displayName }) });
+  }
 }
+
+/** Who wrote a log entry. */
+export type LogSender = Pick<LogEntry, "user" | "userName" | "displayName">;
 
 function select(all: { entries: LogEntry[]; skipped: SkippedLine[] }, opts: ReadLogOptions): ReadLogResult {
   const at = opts.afterId === undefined ? -1 : all.entries.findIndex((e) => e.id === opts.afterId);
