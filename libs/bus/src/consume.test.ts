@@ -164,10 +164,14 @@ describe("consume", () => {
       async (d) => {
         running++;
         maxRunning = Math.max(maxRunning, running);
+        started.push(d.data.n);
+        // Asked a little into the handler: the server takes an ack in a moment after it was sent
+        // (with the next pull in the same write, it once still counted the acked message), while
+        // a message fetched ahead of a free slot would still be pending then.
+        await sleep(20);
         const info = await bus.jsm.consumers.info(bus.subjects.stream("IN"), "runner");
         maxHeld = Math.max(maxHeld, info.num_ack_pending);
-        started.push(d.data.n);
-        await sleep(60);
+        await sleep(40);
         running--;
       },
       { maxInFlight: 3 },
