@@ -233,8 +233,11 @@ describe("Discord ingress end to end (fake Discord gateway + REST, real NATS, ru
 
   it("`@mom stop` aborts the running run (the runner decides it from the message) and the main message says so", async () => {
     s.llm.enqueue({ hang: true });
+    const asked = s.llm.requests.length;
     s.discord.say({ channelId: IDS.random, author: s.users.ana, content: `${s.mention} count to a billion` });
     const main = await eventually(() => s.discord.botMessages(IDS.random).find((m) => m.content === "⏳ Working…"), "the progress message");
+    // Stopped before its model call, the run would leave the hanging answer queued for the next test.
+    await s.llm.waitForRequests(asked + 1);
     const stop = s.discord.say({ channelId: IDS.random, author: s.users.bob, content: `${s.mention} stop` });
     await eventually(() => s.discord.message(main.id)!.content.includes("■ *Stopped"), "the stopped note");
     const ctl = await controlMessages(s.bus, IDS.random);

@@ -154,8 +154,11 @@ describe("Telegram ingress end to end (fake Bot API, unmodified grammY, real NAT
     for (const p of parts) expect([...(p.text ?? "")].length).toBeLessThanOrEqual(4096);
 
     s.llm.enqueue({ hang: true });
+    const asked = s.llm.requests.length;
     s.telegram.say({ chat: TG.team, from: TG.ana, ...s.telegram.mention("count to a billion") });
-    await eventually(() => s.llm.requests.length > 0 && s.telegram.botMessages(TG.team.id).at(-1)?.text === "⏳ Working…", "the progress message");
+    // Stopped before its model call, the run would leave the hanging answer queued for the next test.
+    await s.llm.waitForRequests(asked + 1);
+    await eventually(() => s.telegram.botMessages(TG.team.id).at(-1)?.text === "⏳ Working…", "the progress message");
     s.telegram.say({ chat: TG.team, from: TG.bob, ...s.telegram.mention("stop") });
     await botText(TG.team.id, /■ Stopped/);
     expect((await controls(TG.team.id)).filter((c) => c.type === "abort")).toEqual([]);
