@@ -30,7 +30,7 @@ describe("ChannelAgent", () => {
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "mom-agent-"));
     faux = registerFauxProvider({ provider: "faux-agent", models: [{ id: "m1", contextWindow: 100_000 }] });
-    small = registerFauxProvider({ provider: "faux-agent", models: [{ id: "m-small", contextWindow: 100_000 }] });
+    small = registerFauxProvider({ provider: "faux-agent", models: [{ id: "m-small", contextWindow: 72_000 }] });
   });
   afterAll(() => {
     faux.unregister();
@@ -94,6 +94,25 @@ describe("ChannelAgent", () => {
     agent.dispose();
   });
 
+  it("sends the same system prompt run after run, so a provider's prompt cache covers the context", async () => {
+    const { store, agent } = await setup();
+    const prompts: string[] = [];
+    const answer = (text: string) => (ctx: { systemPrompt?: string }) => {
+      prompts.push(ctx.systemPrompt ?? "");
+      return fauxAssistantMessage([fauxText(text)]);
+    };
+    faux.setResponses([answer("one"), answer("two")]);
+    for (const id of ["p1", "p2"]) {
+      await store.appendLog(entry(id, "@mom hello"));
+      await new Promise((r) => setTimeout(r, 5)); // a later moment
+      expect((await agent.run({ ...entry(id, "@mom hello") }, () => {})).stopReason).toBe("stop");
+    }
+    expect(prompts).toHaveLength(2);
+    expect(prompts[0]).toContain(`Current date: ${new Date().toISOString().slice(0, 10)}`);
+    expect(prompts[1]).toBe(prompts[0]);
+    agent.dispose();
+  });
+
   it("resumes a message whose first attempt was stopped before its prompt: said once, nothing after it synced early", async () => {
     const first = await setup();
     await first.store.appendLog(entry("m0", "@mom hello"));
@@ -129,8 +148,10 @@ describe("ChannelAgent", () => {
 
   it("keeps the answer of a run whose end compacts the context (compaction shortens the session's messages)", async () => {
     const { store, agent } = await setup(small);
-    // Each line is ~5k tokens to the faux model (4 characters a token): five of them stay under the
-    // threshold (window 100k - 16k reserve; faux counts a prompt twice, as input and cache write), four more cross it.
+    // Each line is ~5k tokens to the faux model (4 characters a token), a run syncs at most 100,000
+    // characters of new history, and faux counts new prompt text twice (as input and cache write)
+    // and what the previous request already sent once (a cache read, the system prompt being the
+    // same): five lines (45k) stay under the threshold (window 72k - 16k reserve), four more (64k) cross it.
     const big = (i: number) => `output ${i}: ${"x".repeat(20_000)}`;
     for (let i = 0; i < 5; i++) await store.appendLog({ ...entry(`b${i}`, big(i), "luigi"), isMention: false });
     await store.appendLog(entry("q1", "@mom first question"));

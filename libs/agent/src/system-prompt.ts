@@ -11,6 +11,7 @@ export interface SystemPromptInput {
   memory: { global: string; channel: string };
   users: PromptUser[];
   channels: string[];
+  /** Only its day reaches the prompt: a prompt that changed with every run would void a provider's prompt cache for the whole context. */
   now: Date;
   timezone: string;
   /** What the sandbox is (from @mom/sandbox), so the agent knows what its commands can do. */
@@ -47,7 +48,7 @@ ${users}
 ${channels}
 
 ## Environment
-- Current date: ${p.now.toISOString()} (host time zone ${p.timezone}). For the exact time run \`date\`.
+- Current date: ${p.now.toISOString().slice(0, 10)} (UTC; host time zone ${p.timezone}). For the exact time run \`date\`.
 - Tools: bash, read, write, edit, attach. Each call needs a short \`label\` saying what it does; people see it while you work.
 - Files: what people share is saved in ${ch}/attachments/ and listed under their message by path relative to your working directory (images are also shown to you). To send people a file (report, chart, export), write it into the workspace and call \`attach\` with its path; only files inside ${ws} can be attached.
 - Your working directory is this channel's directory: ${ch}
