@@ -2,6 +2,7 @@ import type { ThinkingLevel } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage, ImageContent, Usage as PiUsage } from "@mariozechner/pi-ai";
 import { type AgentSession, createAgentSession, SessionManager, SettingsManager, type ToolDefinition } from "@mariozechner/pi-coding-agent";
 import type { LogEntry, OutboundEventBody, StopReason, Usage } from "@mom/contracts";
+import type { LogSender } from "@mom/store";
 import type { ChannelSandbox } from "@mom/sandbox";
 import { mkdirSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
@@ -32,7 +33,7 @@ export interface AgentChannelStore {
    */
   readLogSince(cursor: SyncCursor | undefined, maxBytes: number): Promise<{ entries: PlacedLogEntry[]; skippedBytes: number }>;
   /** Who has been talking lately (the log's last MiB), mom aside. */
-  recentSenders(): Promise<Pick<LogEntry, "user" | "userName" | "displayName">[]>;
+  recentSenders(): Promise<LogSender[]>;
 }
 
 export interface ChannelAgentOptions {
@@ -275,13 +276,17 @@ export class ChannelAgent {
   private async users(): Promise<PromptUser[]> {
     if (!this.people) {
       this.people = new Map();
-      for (const s of await this.opts.store.recentSenders()) this.people.set(s.user, { id: s.user, username: s.userName, displayName: s.displayName });
+      for (const s of await this.opts.store.recentSenders()) this.notePerson(s);
     }
     return [...this.people.values()];
   }
 
   private noteUser(e: LogEntry): void {
-    if (!e.isBot) this.people?.set(e.user, { id: e.user, username: e.userName, displayName: e.displayName });
+    if (!e.isBot) this.notePerson(e);
+  }
+
+  private notePerson(s: LogSender): void {
+    this.people?.set(s.user, { id: s.user, username: s.userName, displayName: s.displayName });
   }
 
   async abort(): Promise<void> {
