@@ -18,6 +18,8 @@ export interface FollowOptions<S extends TSchema> {
    */
   handler: (d: Delivery<Static<S>>) => void | Promise<void>;
   onInvalid?: (seq: number, reason: string) => void;
+  /** How long a message announced through expect() may keep the feed waiting before it is re-opened. */
+  stallMs?: number;
 }
 
 export interface Following {
@@ -25,9 +27,30 @@ export interface Following {
   stop(): void;
   /** Resolves when the reading loop has ended (after stop(), or when the connection closed). */
   readonly done: Promise<void>;
+  /**
+   * Message `seq` of this subject is known to be in the stream (another reader saw it). If the
+   * feed has not handed it out within stallMs, the feed is re-opened from where it is, and says so.
+   */
+  expect(seq: number): void;
 }
 
+/** Long enough for a busy process to take a delivered message in; short against the 30 s a lost pull costs. */
+const STALL_MS = 5000;
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/** What nats.js says about a feed that is not getting messages: a stalled feed must not be silent. */
+async function reportTrouble(messages: ConsumerMessages, log: Logger): Promise<void> {
+  try {
+    for await (const s of messages.status()) {
+      if (s.type === "heartbeat" || s.type === "next" || s.type === "discard" || s.type === "flow_control") continue;
+      if (s.type === "debug" && s.code === 408) continue; // a pull that expired empty: routine
+      log.warn({ status: s }, "the subject's feed reported trouble");
+    }
+  } catch {
+    // the feed stopped
+  }
+}
 
 /**
  * Reads a subject in stream order from a given sequence with an ordered consumer: no durable
@@ -42,10 +65,36 @@ export function follow<S extends TSchema>(
   let stopped = false;
   let messages: ConsumerMessages | undefined;
   let next = opts.from;
+  let handling = false;
+  let expected = 0;
+  let watch: NodeJS.Timeout | undefined;
+  const stallMs = opts.stallMs ?? STALL_MS;
   const log = deps.logger.child({ stream: opts.stream, follow: opts.filterSubject });
+
+  // nats.js notices a pull request the server no longer holds only after two missed heartbeats
+  // (half the pull's 30 s expiry each): a message would wait that long. A message seen elsewhere
+  // tells sooner.
+  const checkStall = () => {
+    watch = undefined;
+    if (stopped || typeof next !== "number" || next > expected) return;
+    if (!handling) {
+      log.warn({ waitingFor: expected, next, stallMs }, "the subject's feed stalled: a message in the stream did not arrive; re-opening the feed");
+      messages?.stop();
+    }
+    watch = setTimeout(checkStall, stallMs).unref();
+  };
 
   const handle = async (msg: JsMsg) => {
     next = msg.seq + 1;
+    handling = true;
+    try {
+      await deliver(msg);
+    } finally {
+      handling = false;
+    }
+  };
+
+  const deliver = async (msg: JsMsg) => {
     const parsed = parsePayload(deps.validator, msg.data);
     if (!parsed.ok) return opts.onInvalid?.(msg.seq, parsed.reason);
     const ref = deps.subjects.parse(msg.subject);
@@ -75,6 +124,7 @@ export function follow<S extends TSchema>(
         if (stopped) break;
         messages = await consumer.consume();
         if (stopped) messages.stop();
+        void reportTrouble(messages, log);
         for await (const msg of messages) {
           if (stopped) break;
           failures = 0;
@@ -95,8 +145,13 @@ export function follow<S extends TSchema>(
   return {
     stop() {
       stopped = true;
+      clearTimeout(watch);
       messages?.stop();
     },
     done,
+    expect(seq) {
+      expected = Math.max(expected, seq);
+      if (!stopped && !watch && !(typeof next === "number" && next > seq)) watch = setTimeout(checkStall, stallMs).unref();
+    },
   };
 }

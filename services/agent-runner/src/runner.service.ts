@@ -203,7 +203,10 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     }
     // A channel never seen starts after what the durable has acknowledged: nothing of it past
     // that point can have been handled, nothing before it is new.
-    await this.ownership.ensureOwner(channelKey(ref), async () => Math.min(await this.bus.ackFloor("IN", this.durable), d.streamSeq - 1));
+    const key = channelKey(ref);
+    await this.ownership.ensureOwner(key, async () => Math.min(await this.bus.ackFloor("IN", this.durable), d.streamSeq - 1));
+    // The channel's own feed must bring this message soon; if it does not, the feed is re-opened.
+    this.owned.get(key)?.feed.expect(d.streamSeq);
   }
 
   /** The record names this runner: read the channel from where its work is done. */

@@ -1,0 +1,55 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { startTestNats, type TestNats } from "@mom/testing";
+import Type from "typebox";
+import { busFactory, waitFor } from "./test-support/helpers.js";
+
+const Item = Type.Object({ n: Type.Number() }, { additionalProperties: false });
+
+let nats: TestNats;
+const buses = busFactory(() => nats.url);
+beforeAll(async () => {
+  nats = await startTestNats();
+});
+afterEach(() => buses.closeAll());
+afterAll(() => nats.stop());
+
+describe("follow", () => {
+  it("re-opens a feed that does not bring a message known to be in the stream, and says so", async () => {
+    const bus = await buses.open();
+    await bus.provision();
+    const subject = bus.subjects.channel("in", { adapter: "slack-acme", channelId: "C1" });
+    const seen: number[] = [];
+    const feed = bus.follow({ stream: "IN", filterSubject: subject, from: 1, schema: Item, stallMs: 300, handler: (d) => void seen.push(d.data.n) });
+    await bus.publish(subject, { n: 1 }, "m1");
+    await waitFor(() => seen.length === 1, 5000, "the first message");
+
+    // The feed's consumer vanishes under it: nats.js holds still until two heartbeats are missed
+    // (30 s with its defaults), so only the hint brings the next message.
+    const stream = bus.subjects.stream("IN");
+    for await (const c of await bus.jsm.consumers.list(stream)) await bus.jsm.consumers.delete(stream, c.name);
+    const { seq } = await bus.publish(subject, { n: 2 }, "m2");
+    feed.expect(seq);
+    await waitFor(() => seen.length === 2, 10_000, "the message after the stall");
+
+    expect(seen).toEqual([1, 2]);
+    expect(bus.logs.lines.some((l) => String(l.msg).includes("feed stalled") && l.waitingFor === seq)).toBe(true);
+    feed.stop();
+    await feed.done;
+  });
+
+  it("leaves a feed alone when the message it was told of has come", async () => {
+    const bus = await buses.open();
+    await bus.provision();
+    const subject = bus.subjects.channel("in", { adapter: "slack-acme", channelId: "C2" });
+    const seen: number[] = [];
+    const feed = bus.follow({ stream: "IN", filterSubject: subject, from: 1, schema: Item, stallMs: 100, handler: (d) => void seen.push(d.data.n) });
+    const { seq } = await bus.publish(subject, { n: 1 }, "m1");
+    feed.expect(seq);
+    await waitFor(() => seen.length === 1, 5000, "the message");
+    feed.expect(seq);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(bus.logs.lines.filter((l) => String(l.msg).includes("feed stalled"))).toEqual([]);
+    feed.stop();
+    await feed.done;
+  });
+});
