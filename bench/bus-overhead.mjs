@@ -17,6 +17,7 @@ import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import pino from "pino";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (p) => import(join(root, p));
@@ -55,12 +56,13 @@ function parseArgs(argv) {
     else if (a === "--max-concurrent-runs") o.maxRuns = int(a, argv[++i]);
     else if (a === "--reply-words") o.replyWords = int(a, argv[++i]);
     else if (a === "--spans") o.spans = argv[++i];
+    else if (a === "--log") o.log = argv[++i];
     else if (a === "--phase") {
       o.phase = argv[++i];
       if (!["both", "bus", "inproc"].includes(o.phase)) throw new Error(`--phase expects both, bus or inproc, got ${JSON.stringify(o.phase)}`);
     } else if (a === "-h" || a === "--help") {
       console.log(
-        "usage: node bench/bus-overhead.mjs [--json] [--diag] [--channels N] [--per-channel N] [--warmup-rounds N] [--idle N] [--quiet N] [--rounds N] [--max-concurrent-runs N] [--reply-words N] [--phase both|bus|inproc] [--spans FILE]",
+        "usage: node bench/bus-overhead.mjs [--json] [--diag] [--channels N] [--per-channel N] [--warmup-rounds N] [--idle N] [--quiet N] [--rounds N] [--max-concurrent-runs N] [--reply-words N] [--phase both|bus|inproc] [--spans FILE] [--log FILE]",
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
@@ -173,6 +175,13 @@ async function startNats() {
  * started". Only with --diag; the bench never changes the runner's code.
  */
 let diagMarks; // --diag: the marks of instrumentRunner(), for the in-process mode's figures too
+
+/** --diag: how far a message got inside the runner, in ms after it was sent (for a run that failed). */
+function diagMarksOf(r) {
+  const m = diagMarks?.get(r.id);
+  if (!m) return {};
+  return { reached: Object.fromEntries(Object.entries(m).map(([k, t]) => [k, Math.round(t - r.t0)])) };
+}
 
 function instrumentRunner() {
   const marks = new Map(); // messageId -> {accept, logged, execute}
@@ -431,7 +440,10 @@ function mode(name, ctx, send, extraStats = () => ({}), sampler) {
           messages: records.length,
           completed: ok.length,
           timedOut: records.filter((r) => r.timedOut).length,
-          failed: records.filter((r) => !r.timedOut && r.stopReason !== "stop").map((r) => ({ id: r.id, stopReason: r.stopReason })).slice(0, 5),
+          failed: records
+            .filter((r) => r.timedOut || r.stopReason !== "stop")
+            .map((r) => ({ id: r.id, ...(r.timedOut ? { timedOut: true, acked: r.tAck !== undefined, events: r.events } : { stopReason: r.stopReason }), ...diagMarksOf(r) }))
+            .slice(0, 5),
           wallMs,
           msgsPerSec: (ok.length / wallMs) * 1000,
           firstEvent: stats(ok.map((r) => r.t1 - r.t0)),
@@ -726,7 +738,10 @@ async function main() {
       }),
     );
     const loaded = loadConfig(dataDir, {});
-    const logger = createLogger("bench", { level: "error" });
+    // --log: the runner's warnings and errors go to a file, to explain a run that timed out.
+    const logger = opts.log
+      ? createLogger("bench", { level: "warn", destination: pino.destination({ dest: opts.log, sync: true }) })
+      : createLogger("bench", { level: "error" });
     const ctx = { tmp, loaded, url: nats.url, logger, llm, fallback, nats };
 
     const t0 = performance.now();
