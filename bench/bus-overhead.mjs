@@ -135,7 +135,9 @@ async function startNats() {
   const version = (spawnSync(bin, ["--version"], { encoding: "utf8" }).stdout || "").trim().replace(/^nats-server:\s*/, "");
   const port = await freePort();
   const storeDir = mkdtempSync(join(os.tmpdir(), "mom-bench-nats-"));
-  const child = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore" });
+  // --log FILE: the server's own log goes next to the runner's (slow consumers, stalls).
+  const logArgs = opts.log ? ["-l", `${opts.log}.nats-server`] : [];
+  const child = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir, ...logArgs], { stdio: "ignore" });
   const exited = new Promise((r) => child.once("exit", r));
   const { connect } = await import("node:net");
   const deadline = Date.now() + 10_000;
