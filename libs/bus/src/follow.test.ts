@@ -24,7 +24,7 @@ describe("follow", () => {
     await waitFor(() => seen.length === 1, 5000, "the first message");
 
     // The feed's consumer vanishes under it: nats.js holds still until two heartbeats are missed
-    // (30 s with its defaults), so only the hint brings the next message.
+    // (45 s here with its defaults), so only the hint brings the next message in time.
     const stream = bus.subjects.stream("IN");
     for await (const c of await bus.jsm.consumers.list(stream)) await bus.jsm.consumers.delete(stream, c.name);
     const { seq } = await bus.publish(subject, { n: 2 }, "m2");

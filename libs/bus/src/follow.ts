@@ -71,12 +71,12 @@ export function follow<S extends TSchema>(
   const stallMs = opts.stallMs ?? STALL_MS;
   const log = deps.logger.child({ stream: opts.stream, follow: opts.filterSubject });
 
-  // nats.js notices a pull request the server no longer holds only after two missed heartbeats
-  // (half the pull's 30 s expiry each): a message would wait that long. A message seen elsewhere
-  // tells sooner.
+  // nats.js notices a consumer or pull request the server no longer holds only after two missed
+  // heartbeats (15 s apart by default): a message waited 45 s in follow.test.ts. A message seen
+  // elsewhere tells sooner.
   const checkStall = () => {
     watch = undefined;
-    if (stopped || typeof next !== "number" || next > expected) return;
+    if (stopped || deps.isClosed() || typeof next !== "number" || next > expected) return;
     if (!handling) {
       log.warn({ waitingFor: expected, next, stallMs }, "the subject's feed stalled: a message in the stream did not arrive; re-opening the feed");
       messages?.stop();
