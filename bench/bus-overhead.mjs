@@ -10,14 +10,13 @@
 // nats-server binary (PATH, /usr/sbin/nats-server, or NATS_SERVER_BIN).
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import pino from "pino";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (p) => import(join(root, p));
@@ -742,7 +741,7 @@ async function main() {
     const loaded = loadConfig(dataDir, {});
     // --log: the runner's warnings and errors go to a file, to explain a run that timed out.
     const logger = opts.log
-      ? createLogger("bench", { level: "warn", destination: pino.destination({ dest: opts.log, sync: true }) })
+      ? createLogger("bench", { level: "warn", destination: openSync(opts.log, "w") })
       : createLogger("bench", { level: "error" });
     const ctx = { tmp, loaded, url: nats.url, logger, llm, fallback, nats };
 
