@@ -239,6 +239,12 @@ function busDriver(bus, tag) {
   const orphans = new Map(); // runId -> {t, events} seen before any event naming its trigger (not expected)
   const sub = bus.nc.subscribe(bus.subjects.wildcard("out"));
   let undecodable = 0;
+  // A dropped connection loses what core NATS delivered meanwhile: a run_ended missed that way
+  // reads as a run that timed out, so the bench says when it happened.
+  const connectionEvents = [];
+  void (async () => {
+    for await (const s of bus.nc.status()) if (s.type === "disconnect" || s.type === "reconnect" || s.type === "slowConsumer") connectionEvents.push(s.type);
+  })().catch(() => {});
   const pump = (async () => {
     for await (const m of sub) {
       const t = performance.now();
@@ -321,6 +327,9 @@ function busDriver(bus, tag) {
     send,
     get undecodable() {
       return undecodable;
+    },
+    get connectionEvents() {
+      return connectionEvents;
     },
     get orphanRuns() {
       return orphans.size;
@@ -550,7 +559,7 @@ async function busMode(ctx) {
   return {
     ...m,
     result() {
-      return { ...m.result(), undecodable: driver.undecodable, orphanRuns: driver.orphanRuns };
+      return { ...m.result(), undecodable: driver.undecodable, orphanRuns: driver.orphanRuns, connectionEvents: driver.connectionEvents };
     },
     async close() {
       inst?.restore();
@@ -805,6 +814,7 @@ async function main() {
         }
       }
     }
+    if (bus?.connectionEvents?.length) problems.push(`bus: the load generator's connection had ${bus.connectionEvents.join(", ")} (events sent meanwhile were lost to it)`);
     if (bus?.orphanRuns) problems.push(`bus: ${bus.orphanRuns} run(s) on mom.out could not be matched to a message`);
     for (const p of problems) console.error(`bench: ${p}`);
     process.exitCode = problems.length ? 1 : 0;
