@@ -19,12 +19,12 @@ describe("follow", () => {
     await bus.provision();
     const subject = bus.subjects.channel("in", { adapter: "slack-acme", channelId: "C1" });
     const seen: number[] = [];
-    const feed = bus.follow({ stream: "IN", filterSubject: subject, from: 1, schema: Item, stallMs: 300, handler: (d) => void seen.push(d.data.n) });
+    const feed = bus.follow({ stream: "IN", filterSubject: subject, from: 1, schema: Item, stallMs: 300, heartbeatMs: 10_000, handler: (d) => void seen.push(d.data.n) });
     await bus.publish(subject, { n: 1 }, "m1");
     await waitFor(() => seen.length === 1, 5000, "the first message");
 
     // The feed's consumer vanishes under it: nats.js holds still until two heartbeats are missed
-    // (45 s here with its defaults), so only the hint brings the next message in time.
+    // (set long here), so only the hint brings the next message in time.
     const stream = bus.subjects.stream("IN");
     for await (const c of await bus.jsm.consumers.list(stream)) await bus.jsm.consumers.delete(stream, c.name);
     const { seq } = await bus.publish(subject, { n: 2 }, "m2");
@@ -33,6 +33,26 @@ describe("follow", () => {
 
     expect(seen).toEqual([1, 2]);
     expect(bus.logs.lines.some((l) => String(l.msg).includes("feed stalled") && l.waitingFor === seq)).toBe(true);
+    feed.stop();
+    await feed.done;
+  });
+
+  it("gets going again by itself, a few heartbeats after its consumer vanished", async () => {
+    const bus = await buses.open();
+    await bus.provision();
+    const subject = bus.subjects.channel("in", { adapter: "slack-acme", channelId: "C3" });
+    const seen: number[] = [];
+    const feed = bus.follow({ stream: "IN", filterSubject: subject, from: 1, schema: Item, heartbeatMs: 500, handler: (d) => void seen.push(d.data.n) });
+    await bus.publish(subject, { n: 1 }, "m1");
+    await waitFor(() => seen.length === 1, 5000, "the first message");
+    const stream = bus.subjects.stream("IN");
+    for await (const c of await bus.jsm.consumers.list(stream)) await bus.jsm.consumers.delete(stream, c.name);
+    await bus.publish(subject, { n: 2 }, "m2");
+    // Nobody calls expect(): the missed heartbeats bring it (with nats.js's defaults: 45 s).
+    await waitFor(() => seen.length === 2, 10_000, "the message after the consumer vanished");
+    expect(seen).toEqual([1, 2]);
+    const said = bus.logs.lines.map((l) => (l.status as { type?: string } | undefined)?.type);
+    expect(said).toEqual(expect.arrayContaining(["consumer_deleted", "heartbeats_missed", "ordered_consumer_recreated"]));
     feed.stop();
     await feed.done;
   });

@@ -20,6 +20,8 @@ export interface FollowOptions<S extends TSchema> {
   onInvalid?: (seq: number, reason: string) => void;
   /** How long a message announced through expect() may keep the feed waiting before it is re-opened. */
   stallMs?: number;
+  /** How often the server says the feed's pull is alive (at most half the pull's 30 s expiry); two missed and nats.js pulls afresh. */
+  heartbeatMs?: number;
 }
 
 export interface Following {
@@ -34,8 +36,15 @@ export interface Following {
   expect(seq: number): void;
 }
 
-/** Long enough for a busy process to take a delivered message in; short against the 30 s a lost pull costs. */
+/** Long enough for a busy process to take a delivered message in; short against the 45 s a lost pull costs. */
 const STALL_MS = 5000;
+/**
+ * nats.js's default is half the pull's 30 s expiry, so a feed whose consumer or pull the server
+ * lost sat still for 45 s before nats.js noticed. 5 s bounds that at about 15 s for every feed,
+ * including those expect() never hears about (messages another runner discovered), at one small
+ * message per feed every 5 s while it is idle.
+ */
+const HEARTBEAT_MS = 5000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
@@ -72,8 +81,7 @@ export function follow<S extends TSchema>(
   const log = deps.logger.child({ stream: opts.stream, follow: opts.filterSubject });
 
   // nats.js notices a consumer or pull request the server no longer holds only after two missed
-  // heartbeats (15 s apart by default): a message waited 45 s in follow.test.ts. A message seen
-  // elsewhere tells sooner.
+  // heartbeats (HEARTBEAT_MS): a message seen elsewhere tells sooner.
   const checkStall = () => {
     watch = undefined;
     if (stopped || deps.isClosed() || typeof next !== "number" || next > expected) return;
@@ -122,7 +130,7 @@ export function follow<S extends TSchema>(
           opt_start_seq: Math.max(1, next),
         });
         if (stopped) break;
-        messages = await consumer.consume();
+        messages = await consumer.consume({ idle_heartbeat: opts.heartbeatMs ?? HEARTBEAT_MS });
         if (stopped) messages.stop();
         void reportTrouble(messages, log);
         for await (const msg of messages) {
