@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { startTestNats, type TestNats } from "@mom/testing";
 import Type from "typebox";
+import type { FollowOptions } from "./follow.js";
 import { busFactory, waitFor } from "./test-support/helpers.js";
 
 const Item = Type.Object({ n: Type.Number() }, { additionalProperties: false });
@@ -13,40 +14,42 @@ beforeAll(async () => {
 afterEach(() => buses.closeAll());
 afterAll(() => nats.stop());
 
-describe("follow", () => {
-  it("re-opens a feed that does not bring a message known to be in the stream, and says so", async () => {
-    const bus = await buses.open();
-    await bus.provision();
-    const subject = bus.subjects.channel("in", { adapter: "slack-acme", channelId: "C1" });
-    const seen: number[] = [];
-    const feed = bus.follow({ stream: "IN", filterSubject: subject, from: 1, schema: Item, stallMs: 300, heartbeatMs: 10_000, handler: (d) => void seen.push(d.data.n) });
-    await bus.publish(subject, { n: 1 }, "m1");
-    await waitFor(() => seen.length === 1, 5000, "the first message");
-
-    // The feed's consumer vanishes under it: nats.js holds still until two heartbeats are missed
-    // (set long here), so only the hint brings the next message in time.
+/** A feed of one channel's subject from its start, with what it handed out and its first message in. */
+async function feedWithOneMessage(timing: Pick<FollowOptions<typeof Item>, "stallMs" | "heartbeatMs">) {
+  const bus = await buses.open();
+  await bus.provision();
+  const subject = bus.subjects.channel("in", { adapter: "slack-acme", channelId: "C1" });
+  const seen: number[] = [];
+  const feed = bus.follow({ stream: "IN", filterSubject: subject, from: 1, schema: Item, ...timing, handler: (d) => void seen.push(d.data.n) });
+  const { seq } = await bus.publish(subject, { n: 1 }, "m1");
+  await waitFor(() => seen.length === 1, 5000, "the first message");
+  const stalls = () => bus.logs.lines.filter((l) => String(l.msg).includes("feed stalled"));
+  /** The feed's consumer vanishes under it, as a server can lose it. */
+  const deleteConsumer = async () => {
     const stream = bus.subjects.stream("IN");
     for await (const c of await bus.jsm.consumers.list(stream)) await bus.jsm.consumers.delete(stream, c.name);
+  };
+  return { bus, subject, seen, feed, firstSeq: seq, stalls, deleteConsumer };
+}
+
+describe("follow", () => {
+  it("re-opens a feed that does not bring a message known to be in the stream, and says so", async () => {
+    // nats.js holds still until two heartbeats are missed (set long here): only the hint brings it in time.
+    const { bus, subject, seen, feed, stalls, deleteConsumer } = await feedWithOneMessage({ stallMs: 300, heartbeatMs: 10_000 });
+    await deleteConsumer();
     const { seq } = await bus.publish(subject, { n: 2 }, "m2");
     feed.expect(seq);
     await waitFor(() => seen.length === 2, 10_000, "the message after the stall");
 
     expect(seen).toEqual([1, 2]);
-    expect(bus.logs.lines.some((l) => String(l.msg).includes("feed stalled") && l.waitingFor === seq)).toBe(true);
+    expect(stalls().map((l) => l.waitingFor)).toContain(seq);
     feed.stop();
     await feed.done;
   });
 
   it("gets going again by itself, a few heartbeats after its consumer vanished", async () => {
-    const bus = await buses.open();
-    await bus.provision();
-    const subject = bus.subjects.channel("in", { adapter: "slack-acme", channelId: "C3" });
-    const seen: number[] = [];
-    const feed = bus.follow({ stream: "IN", filterSubject: subject, from: 1, schema: Item, heartbeatMs: 500, handler: (d) => void seen.push(d.data.n) });
-    await bus.publish(subject, { n: 1 }, "m1");
-    await waitFor(() => seen.length === 1, 5000, "the first message");
-    const stream = bus.subjects.stream("IN");
-    for await (const c of await bus.jsm.consumers.list(stream)) await bus.jsm.consumers.delete(stream, c.name);
+    const { bus, subject, seen, feed, deleteConsumer } = await feedWithOneMessage({ heartbeatMs: 500 });
+    await deleteConsumer();
     await bus.publish(subject, { n: 2 }, "m2");
     // Nobody calls expect(): the missed heartbeats bring it (with nats.js's defaults: 45 s).
     await waitFor(() => seen.length === 2, 10_000, "the message after the consumer vanished");
@@ -58,17 +61,10 @@ describe("follow", () => {
   });
 
   it("leaves a feed alone when the message it was told of has come", async () => {
-    const bus = await buses.open();
-    await bus.provision();
-    const subject = bus.subjects.channel("in", { adapter: "slack-acme", channelId: "C2" });
-    const seen: number[] = [];
-    const feed = bus.follow({ stream: "IN", filterSubject: subject, from: 1, schema: Item, stallMs: 100, handler: (d) => void seen.push(d.data.n) });
-    const { seq } = await bus.publish(subject, { n: 1 }, "m1");
-    feed.expect(seq);
-    await waitFor(() => seen.length === 1, 5000, "the message");
-    feed.expect(seq);
+    const { feed, firstSeq, stalls } = await feedWithOneMessage({ stallMs: 100 });
+    feed.expect(firstSeq);
     await new Promise((r) => setTimeout(r, 300));
-    expect(bus.logs.lines.filter((l) => String(l.msg).includes("feed stalled"))).toEqual([]);
+    expect(stalls()).toEqual([]);
     feed.stop();
     await feed.done;
   });
