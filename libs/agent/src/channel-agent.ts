@@ -2,7 +2,7 @@ import type { ThinkingLevel } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage, ImageContent, Usage as PiUsage } from "@mariozechner/pi-ai";
 import { type AgentSession, createAgentSession, SessionManager, SettingsManager, type ToolDefinition } from "@mariozechner/pi-coding-agent";
 import type { LogEntry, OutboundEventBody, StopReason, Usage } from "@mom/contracts";
-import type { LogSender } from "@mom/store";
+import { type LogSender, senderOf } from "@mom/store";
 import type { ChannelSandbox } from "@mom/sandbox";
 import { mkdirSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
@@ -209,7 +209,7 @@ export class ChannelAgent {
         // The same messages go to the live context: rebuilding it from the session would walk the
         // channel's whole history on every run.
         if (added.length) this.session.agent.state.messages = [...this.session.agent.state.messages, ...added];
-        for (const { entry } of entries) this.noteUser(entry);
+        for (const { entry } of entries) this.notePerson(senderOf(entry));
       }
       const loaded = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir, this.opts.sandbox.files);
       const { skills, problems } = boundedSkills(loaded.skills);
@@ -281,12 +281,8 @@ export class ChannelAgent {
     return [...this.people.values()];
   }
 
-  private noteUser(e: LogEntry): void {
-    if (!e.isBot) this.notePerson(e);
-  }
-
-  private notePerson(s: LogSender): void {
-    this.people?.set(s.user, { id: s.user, username: s.userName, displayName: s.displayName });
+  private notePerson(s: LogSender | undefined): void {
+    if (s) this.people?.set(s.user, { id: s.user, username: s.userName, displayName: s.displayName });
   }
 
   async abort(): Promise<void> {

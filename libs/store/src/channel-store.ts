@@ -180,12 +180,18 @@ export class ChannelStore {
   }
 
   private noteSender(e: LogEntry): void {
-    if (!e.isBot) this.senders.set(e.user, { user: e.user, userName: e.userName, ...(e.displayName !== undefined && { displayName: e.displayName }) });
+    const s = senderOf(e);
+    if (s) this.senders.set(s.user, s);
   }
 }
 
 /** Who wrote a log entry. */
 export type LogSender = Pick<LogEntry, "user" | "userName" | "displayName">;
+
+/** The person who wrote an entry; undefined for mom's own lines (and other bots'). */
+export function senderOf(e: LogEntry): LogSender | undefined {
+  return e.isBot ? undefined : { user: e.user, userName: e.userName, ...(e.displayName !== undefined && { displayName: e.displayName }) };
+}
 
 function select(all: { entries: LogEntry[]; skipped: SkippedLine[] }, opts: ReadLogOptions): ReadLogResult {
   const at = opts.afterId === undefined ? -1 : all.entries.findIndex((e) => e.id === opts.afterId);
