@@ -2,6 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { coalesceWrites } from "./coalesce-writes.js";
+import { serverCaveat } from "./server-caveat.js";
 import { shareCancelError } from "./share-cancel-error.js";
 
 export interface ConnectParams {
@@ -37,6 +38,8 @@ export async function connectNats(p: ConnectParams): Promise<NatsConnection> {
   coalesceWrites(nc, p.logger);
   shareCancelError(p.logger);
   p.logger.info({ url: shown, server: nc.info?.server_name, version: nc.info?.version }, "connected to NATS");
+  const caveat = serverCaveat(nc.info?.version);
+  if (caveat) p.logger.warn({ url: shown, version: nc.info?.version }, caveat);
   void watchStatus(nc, p.logger);
   return nc;
 }

@@ -21,4 +21,5 @@ export type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
 export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv } from "./json-kv.js";
 export { type RecordStream, type RecordStreamOptions, type StreamRecord, openRecordStream } from "./record-stream.js";
 export { serviceReadiness } from "./service-readiness.js";
+export { serverCaveat } from "./server-caveat.js";
 export { type RangeStart, type RawMessage, type Watching, readRange, watchNew } from "./read-range.js";

@@ -1,5 +1,5 @@
 import { ModelSetupError, resolveModel } from "@mom/agent";
-import { Bus } from "@mom/bus";
+import { Bus, serverCaveat } from "@mom/bus";
 import { runnersBucket } from "@mom/contracts";
 import { authConfigIssues } from "@mom/auth";
 import { type AuthProfile, ConfigError, createLogger, type LoadedConfig, loadAuthProfiles, loadConfig, parseModelRef, redactNatsUrl, unsetEnvRefs } from "@mom/config";
@@ -40,7 +40,8 @@ async function checkNats(loaded: LoadedConfig): Promise<Check> {
   try {
     bus = await Bus.connect({ url, name: "mom-doctor", namespace: loaded.config.nats.namespace, logger: createLogger("mom-doctor", { level: "silent" }) });
     const info = await bus.jsm.getAccountInfo();
-    return { name: "NATS", ok: true, detail: `${shown} reachable (nats-server ${bus.serverVersion}), JetStream on (${info.streams} streams); ${await describeRunners(bus)}` };
+    const caveat = serverCaveat(bus.serverVersion);
+    return { name: "NATS", ok: true, detail: `${shown} reachable (nats-server ${bus.serverVersion}), JetStream on (${info.streams} streams); ${await describeRunners(bus)}${caveat ? `. ${caveat}` : ""}` };
   } catch (err) {
     // Bus.connect's messages name the server and say how to fix it (JetStream off, refused, auth).
     return { name: "NATS", ok: false, detail: (err as Error).message };
