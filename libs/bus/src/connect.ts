@@ -5,6 +5,8 @@ import { coalesceWrites } from "./coalesce-writes.js";
 import { serverCaveat } from "./server-caveat.js";
 import { shareCancelError } from "./share-cancel-error.js";
 
+const warnedAbout = new Set<string>();
+
 export interface ConnectParams {
   url: string;
   name: string;
@@ -39,7 +41,10 @@ export async function connectNats(p: ConnectParams): Promise<NatsConnection> {
   shareCancelError(p.logger);
   p.logger.info({ url: shown, server: nc.info?.server_name, version: nc.info?.version }, "connected to NATS");
   const caveat = serverCaveat(nc.info?.version);
-  if (caveat) p.logger.warn({ url: shown, version: nc.info?.version }, caveat);
+  if (caveat && !warnedAbout.has(caveat)) {
+    warnedAbout.add(caveat); // once per process: a service opens several connections
+    p.logger.warn({ url: shown, version: nc.info?.version }, caveat);
+  }
   void watchStatus(nc, p.logger);
   return nc;
 }
