@@ -22,6 +22,10 @@ if (o.help) {
 }
 const FEEDS = Number(o.feeds);
 const SECONDS = Number(o.seconds);
+if (!Number.isInteger(FEEDS) || FEEDS < 1 || !(SECONDS > 0)) {
+  console.error(`--feeds expects a whole number ≥ 1 and --seconds a number > 0, got ${o.feeds} and ${o.seconds}`);
+  process.exit(2);
+}
 const EXPIRES_MS = 1000; // the shortest nats.js allows; its heartbeat is then 500 ms
 const LATE_MS = 300;
 
