@@ -1,18 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { freePort, startTestNats, type TestNats, uniqueNamespace } from "@mom/testing";
+import { describe, expect, it } from "@jest/globals";
+import { freePort, uniqueNamespace } from "@mom/testing";
 import { nanos } from "@nats-io/nats-core";
 import { Bus } from "./bus.js";
 import { DEFAULT_STREAM_SETTINGS } from "./options.js";
-import { busFactory, collectDeadLetters, waitFor } from "./test-support/helpers.js";
+import { busesOnTestNats, collectDeadLetters, waitFor } from "./test-support/helpers.js";
 
-let nats: TestNats;
-const buses = busFactory(() => nats.url);
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterEach(() => buses.closeAll());
-afterAll(() => nats.stop());
+const { buses, server } = busesOnTestNats();
 
 describe("Bus.connect", () => {
   it("fails fast with an error naming the URL when NATS is unreachable", async () => {
@@ -21,7 +14,7 @@ describe("Bus.connect", () => {
   });
 
   it("rejects an invalid namespace before connecting", async () => {
-    await expect(Bus.connect({ url: nats.url, name: "x", namespace: "Bad.NS" })).rejects.toThrow(/namespace/);
+    await expect(Bus.connect({ url: server().url, name: "x", namespace: "Bad.NS" })).rejects.toThrow(/namespace/);
   });
 
   it("exposes subjects for its namespace", async () => {

@@ -1,17 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { startTestNats, type TestNats } from "@mom/testing";
+import { describe, expect, it } from "@jest/globals";
 import type { Socket } from "node:net";
 import type { Bus } from "./bus.js";
-import { busFactory, waitFor } from "./test-support/helpers.js";
+import { busesOnTestNats, waitFor } from "./test-support/helpers.js";
 
-let nats: TestNats;
-const buses = busFactory(() => nats.url);
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterEach(() => buses.closeAll());
-afterAll(() => nats.stop());
+const { buses, server } = busesOnTestNats();
 
 /** Counts the writes that reach the bus's socket (one per syscall: write or writev). */
 function countWrites(bus: Bus): () => number {
@@ -54,6 +46,7 @@ describe("coalesced socket writes", () => {
     const subject = bus.subjects.channel("in", { adapter: "cli", channelId: "coalesce" });
     const acks = await Promise.all(Array.from({ length: 30 }, (_, i) => bus.publish(subject, { i }, `m-${i}`)));
     expect(acks.map((a) => a.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    const nats = server();
     if (!nats.restart) return;
     await nats.restart();
     const again = await bus.publish(subject, { i: 30 }, "m-30", { retryForMs: 10_000 });

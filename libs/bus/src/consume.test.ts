@@ -1,22 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { startTestNats, type TestNats } from "@mom/testing";
+import { describe, expect, it } from "@jest/globals";
 import Type from "typebox";
 import type { Bus } from "./bus.js";
 import type { ConsumeOptions, Delivery } from "./consume-types.js";
-import { busFactory, collectDeadLetters, type LogCapture, sleep, waitFor } from "./test-support/helpers.js";
+import { busesOnTestNats, collectDeadLetters, type LogCapture, sleep, waitFor } from "./test-support/helpers.js";
 
 const Item = Type.Object({ n: Type.Number() }, { additionalProperties: false });
 type Item = { n: number };
 
-let nats: TestNats;
-const buses = busFactory(() => nats.url);
+const { buses } = busesOnTestNats();
 type TestBus = Bus & { logs: LogCapture };
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterEach(() => buses.closeAll());
-afterAll(() => nats.stop());
 
 async function setup(): Promise<{ bus: TestBus; subject: string }> {
   const bus = await buses.open();

@@ -1,19 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { startTestNats, type TestNats, uniqueNamespace } from "@mom/testing";
+import { describe, expect, it } from "@jest/globals";
+import { uniqueNamespace } from "@mom/testing";
 import { nanos } from "@nats-io/nats-core";
 import { randomBytes } from "node:crypto";
 import { FileTooLargeError, fileObjectName, filesBucketName } from "./files.js";
 import { DEFAULT_STREAM_SETTINGS } from "./options.js";
-import { busFactory } from "./test-support/helpers.js";
+import { busesOnTestNats } from "./test-support/helpers.js";
 
-let nats: TestNats;
-const buses = busFactory(() => nats.url);
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterEach(() => buses.closeAll());
-afterAll(() => nats.stop());
+const { buses } = busesOnTestNats();
 
 describe("files bucket (JetStream Object Store)", () => {
   it("is named after the namespace", () => {

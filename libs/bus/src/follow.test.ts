@@ -1,18 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { startTestNats, type TestNats } from "@mom/testing";
+import { describe, expect, it } from "@jest/globals";
 import Type from "typebox";
 import type { FollowOptions } from "./follow.js";
-import { busFactory, waitFor } from "./test-support/helpers.js";
+import { busesOnTestNats, waitFor } from "./test-support/helpers.js";
 
 const Item = Type.Object({ n: Type.Number() }, { additionalProperties: false });
 
-let nats: TestNats;
-const buses = busFactory(() => nats.url);
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterEach(() => buses.closeAll());
-afterAll(() => nats.stop());
+const { buses } = busesOnTestNats();
 
 /** A feed of one channel's subject from its start, with what it handed out and its first message in. */
 async function feedWithOneMessage(timing: Pick<FollowOptions<typeof Item>, "stallMs" | "heartbeatMs">) {

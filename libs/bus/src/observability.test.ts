@@ -1,22 +1,15 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { metrics } from "@mom/observability";
-import { spawnNatsServer, type TestNats } from "@mom/testing";
+import { spawnNatsServer } from "@mom/testing";
 import Type from "typebox";
 import type { Delivery } from "./consume-types.js";
-import { busFactory, collectDeadLetters, waitFor } from "./test-support/helpers.js";
+import { busesOnTestNats, collectDeadLetters, waitFor } from "./test-support/helpers.js";
 
 const Item = Type.Object({ n: Type.Number() });
 const TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
-let nats: TestNats;
-const buses = busFactory(() => nats.url);
-
-beforeAll(async () => {
-  // Spawned (never NATS_URL): the readiness test stops and restarts this server.
-  nats = await spawnNatsServer();
-});
-afterEach(() => buses.closeAll());
-afterAll(() => nats.stop());
+// Spawned (never NATS_URL): the readiness test stops and restarts this server.
+const { buses, server } = busesOnTestNats(spawnNatsServer);
 
 const counter = async (c: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, unknown> }> }> }, labels: Record<string, string>) =>
   (await c.get()).values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((n, v) => n + v.value, 0);
@@ -71,7 +64,7 @@ describe("readinessProblem", () => {
     await bus.provision();
     await bus.consume({ stream: "IN", durable: "ready", filterSubject: bus.subjects.wildcard("in"), schema: Item, stage: "test", pullExpiresMs: 1000, handler: async () => {} });
     expect(bus.readinessProblem()).toBeUndefined();
-    const restarted = nats.restart(1500);
+    const restarted = server().restart(1500);
     await waitFor(() => bus.readinessProblem() !== undefined, 5000, "readiness to drop");
     expect(bus.readinessProblem()).toMatch(/NATS disconnected|not bound/);
     await restarted;

@@ -1,20 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { spawnNatsServer, type TestNats } from "@mom/testing";
+import { describe, expect, it } from "@jest/globals";
+import { spawnNatsServer } from "@mom/testing";
 import Type from "typebox";
 import type { Bus } from "./bus.js";
-import { busFactory, sleep, waitFor } from "./test-support/helpers.js";
+import { busesOnTestNats, sleep, waitFor } from "./test-support/helpers.js";
 
 const Item = Type.Object({ n: Type.Number() });
 
-let nats: TestNats;
-const buses = busFactory(() => nats.url);
-
-beforeAll(async () => {
-  // Spawned (never NATS_URL): the restart test kills and restarts this server.
-  nats = await spawnNatsServer();
-});
-afterEach(() => buses.closeAll());
-afterAll(() => nats.stop());
+// Spawned (never NATS_URL): the restart test kills and restarts this server.
+const { buses, server } = busesOnTestNats(spawnNatsServer);
 
 async function consumer(bus: Bus, got: number[]) {
   const subject = bus.subjects.channel("in", { adapter: "cli", channelId: "local" });
@@ -85,7 +78,7 @@ describe("recovery", () => {
     await waitFor(() => got.length === 1);
     await waitFor(async () => (await bus.jsm.consumers.info(bus.subjects.stream("IN"), "runner")).ack_floor.stream_seq === 1);
 
-    await nats.restart!();
+    await server().restart!();
     // Published while the client is still reconnecting: the bus retries with the same msg id.
     await bus.publish(subject, { n: 2 }, "m2", { retryForMs: 8000, timeoutMs: 1000 });
     await waitFor(() => got.length === 2, 8000, "delivery after the restart");

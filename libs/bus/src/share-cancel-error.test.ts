@@ -1,17 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
 import { MuxSubscription, RequestOne } from "@nats-io/nats-core/internal";
-import { startTestNats, type TestNats } from "@mom/testing";
-import { busFactory } from "./test-support/helpers.js";
+import { busesOnTestNats } from "./test-support/helpers.js";
 
-let nats: TestNats;
-const buses = busFactory(() => nats.url);
-
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterEach(() => buses.closeAll());
-afterAll(() => nats.stop());
+const { buses } = busesOnTestNats();
 
 /** What a request's own promise is rejected with when it is cancelled without a reason. */
 async function cancelledWith(): Promise<unknown> {

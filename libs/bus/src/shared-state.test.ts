@@ -1,16 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { startTestNats, type TestNats, uniqueNamespace } from "@mom/testing";
+import { describe, expect, it } from "@jest/globals";
+import { uniqueNamespace } from "@mom/testing";
 import { kvKey, namespacedName, openJsonKv } from "./json-kv.js";
 import { openRecordStream } from "./record-stream.js";
-import { busFactory, waitFor } from "./test-support/helpers.js";
+import { busesOnTestNats, waitFor } from "./test-support/helpers.js";
 
-let nats: TestNats;
-const buses = busFactory(() => nats.url);
-beforeAll(async () => {
-  nats = await startTestNats();
-});
-afterEach(() => buses.closeAll());
-afterAll(() => nats.stop());
+const { buses } = busesOnTestNats();
 
 describe("JSON KV buckets", () => {
   it("escape free text into keys, reversibly and without collisions", () => {

@@ -1,5 +1,6 @@
 // Shared by the bus tests only (excluded from the build).
-import { uniqueNamespace } from "@mom/testing";
+import { afterAll, afterEach, beforeAll } from "@jest/globals";
+import { startTestNats, type TestNats, uniqueNamespace } from "@mom/testing";
 import { DeadLetter } from "@mom/contracts";
 import { pino, type Logger } from "pino";
 import { Bus } from "../bus.js";
@@ -42,6 +43,25 @@ export function busFactory(url: () => string) {
       await Promise.all(open.splice(0).map((b) => b.drain()));
     },
   };
+}
+
+/**
+ * A test file's nats-server (started before its tests, stopped after them) and buses on it, each
+ * test's drained after it. `start` is spawnNatsServer for tests that stop or restart the server.
+ */
+export function busesOnTestNats(start: () => Promise<TestNats> = startTestNats) {
+  let nats: TestNats | undefined;
+  const server = (): TestNats => {
+    if (!nats) throw new Error("the test nats-server is not started yet (use it inside a test or hook)");
+    return nats;
+  };
+  const buses = busFactory(() => server().url);
+  beforeAll(async () => {
+    nats = await start();
+  });
+  afterEach(() => buses.closeAll());
+  afterAll(() => nats?.stop());
+  return { buses, server };
 }
 
 /** Collects the dead letters of one stage through the bus itself (validating the DeadLetter schema). */
