@@ -1,6 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
-import Dockerode from "dockerode";
+import type Dockerode from "dockerode";
 import { BwrapExecutor, bwrapAvailable } from "./bwrap-executor.js";
 import { DockerExecutor } from "./docker-executor.js";
 import { ConfinedFiles } from "./confined-files.js";
@@ -75,7 +76,17 @@ export class Sandbox {
     }
   }
 
-  private dockerClient?: Dockerode;
+  private client?: Dockerode;
+
+  // Loaded on first use: dockerode's ssh2 sets up 16 MB of WebAssembly memory on import, which a
+  // runner that sandboxes with bubblewrap would carry for nothing.
+  private docker(): Dockerode {
+    if (!this.client) {
+      const Client = createRequire(import.meta.url)("dockerode") as typeof Dockerode;
+      this.client = new Client({ socketPath: this.settings.socketPath ?? "/var/run/docker.sock" });
+    }
+    return this.client;
+  }
 
   get shared(): string[] {
     return this.settings.shared ?? DEFAULT_SHARED;
@@ -106,7 +117,7 @@ export class Sandbox {
           ? new DockerExecutor({
               ...o,
               network,
-              docker: (this.dockerClient ??= new Dockerode({ socketPath: this.settings.socketPath ?? "/var/run/docker.sock" })),
+              docker: this.docker(),
               image: this.settings.image!,
               workspaceDir: this.paths.workspaceDir,
               maxProcesses: this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES,
@@ -120,7 +131,7 @@ export class Sandbox {
   /** What stops commands from running, found now (the docker engine or image), or undefined. */
   async check(): Promise<string | undefined> {
     if (this.kind !== "docker") return undefined;
-    const docker = (this.dockerClient ??= new Dockerode({ socketPath: this.settings.socketPath ?? "/var/run/docker.sock" }));
+    const docker = this.docker();
     try {
       await docker.ping();
     } catch (err) {
