@@ -1,12 +1,4 @@
-import { startRunner } from "@mom/agent-runner";
 import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl } from "@mom/config";
-import { Sandbox } from "@mom/sandbox";
-import { startCliIngress } from "@mom/ingress-cli";
-import { slackOptionsFromConfig, startSlackIngress } from "@mom/ingress-slack";
-import { discordOptionsFromConfig, startDiscordIngress } from "@mom/ingress-discord";
-import { startTelegramIngress, telegramOptionsFromConfig } from "@mom/ingress-telegram";
-import { startWhatsAppIngress, whatsappOptionsFromConfig } from "@mom/ingress-whatsapp";
-import { formatEventListing, listEvents, startScheduler } from "@mom/scheduler";
 import { mkdirSync, openSync } from "node:fs";
 import type { Logger } from "pino";
 import { userInfo } from "node:os";
@@ -19,6 +11,9 @@ import { startLocalNats } from "./local-nats.js";
 import { announceLocalNats, explicitNatsUrl } from "./nats-target.js";
 
 type Closer = () => Promise<void>;
+
+// Each command imports only the services it starts: a runner never loads Slack's or Discord's
+// client, and an ingress never loads the agent (tens of MB of RSS per process).
 
 /** What the process opened before its services (the observability server): closed after them. */
 const processClosers: Closer[] = [];
@@ -69,6 +64,7 @@ function currentUser(): string {
 
 /** The terminal chat on stdin/stdout; resolves `ended` when the input closes (Ctrl-D). */
 async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, logger: Logger) {
+  const { startCliIngress } = await import("@mom/ingress-cli");
   const me = currentUser();
   let inputEnded!: () => void;
   const ended = new Promise<void>((r) => (inputEnded = r));
@@ -99,6 +95,7 @@ export async function up(dataDir: string): Promise<never> {
   const logger = createLogger("mom", { level: loaded.config.log.level, destination: openSync(logFile, "a") });
   await observe(loaded, "mom", logger);
   const closers: Closer[] = [unlock];
+  const [{ startRunner }, { startScheduler }, { Sandbox }] = await Promise.all([import("@mom/agent-runner"), import("@mom/scheduler"), import("@mom/sandbox")]);
   let url = explicitNatsUrl(loaded);
   try {
     if (!url) {
@@ -133,6 +130,7 @@ export async function runner(dataDir: string): Promise<never> {
   const loaded = loadConfig(dataDir, process.env, { sandbox: true });
   const logger = createLogger("agent-runner", { level: loaded.config.log.level });
   await observe(loaded, "agent-runner", logger);
+  const { startRunner } = await import("@mom/agent-runner");
   const service = await startRunner({ loaded, bus: busOptions(loaded, loaded.config.nats.url, "agent-runner", logger), logger });
   return shutdownOn([() => service.close()]);
 }
@@ -142,12 +140,14 @@ export async function scheduler(dataDir: string): Promise<never> {
   const loaded = loadConfig(dataDir);
   const logger = createLogger("scheduler", { level: loaded.config.log.level });
   await observe(loaded, "scheduler", logger);
+  const { startScheduler } = await import("@mom/scheduler");
   const service = await startScheduler({ loaded, logger }, busOptions(loaded, loaded.config.nats.url, "scheduler", logger));
   return shutdownOn([() => service.close()]);
 }
 
 /** `mom events`: the event files with their next fire time, and the invalid and missed ones (no NATS needed). */
-export function events(dataDir: string): string {
+export async function events(dataDir: string): Promise<string> {
+  const { formatEventListing, listEvents } = await import("@mom/scheduler");
   return formatEventListing(listEvents(loadConfig(dataDir)));
 }
 
@@ -167,18 +167,22 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
       return shutdownOn([() => cli.close()], cli.ended);
     }
     case "discord": {
+      const { discordOptionsFromConfig, startDiscordIngress } = await import("@mom/ingress-discord");
       const discord = await startDiscordIngress(discordOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
       return shutdownOn([() => discord.close()]);
     }
     case "slack": {
+      const { slackOptionsFromConfig, startSlackIngress } = await import("@mom/ingress-slack");
       const slack = await startSlackIngress(slackOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
       return shutdownOn([() => slack.close()]);
     }
     case "telegram": {
+      const { startTelegramIngress, telegramOptionsFromConfig } = await import("@mom/ingress-telegram");
       const telegram = await startTelegramIngress(telegramOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
       return shutdownOn([() => telegram.close()]);
     }
     case "whatsapp": {
+      const { startWhatsAppIngress, whatsappOptionsFromConfig } = await import("@mom/ingress-whatsapp");
       const whatsapp = await startWhatsAppIngress(whatsappOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
       return shutdownOn([() => whatsapp.close()]);
     }

@@ -41,7 +41,7 @@ function program(): Command {
     .command("events")
     .description("list scheduled events (next fire time) and the invalid and missed ones")
     .argument("[dataDir]", "data directory", "data")
-    .action(async (dataDir: string) => print((await commands()).events(existingDataDir(dataDir))));
+    .action(async (dataDir: string) => print(await (await commands()).events(existingDataDir(dataDir))));
   mom
     .command("ingress")
     .description("the ingress service of one adapter from config.json")
