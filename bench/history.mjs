@@ -1,16 +1,16 @@
 #!/usr/bin/env node
 // Does a message cost more in a channel with a long history? And what does a cached channel cost
-// in memory? One in-process runner on the bus, a model that answers instantly.
+// in memory? A runner on the bus (in-process for the timings, a `mom runner` process for its
+// memory), a model that answers instantly.
 // See bench/README.md.
 //
 //   npm run bench -- history [--history 100000] [--context 10000] [--rounds 20] [--memory-channels 500]
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (p) => import(join(root, p));
@@ -68,10 +68,10 @@ async function writeHistory(dir, lines, entries) {
   sm.appendCustomEntry("mom.log-sync", { lastId, offset: bytes });
 }
 
-async function withRunner(dataDir, nats, fn) {
+async function withRunner(dataDir, nats, fn, { inProcess = true } = {}) {
   const loaded = loadConfig(dataDir);
   const logger = createLogger("bench", { level: "warn" });
-  const runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
+  const runner = inProcess ? await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger }) : undefined;
   const bus = await Bus.connect(busOptions(loaded, nats.url, "bench-history", logger));
   const waiters = new Map();
   const sub = bus.nc.subscribe(bus.subjects.wildcard("out"));
@@ -95,30 +95,44 @@ async function withRunner(dataDir, nats, fn) {
   } finally {
     sub.unsubscribe();
     await bus.drain();
-    await runner.close();
+    await runner?.close();
   }
 }
 
-const rss = () => process.memoryUsage().rss / 2 ** 20;
-// Also when started as `node bench/history.mjs`: without collections the figure held garbage
-// (344 MB against 281 MB for the same 500 channels, once).
-const collectGarbage = (() => {
-  setFlagsFromString("--expose-gc");
-  return runInNewContext("gc");
-})();
-async function settledRss() {
-  for (let i = 0; i < 3; i++) {
-    collectGarbage();
-    await new Promise((r) => setTimeout(r, 200));
+/**
+ * A `mom runner` process of its own, as deployed, on the same data directory: its RSS is what the
+ * memory goal is about (read from /proc as found, never after a forced collection it would not make).
+ */
+async function withRunnerProcess(dataDir, nats, fn) {
+  const env = { ...process.env };
+  delete env.NATS_URL;
+  const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "runner", dataDir], { env, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  const exited = new Promise((r) => child.once("exit", r));
+  await new Promise((ready, fail) => {
+    child.stderr.setEncoding("utf8").on("data", (d) => {
+      stderr = (stderr + d).slice(-4000);
+      if (stderr.includes("agent runner ready")) ready();
+    });
+    void exited.then((code) => fail(new Error(`mom runner exited (${code}) before it was ready:\n${stderr.slice(-2000)}`)));
+  });
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))[1]) / 1024;
+  try {
+    return await withRunner(dataDir, nats, (ask) => fn(ask, rss), { inProcess: false });
+  } finally {
+    child.kill("SIGTERM");
+    await exited;
   }
-  return rss();
 }
+
+const settle = () => new Promise((r) => setTimeout(r, 2000));
 
 const nats = await spawnNatsServer();
 const llm = await startFakeLlm();
 const dataDir = mkdtempSync(join(os.tmpdir(), "mom-bench-history-"));
 writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
-writeFileSync(join(dataDir, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace }, runner: { maxConcurrentRuns: 64 }, log: { level: "warn" } }));
+// info: the runner process says "agent runner ready" (the in-process runner logs at warn regardless).
+writeFileSync(join(dataDir, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace }, runner: { maxConcurrentRuns: 64 }, log: { level: "info" } }));
 const results = { historyLines: HISTORY, contextEntries: CONTEXT };
 try {
   log(`history bench: a channel with ${HISTORY} log lines and ${CONTEXT} session entries vs a fresh one`);
@@ -146,16 +160,18 @@ try {
   log(`  warm p50: fresh ${results.warmFreshP50Ms.toFixed(1)} ms, long history ${results.warmLongP50Ms.toFixed(1)} ms (×${results.warmRatio.toFixed(2)})`);
   log(`  cold first mention: fresh ${results.coldFreshMs.toFixed(1)} ms, long history ${results.coldLongMs.toFixed(1)} ms (+${results.coldExtraMs.toFixed(0)} ms)`);
 
-  // Memory: one mention in each of N channels, then RSS with every session still cached.
-  await withRunner(dataDir, nats, async (ask) => {
+  // Memory: a `mom runner` process answers one mention in each of N channels; its RSS before and after.
+  await withRunnerProcess(dataDir, nats, async (ask, rss) => {
     await ask("mem-warm");
-    const before = await settledRss();
+    await settle();
+    const before = rss();
     const channels = Array.from({ length: MEMORY_CHANNELS }, (_, i) => `m${i}`);
     for (let i = 0; i < channels.length; i += 50) await Promise.all(channels.slice(i, i + 50).map((c) => ask(c)));
-    const after = await settledRss();
-    results.memory = { channels: MEMORY_CHANNELS, rssBeforeMb: Number(before.toFixed(1)), rssAfterMb: Number(after.toFixed(1)), perChannelKb: Number((((after - before) * 1024) / MEMORY_CHANNELS).toFixed(0)) };
+    await settle();
+    const after = rss();
+    results.memory = { channels: MEMORY_CHANNELS, runnerRssBeforeMb: Number(before.toFixed(1)), runnerRssAfterMb: Number(after.toFixed(1)), perChannelKb: Number((((after - before) * 1024) / MEMORY_CHANNELS).toFixed(0)) };
   });
-  log(`  memory: RSS ${results.memory.rssBeforeMb} MB → ${results.memory.rssAfterMb} MB after ${MEMORY_CHANNELS} channels had a run (${results.memory.perChannelKb} KB per cached channel; the whole bench process: runner, model, load)`);
+  log(`  memory: the runner process's RSS ${results.memory.runnerRssBeforeMb} MB → ${results.memory.runnerRssAfterMb} MB after ${MEMORY_CHANNELS} channels had a run (${results.memory.perChannelKb} KB per cached channel)`);
 } finally {
   await llm.close();
   await nats.stop();
