@@ -24,7 +24,7 @@ const dist = (p) => import(join(root, p));
 const { freePort, findNatsServer, startFakeLlm } = await dist("libs/testing/dist/index.js");
 const { loadConfig, createLogger } = await dist("libs/config/dist/index.js");
 const { Bus } = await dist("libs/bus/dist/index.js");
-const { startRunner, ChannelWorker, replyLogEntry, channelSandbox } = await dist("services/agent-runner/dist/index.js");
+const { startRunner, ChannelWorker, ChannelList, replyLogEntry, channelSandbox } = await dist("services/agent-runner/dist/index.js");
 const { Sandbox } = await dist("libs/sandbox/dist/index.js");
 const { busOptions } = await dist("services/cli/dist/index.js");
 const { ChannelAgent, resolveModel } = await dist("libs/agent/dist/index.js");
@@ -583,6 +583,7 @@ async function inProcessMode(ctx) {
   const agents = new Map();
   const tag = `inproc-${randomBytes(3).toString("hex")}`;
   const sandbox = new Sandbox(loaded.config.sandbox, { dataDir, workspaceDir });
+  const channelList = new ChannelList(layout, createLogger("bench", { level: "warn" }));
   let n = 0;
 
   // The same agent the runner's ChannelWorker creates (same options), one per channel.
@@ -599,7 +600,7 @@ async function inProcessMode(ctx) {
         resolved,
         thinkingLevel: loaded.config.thinkingLevel,
         agentDir: join(dataDir, ".pi"),
-        listChannels: () => layout.listChannels().map(qualifiedChannelId),
+        listChannels: () => channelList.get(),
       }).then((agent) => ({ agent, store }));
       agents.set(key, a);
     }

@@ -46,7 +46,7 @@ export interface ChannelAgentOptions {
   thinkingLevel?: ThinkingLevel;
   /** Where pi may keep its own files; never the operator's ~/.pi. */
   agentDir: string;
-  listChannels?: () => string[];
+  listChannels?: () => string[] | Promise<string[]>;
   retries?: number;
   /** More tools (e.g. invoke_tool for custom host tools), already labelled and gated. */
   extraTools?: ToolDefinition<any, any, any>[];
@@ -224,7 +224,7 @@ export class ChannelAgent {
         memory,
         sandbox: this.opts.sandbox.description,
         users: await this.users(),
-        channels: this.opts.listChannels?.() ?? [],
+        channels: (await this.opts.listChannels?.()) ?? [],
         now: new Date(),
         timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
         extra: this.opts.extraPrompt?.(),

@@ -69,5 +69,10 @@ describe("WorkspaceLayout", () => {
       { adapter: "cli", channelId: "a.b" },
       { adapter: "slack-acme", channelId: "C1" },
     ]);
+    expect(await layout.readChannels()).toEqual(layout.listChannels());
+  });
+
+  it("reads no channels from a workspace without a channels directory", async () => {
+    expect(await new WorkspaceLayout(join(root, "elsewhere")).readChannels()).toEqual([]);
   });
 });

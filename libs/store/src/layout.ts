@@ -1,5 +1,5 @@
-import { mkdir } from "node:fs/promises";
-import { readdirSync } from "node:fs";
+import { mkdir, readdir } from "node:fs/promises";
+import { type Dirent, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { ADAPTER_NAME_PATTERN, assertAdapterName, escapeChannelToken, unescapeChannelToken, type ChannelRef } from "@mom/contracts";
 import { ChannelStore } from "./channel-store.js";
@@ -48,29 +48,55 @@ export class WorkspaceLayout {
 
   /** Every channel that has a directory; entries that are not ours (stray files, bad names) are ignored. */
   listChannels(): ChannelRef[] {
-    const refs: ChannelRef[] = [];
-    for (const adapter of subdirs(this.channelsDir)) {
-      if (!ADAPTER_NAME_PATTERN.test(adapter)) continue;
-      for (const token of subdirs(join(this.channelsDir, adapter))) {
-        try {
-          refs.push({ adapter, channelId: unescapeChannelToken(token) });
-        } catch {
-          // not a directory mom made
-        }
+    const adapters = subdirs(this.channelsDir).filter((a) => ADAPTER_NAME_PATTERN.test(a));
+    return channelRefs(adapters.map((a) => [a, subdirs(join(this.channelsDir, a))]));
+  }
+
+  /** listChannels without blocking the event loop: a shared volume can be slow to list thousands of directories. */
+  async readChannels(): Promise<ChannelRef[]> {
+    const adapters = (await subdirsAsync(this.channelsDir)).filter((a) => ADAPTER_NAME_PATTERN.test(a));
+    return channelRefs(await Promise.all(adapters.map(async (a): Promise<[string, string[]]> => [a, await subdirsAsync(join(this.channelsDir, a))])));
+  }
+}
+
+function channelRefs(byAdapter: [string, string[]][]): ChannelRef[] {
+  const refs: ChannelRef[] = [];
+  for (const [adapter, tokens] of byAdapter) {
+    for (const token of tokens) {
+      try {
+        refs.push({ adapter, channelId: unescapeChannelToken(token) });
+      } catch {
+        // not a directory mom made
       }
     }
-    return refs;
   }
+  return refs;
 }
 
 function subdirs(dir: string): string[] {
   try {
-    return readdirSync(dir, { withFileTypes: true })
-      .filter((e) => e.isDirectory())
-      .map((e) => e.name)
-      .sort();
+    return directoryNames(readdirSync(dir, { withFileTypes: true }));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw err;
+    return noneIfMissing(err);
   }
+}
+
+async function subdirsAsync(dir: string): Promise<string[]> {
+  try {
+    return directoryNames(await readdir(dir, { withFileTypes: true }));
+  } catch (err) {
+    return noneIfMissing(err);
+  }
+}
+
+function directoryNames(entries: Dirent[]): string[] {
+  return entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
+}
+
+function noneIfMissing(err: unknown): string[] {
+  if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+  throw err;
 }

@@ -1,3 +1,4 @@
+export { ChannelList } from "./channel-list.js";
 export * from "./channel-worker.js";
 export * from "./model-catalog.js";
 export * from "./runner-options.js";

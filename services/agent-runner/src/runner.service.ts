@@ -19,6 +19,7 @@ import { WorkspaceLayout } from "@mom/store";
 import { join } from "node:path";
 import pLimit from "p-limit";
 import type { Logger } from "pino";
+import { ChannelList } from "./channel-list.js";
 import { channelMaterializer } from "./attachment-materializer.js";
 import { attachmentSender } from "./attachment-sender.js";
 import { ApprovalBroker } from "./approval-broker.js";
@@ -59,6 +60,7 @@ interface OwnedChannel {
 export class RunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly owned = new Map<string, OwnedChannel>();
   private readonly layout: WorkspaceLayout;
+  private readonly channelList: ChannelList;
   private readonly log: Logger;
   private discovery?: Consumption;
   private control?: Following;
@@ -90,6 +92,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     this.layout = new WorkspaceLayout(opts.loaded.paths.workspaceDir);
     this.runnerId = opts.runnerId ?? defaultRunnerId();
     this.log = opts.logger.child({ runner: this.runnerId });
+    this.channelList = new ChannelList(this.layout, this.log);
     this.runSlot = pLimit(opts.loaded.config.runner.maxConcurrentRuns);
     const { paths, config } = opts.loaded;
     this.sandbox = workspaceSandbox(opts.loaded, this.log);
@@ -460,7 +463,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           resolved,
           thinkingLevel,
           agentDir: join(loaded.paths.dataDir, ".pi"),
-          listChannels: () => this.layout.listChannels().map(qualifiedChannelId),
+          listChannels: () => this.channelList.get(),
           attach: {
             maxBytes: loaded.config.attachments.maxBytes,
             send: attachmentSender({ bus: this.bus, ref, active, log }),
