@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findNatsServerBinary, startLocalNats } from "./local-nats.js";
@@ -31,7 +31,9 @@ describe("mom up's local NATS", () => {
     const pidFile = join(store, "nats-server.pid");
     const orphan = spawn(findNatsServerBinary()!, ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", store, "-P", pidFile], { stdio: "ignore" });
     const gone = new Promise((r) => orphan.once("exit", r));
-    while (!existsSync(pidFile)) await new Promise((r) => setTimeout(r, 25));
+    // The previous test's server may have left its pid file: wait for this server's own pid in it.
+    const named = () => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() === String(orphan.pid);
+    while (!named()) await new Promise((r) => setTimeout(r, 25));
     const nats = await startLocalNats(dir);
     try {
       expect(nats.orphanStopped).toBe(orphan.pid);
