@@ -1,5 +1,6 @@
 // Programs mom needs from the system: nats-server (when NATS_URL is unset; `mom up` and the tests
-// start their own), bubblewrap (the default sandbox), and kustomize for the manifest tests.
+// start their own; 2.10 or newer, fetched when the system's is older), bubblewrap (the default
+// sandbox), and kustomize for the manifest tests.
 // Installs Debian's package when allowed (root, or passwordless sudo); otherwise says how, in one line.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -16,13 +17,39 @@ function aptInstall(pkg) {
   return run(["apt-get", "update", "-qq"]) && run(["apt-get", "install", "-y", "-qq", pkg]);
 }
 
+/**
+ * A nats-server for `mom up` and the tests when NATS_URL is unset, named in NATS_SERVER_BIN for the
+ * processes started from here (an NATS_SERVER_BIN already set is the user's choice and is kept).
+ * A server older than 2.10 (Debian 12 ships 2.9.10) can lose a channel feed's pull request as it
+ * expires (docs/scaling.md), so without a newer one Debian trixie's package is unpacked into the
+ * cache; the system's old one is the last resort, with a warning.
+ */
 export function ensureNatsServer() {
-  if (process.env.NATS_URL) return true;
-  if (ok("nats-server", ["--version"]) || ok("/usr/sbin/nats-server", ["--version"])) return true;
-  if (aptInstall("nats-server")) return true;
-  console.error("mom: nats-server not found: run `sudo apt-get install -y nats-server`, or set NATS_URL to a NATS server with JetStream");
-  return false;
+  if (process.env.NATS_URL || process.env.NATS_SERVER_BIN) return true;
+  const cached = join(cacheDir("tools", "nats-server"), "usr/sbin/nats-server");
+  const installed = () => ["nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server", cached].map((bin) => ({ bin, version: natsVersion(bin) })).filter((c) => c.version);
+  let found = installed();
+  let use = found.find((c) => recentNats(c.version));
+  if (!use && unpackDebianPackage("nats-server", "trixie")) use = installed().find((c) => recentNats(c.version));
+  if (!use && found.length === 0 && aptInstall("nats-server")) found = installed();
+  use ??= found[0];
+  if (!use) {
+    console.error("mom: nats-server not found: run `sudo apt-get install -y nats-server`, or set NATS_URL to a NATS server with JetStream");
+    return false;
+  }
+  if (!recentNats(use.version)) console.error(`mom: using nats-server ${use.version.join(".")}, older than 2.10: channel feeds can stall for seconds under load (docs/scaling.md)`);
+  process.env.NATS_SERVER_BIN = use.bin;
+  return true;
 }
+
+/** [major, minor, patch] of a nats-server binary, or undefined when it does not run. */
+function natsVersion(bin) {
+  const r = spawnSync(bin, ["--version"], { encoding: "utf8" });
+  const m = r.status === 0 ? /(\d+)\.(\d+)\.(\d+)/.exec(r.stdout) : null;
+  return m ? m.slice(1).map(Number) : undefined;
+}
+
+const recentNats = ([major, minor]) => major > 2 || (major === 2 && minor >= 10);
 
 /** `required`: the tests need it; `npm start` only warns (the runner then falls back to the host, loudly). */
 export function ensureBubblewrap({ required }) {
