@@ -19,7 +19,7 @@ function aptInstall(pkg) {
 
 /**
  * A nats-server for `mom up` and the tests when NATS_URL is unset, named in NATS_SERVER_BIN for the
- * processes started from here (an NATS_SERVER_BIN already set is the user's choice and is kept).
+ * processes started from here (a NATS_SERVER_BIN already set is the user's choice and is kept).
  * A server older than 2.10 (Debian 12 ships 2.9.10) can lose a channel feed's pull request as it
  * expires (docs/scaling.md), so without a newer one Debian trixie's package is unpacked into the
  * cache; the system's old one is the last resort, with a warning.
