@@ -10,7 +10,7 @@
 // nats-server binary (PATH, /usr/sbin/nats-server, or NATS_SERVER_BIN).
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
@@ -31,6 +31,7 @@ const { ChannelAgent, resolveModel } = await dist("libs/agent/dist/index.js");
 const { WorkspaceLayout, ChannelStore } = await dist("libs/store/dist/index.js");
 const { qualifiedChannelId } = await dist("libs/contracts/dist/index.js");
 const { ChannelLedger, SAVE_DEBOUNCE_MS } = await dist("services/agent-runner/dist/cluster/channel-ledger.js");
+const { procCpuSeconds, procRssBytes } = await import("./runner-process.mjs");
 
 // ---- options ---------------------------------------------------------------------------------
 
@@ -95,27 +96,6 @@ function stats(values) {
 
 const round = (x, d = 2) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
 const mb = (bytes) => round(bytes / 1024 / 1024, 1);
-
-/** CPU seconds (user+sys) of another process, from /proc (Linux); undefined elsewhere. */
-function procCpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
-    return ticks / 100; // USER_HZ is 100 on every Linux we care about
-  } catch {
-    return undefined;
-  }
-}
-
-function procRssBytes(pid) {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) * 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Runs `fn(channelIndex, round)` for every channel, `rounds` times per channel, one at a time per channel. */
 async function perChannelLoop(channels, rounds, fn) {

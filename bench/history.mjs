@@ -5,8 +5,7 @@
 // See bench/README.md.
 //
 //   npm run bench -- history [--history 100000] [--context 10000] [--rounds 20] [--memory-channels 500]
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
@@ -20,6 +19,7 @@ const { Bus } = await dist("libs/bus/dist/index.js");
 const { startRunner } = await dist("services/agent-runner/dist/index.js");
 const { busOptions } = await dist("services/cli/dist/index.js");
 const { SessionManager } = await import("@mariozechner/pi-coding-agent");
+const { procRssBytes, startRunnerProcess } = await import("./runner-process.mjs");
 
 const { values: o } = parseArgs({
   options: {
@@ -68,10 +68,10 @@ async function writeHistory(dir, lines, entries) {
   sm.appendCustomEntry("mom.log-sync", { lastId, offset: bytes });
 }
 
-async function withRunner(dataDir, nats, fn, { inProcess = true } = {}) {
+/** `fn(ask, bus)`: `ask(channel)` mentions mom in a channel and resolves with the ms to its `run_ended`. */
+async function withAsk(dataDir, nats, fn) {
   const loaded = loadConfig(dataDir);
   const logger = createLogger("bench", { level: "warn" });
-  const runner = inProcess ? await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger }) : undefined;
   const bus = await Bus.connect(busOptions(loaded, nats.url, "bench-history", logger));
   const waiters = new Map();
   const sub = bus.nc.subscribe(bus.subjects.wildcard("out"));
@@ -91,38 +91,39 @@ async function withRunner(dataDir, nats, fn, { inProcess = true } = {}) {
     return performance.now() - t0;
   };
   try {
-    return await fn(ask);
+    return await fn(ask, bus);
   } finally {
     sub.unsubscribe();
     await bus.drain();
-    await runner?.close();
+  }
+}
+
+/** A runner in this process, as `mom runner` starts it (for the timings). */
+async function withRunner(dataDir, nats, fn) {
+  const loaded = loadConfig(dataDir);
+  const logger = createLogger("bench", { level: "warn" });
+  const runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
+  try {
+    return await withAsk(dataDir, nats, fn);
+  } finally {
+    await runner.close();
   }
 }
 
 /**
  * A `mom runner` process of its own, as deployed, on the same data directory: its RSS is what the
- * memory goal is about (read from /proc as found, never after a forced collection it would not make).
+ * memory goal is about (read as found, never after a forced collection it would not make).
  */
-async function withRunnerProcess(dataDir, nats, fn) {
-  const env = { ...process.env };
-  delete env.NATS_URL;
-  const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "runner", dataDir], { env, stdio: ["ignore", "ignore", "pipe"] });
-  let stderr = "";
-  const exited = new Promise((r) => child.once("exit", r));
-  await new Promise((ready, fail) => {
-    child.stderr.setEncoding("utf8").on("data", (d) => {
-      stderr = (stderr + d).slice(-4000);
-      if (stderr.includes("agent runner ready")) ready();
-    });
-    void exited.then((code) => fail(new Error(`mom runner exited (${code}) before it was ready:\n${stderr.slice(-2000)}`)));
+function withRunnerProcess(dataDir, nats, fn) {
+  return withAsk(dataDir, nats, async (ask, bus) => {
+    const { child, exited } = await startRunnerProcess({ dataDir, bus, name: "memory" });
+    try {
+      return await fn(ask, () => procRssBytes(child.pid) / 2 ** 20);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+    }
   });
-  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))[1]) / 1024;
-  try {
-    return await withRunner(dataDir, nats, (ask) => fn(ask, rss), { inProcess: false });
-  } finally {
-    child.kill("SIGTERM");
-    await exited;
-  }
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 2000));
@@ -131,8 +132,7 @@ const nats = await spawnNatsServer();
 const llm = await startFakeLlm();
 const dataDir = mkdtempSync(join(os.tmpdir(), "mom-bench-history-"));
 writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
-// info: the runner process says "agent runner ready" (the in-process runner logs at warn regardless).
-writeFileSync(join(dataDir, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace }, runner: { maxConcurrentRuns: 64 }, log: { level: "info" } }));
+writeFileSync(join(dataDir, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace }, runner: { maxConcurrentRuns: 64 }, log: { level: "warn" } }));
 const results = { historyLines: HISTORY, contextEntries: CONTEXT };
 try {
   log(`history bench: a channel with ${HISTORY} log lines and ${CONTEXT} session entries vs a fresh one`);

@@ -5,7 +5,6 @@
 //
 //   npm run bench -- scale
 //   node bench/scale.mjs [--json] [--channels 60] [--seconds 15] [--model-ms 500] [--max-runs 16] [--lease 5]
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
@@ -17,6 +16,7 @@ const dist = (p) => import(join(root, p));
 const { spawnNatsServer, startFakeLlm } = await dist("libs/testing/dist/index.js");
 const { Bus } = await dist("libs/bus/dist/index.js");
 const { runnersBucket } = await dist("libs/contracts/dist/index.js");
+const { startRunnerProcess } = await import("./runner-process.mjs");
 const { pino } = await import("pino");
 
 const { values: o } = parseArgs({
@@ -66,22 +66,7 @@ async function cluster() {
   const runners = [];
   let count = 0;
   const addRunner = async () => {
-    const name = `r${++count}`;
-    const env = { ...process.env, MOM_RUNNER_ID: name, LOG_LEVEL: "warn" };
-    delete env.NATS_URL;
-    const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "runner", dataDir], { env, stdio: ["ignore", "ignore", "pipe"] });
-    let err = "";
-    child.stderr.setEncoding("utf8").on("data", (d) => (err += d));
-    const exited = new Promise((r) => child.once("exit", r));
-    const deadline = Date.now() + 30_000;
-    // Ready once its heartbeat is in the bucket.
-    for (;;) {
-      const loads = await loadsOf(bus).catch(() => new Map());
-      if (loads.has(name)) break;
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`runner ${name} did not start:\n${err}`);
-      await sleep(100);
-    }
-    const r = { name, child, exited };
+    const r = await startRunnerProcess({ dataDir, bus, name: `r${++count}` });
     runners.push(r);
     return r;
   };
