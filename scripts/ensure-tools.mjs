@@ -22,34 +22,34 @@ function aptInstall(pkg) {
  * processes started from here (a NATS_SERVER_BIN already set is the user's choice and is kept).
  * A server older than 2.10 (Debian 12 ships 2.9.10) can lose a channel feed's pull request as it
  * expires (docs/scaling.md), so without a newer one Debian trixie's package is unpacked into the
- * cache; the system's old one is the last resort, with a warning.
+ * cache; the system's old one is the last resort, with a warning. Call it after the build.
  */
-export function ensureNatsServer() {
+export async function ensureNatsServer() {
   if (process.env.NATS_URL || process.env.NATS_SERVER_BIN) return true;
+  // Which releases are good enough is libs/bus's call (it warns about the others at connect).
+  const { serverCaveat } = await import("../libs/bus/dist/server-caveat.js");
   const cached = join(cacheDir("tools", "nats-server"), "usr/sbin/nats-server");
   const installed = () => ["nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server", cached].map((bin) => ({ bin, version: natsVersion(bin) })).filter((c) => c.version);
   let found = installed();
-  let use = found.find((c) => recentNats(c.version));
-  if (!use && unpackDebianPackage("nats-server", "trixie")) use = installed().find((c) => recentNats(c.version));
+  let use = found.find((c) => !serverCaveat(c.version));
+  if (!use && unpackDebianPackage("nats-server", "trixie")) use = installed().find((c) => !serverCaveat(c.version));
   if (!use && found.length === 0 && aptInstall("nats-server")) found = installed();
   use ??= found[0];
   if (!use) {
     console.error("mom: nats-server not found: run `sudo apt-get install -y nats-server`, or set NATS_URL to a NATS server with JetStream");
     return false;
   }
-  if (!recentNats(use.version)) console.error(`mom: using nats-server ${use.version.join(".")}, older than 2.10: channel feeds can stall for seconds under load (docs/scaling.md)`);
+  const caveat = serverCaveat(use.version);
+  if (caveat) console.error(`mom: ${caveat}`);
   process.env.NATS_SERVER_BIN = use.bin;
   return true;
 }
 
-/** [major, minor, patch] of a nats-server binary, or undefined when it does not run. */
+/** A nats-server binary's version ("2.10.27"), or undefined when it does not run. */
 function natsVersion(bin) {
   const r = spawnSync(bin, ["--version"], { encoding: "utf8" });
-  const m = r.status === 0 ? /(\d+)\.(\d+)\.(\d+)/.exec(r.stdout) : null;
-  return m ? m.slice(1).map(Number) : undefined;
+  return (r.status === 0 && /\d+\.\d+\.\d+/.exec(r.stdout)?.[0]) || undefined;
 }
-
-const recentNats = ([major, minor]) => major > 2 || (major === 2 && minor >= 10);
 
 /** `required`: the tests need it; `npm start` only warns (the runner then falls back to the host, loudly). */
 export function ensureBubblewrap({ required }) {

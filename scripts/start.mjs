@@ -15,7 +15,7 @@ if (major < 20 || (major === 20 && minor < 19)) {
 const run = (args) => spawnSync(process.execPath, args, { stdio: "inherit", cwd: root }).status ?? 1;
 
 if (run([join(root, "scripts/ensure.mjs")]) !== 0) process.exit(1);
-if (!ensureNatsServer()) process.exit(1);
+if (!(await ensureNatsServer())) process.exit(1);
 ensureBubblewrap({ required: false });
 console.error("mom: starting (NATS, agent runner, scheduler, terminal chat)…");
 process.exit(run([join(root, "services/cli/bin/mom.js"), "up", process.argv[2] ?? join(root, "data")]));

@@ -11,7 +11,7 @@ import { ensureBubblewrap, ensureKustomize, ensureNatsServer } from "./ensure-to
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ensure = spawnSync(process.execPath, [join(root, "scripts/ensure.mjs")], { stdio: "inherit" });
 if (ensure.status !== 0) process.exit(ensure.status ?? 1);
-if (!ensureNatsServer() || !ensureBubblewrap({ required: true }) || !ensureKustomize()) process.exit(1);
+if (!(await ensureNatsServer()) || !ensureBubblewrap({ required: true }) || !ensureKustomize()) process.exit(1);
 
 const outDir = mkdtempSync(join(tmpdir(), "mom-jest-"));
 const outFile = join(outDir, "results.json");
