@@ -46,7 +46,8 @@ export interface ChannelAgentOptions {
   thinkingLevel?: ThinkingLevel;
   /** Where pi may keep its own files; never the operator's ~/.pi. */
   agentDir: string;
-  listChannels?: () => string[] | Promise<string[]>;
+  /** The workspace's channels for the prompt (qualified ids). */
+  listChannels?: () => Promise<string[]>;
   retries?: number;
   /** More tools (e.g. invoke_tool for custom host tools), already labelled and gated. */
   extraTools?: ToolDefinition<any, any, any>[];
