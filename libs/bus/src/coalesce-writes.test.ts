@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import type { Socket } from "node:net";
 import type { Bus } from "./bus.js";
+import { withNextWrite } from "./coalesce-writes.js";
 import { busesOnTestNats, waitFor } from "./test-support/helpers.js";
 
 const { buses, server } = busesOnTestNats();
@@ -58,6 +59,28 @@ describe("coalesced socket writes", () => {
     publishFromCallbacks(bus, "coalesce.b", 10);
     await waitFor(() => got.length === 10, 5000, "10 messages after the reconnect");
     expect(writes()).toBeLessThanOrEqual(3);
+    sub.unsubscribe();
+  });
+
+  it("sends what waits for the next write with that write, or after its delay when nothing is written", async () => {
+    const bus = await buses.open();
+    const reader = await buses.open();
+    const got: string[] = [];
+    const sub = reader.nc.subscribe("ride.>", { callback: (_err, m) => got.push(m.subject) });
+    await reader.nc.flush();
+    await bus.nc.flush();
+    await new Promise((r) => setImmediate(r)); // the flush's own write is out
+    const writes = countWrites(bus);
+    withNextWrite(bus.nc, () => bus.nc.publish("ride.ack", ""), 60_000);
+    await new Promise((r) => setImmediate(r));
+    expect(writes()).toBe(0);
+    bus.nc.publish("ride.next", "");
+    await waitFor(() => got.length === 2, 5000, "both messages");
+    expect(got.sort()).toEqual(["ride.ack", "ride.next"]);
+    expect(writes()).toBe(1);
+    // Nothing else written: it goes out on its own after the delay.
+    withNextWrite(bus.nc, () => bus.nc.publish("ride.late", ""), 50);
+    await waitFor(() => got.includes("ride.late"), 5000, "the late one");
     sub.unsubscribe();
   });
 });

@@ -21,6 +21,13 @@ export interface ConsumeOptions<S extends TSchema> {
   ackWaitMs?: number;
   /** Deliveries before a failing message is dead-lettered and terminated (default 5). */
   maxDeliver?: number;
+  /**
+   * Sends each ack with the connection's next write (at most 100 ms later) rather than in a write
+   * of its own: one socket write less per message when messages come one at a time. Only for
+   * handlers that may run again after a crash, as a message whose ack was still waiting is
+   * redelivered.
+   */
+  ackWithNextWrite?: boolean;
   /** Advanced: how long one pull request waits on the server (default 30 s, min 1 s). */
   pullExpiresMs?: number;
 }

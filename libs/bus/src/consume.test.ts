@@ -53,6 +53,21 @@ describe("consume", () => {
     await waitFor(async () => (await ackFloor(bus)) === 1, 3000, "ack");
   });
 
+  it("with ackWithNextWrite acks every handled message, with a later write or on its own", async () => {
+    const { bus, subject } = await setup();
+    const observer = await buses.open({ namespace: bus.subjects.namespace });
+    for (let n = 1; n <= 3; n++) await bus.publish(subject, { n }, `m-${n}`);
+    const got: number[] = [];
+    // A pull for 8 stays open after these: no pull request of the consumer's carries the acks.
+    await consumeItems(bus, async (d) => void got.push(d.data.n), { ackWithNextWrite: true, maxInFlight: 8 });
+    await waitFor(() => got.length === 3);
+    await waitFor(async () => (await ackFloor(observer)) === 3, 5000, "acks of 1-3, sent after their delay");
+    await bus.publish(subject, { n: 4 }, "m-4");
+    await waitFor(() => got.length === 4);
+    await bus.nc.flush(); // a write of the connection's, which the waiting ack rides with
+    await waitFor(async () => (await ackFloor(observer)) === 4, 5000, "ack of 4");
+  });
+
   it("leaves channel undefined for a subject that is not a channel subject", async () => {
     const { bus } = await setup();
     const got: Delivery<Item>[] = [];

@@ -14,6 +14,7 @@ import type { Logger } from "pino";
 import type { TSchema } from "typebox";
 import type { ConsumeOptions, Consumption } from "./consume-types.js";
 import type { DeadLetterInput } from "./dead-letter.js";
+import { withNextWrite } from "./coalesce-writes.js";
 import { type DurableSpec, ensureDurable } from "./durable.js";
 import { type ProcessContext, processMessage } from "./process-message.js";
 
@@ -89,6 +90,7 @@ export class PullConsumption<S extends TSchema> implements Consumption {
       subjects: deps.subjects,
       logger: this.log,
       deadLetter: (input, dedupeId) => deps.deadLetter(opts.stage, input, dedupeId),
+      ack: opts.ackWithNextWrite ? (msg) => withNextWrite(deps.nc, () => msg.ack()) : (msg) => msg.ack(),
     };
   }
 

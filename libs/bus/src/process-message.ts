@@ -17,6 +17,8 @@ export interface ProcessContext<S extends TSchema> {
   logger: Logger;
   /** Publishes to this consumption's DLQ stage; dedupeId makes a repeated reject of one message a no-op. */
   deadLetter(input: DeadLetterInput, dedupeId: string): Promise<void>;
+  /** Acks a handled message (at once, or with the connection's next write). */
+  ack(msg: JsMsg): void;
 }
 
 export function msgIdOf(msg: JsMsg): string | undefined {
@@ -106,5 +108,5 @@ export async function processMessage<S extends TSchema>(ctx: ProcessContext<S>, 
     await deadLetter(reason);
     return settle("term", () => msg.term());
   }
-  settle("ack", () => msg.ack());
+  settle("ack", () => ctx.ack(msg));
 }

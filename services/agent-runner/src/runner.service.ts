@@ -167,6 +167,9 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       schema: ChannelMessage,
       stage: "agent-runner",
       maxInFlight: 64,
+      // Discovery only checks the channel has an owner, which it may do twice: its ack need not
+      // cost a socket write of its own on the way to the message's run.
+      ackWithNextWrite: true,
       handler: (d) => this.onDiscover(d),
     });
     this.stopQueueDepth = reportQueueDepth(this.runnerId, () => {
