@@ -30,7 +30,7 @@ const { busOptions } = await dist("services/cli/dist/index.js");
 const { ChannelAgent, resolveModel } = await dist("libs/agent/dist/index.js");
 const { WorkspaceLayout, ChannelStore } = await dist("libs/store/dist/index.js");
 const { qualifiedChannelId } = await dist("libs/contracts/dist/index.js");
-const { ChannelLedger, SAVE_SENT_WITHIN_MS } = await dist("services/agent-runner/dist/cluster/channel-ledger.js");
+const { ChannelLedger, SAVE_DEBOUNCE_MS } = await dist("services/agent-runner/dist/cluster/channel-ledger.js");
 const { procCpuSeconds, procRssBytes } = await import("./runner-process.mjs");
 
 // ---- options ---------------------------------------------------------------------------------
@@ -631,15 +631,15 @@ async function inProcessMode(ctx) {
  * in-process, or the other way round, alternately), to the same channel, one at a time. Both of a
  * slot's messages find the machine at the same speed: a shared host's speed drifts over seconds,
  * which moved whole rounds of one mode against the other's by up to ±3 ms.
- * - idle: the slots back to back. The runner's debounced progress save of a channel (sent within
- *   SAVE_SENT_WITHIN_MS of the run) lands on a later message, of either mode.
- * - quiet: each slot SAVE_SENT_WITHIN_MS + 50 ms long, the rest of it doing nothing: every message
+ * - idle: the slots back to back. The runner's debounced progress save of a channel (its
+ *   SAVE_DEBOUNCE_MS after the run) lands on a later message, of either mode.
+ * - quiet: each slot SAVE_DEBOUNCE_MS + 50 ms long, the rest of it doing nothing: every message
  *   finds both processes asleep, as in a channel where a mention comes now and then.
  * Resolves with each slot's bus − in-process difference (ms), when both modes ran.
  */
 async function runAlone(modes, phase, slots) {
   if (slots === 0) return undefined;
-  const slotMs = phase === "quiet" ? SAVE_SENT_WITHIN_MS + 50 : 0;
+  const slotMs = phase === "quiet" ? SAVE_DEBOUNCE_MS + 50 : 0;
   say(`${phase} latency: ${slots} slot(s), one message of each mode in each${slotMs ? `, ${slotMs} ms apart` : ""}…`);
   await settle();
   const stopLoop = loopDelay();
@@ -843,14 +843,14 @@ function printTable(s) {
   lines.push(`rounds: ${load.rounds} per mode, the modes taking turns (bus, in-process, in-process, bus, …), figures pooled over the rounds`);
   lines.push(`model: ${load.model}`);
   lines.push(`runner.maxConcurrentRuns: ${load.runnerMaxConcurrentRuns}; in-process runs are not capped`);
-  lines.push(`idle: ${load.idleSlots} slots back to back, quiet: ${load.quietSlots} slots ${SAVE_SENT_WITHIN_MS + 50} ms apart; one message per mode in each; warm-up: ${load.warmupMessages} messages per mode, excluded`);
+  lines.push(`idle: ${load.idleSlots} slots back to back, quiet: ${load.quietSlots} slots ${SAVE_DEBOUNCE_MS + 50} ms apart; one message per mode in each; warm-up: ${load.warmupMessages} messages per mode, excluded`);
   lines.push("");
 
   const w = [38, 8, 8, 8, 8, 8];
   lines.push(row(["latency (ms)", "p50", "p90", "p99", "mean", "max"], w));
   lines.push(rule(w));
   const st = (label, x) => x && lines.push(row([label, f(x.p50), f(x.p90), f(x.p99), f(x.mean), f(x.max)], w));
-  for (const [title, key] of [["idle (one at a time)", "idle"], [`quiet (one at a time, ${SAVE_SENT_WITHIN_MS + 50} ms apart)`, "quiet"], [`load (${load.channels} in flight)`, "load"]]) {
+  for (const [title, key] of [["idle (one at a time)", "idle"], [`quiet (one at a time, ${SAVE_DEBOUNCE_MS + 50} ms apart)`, "quiet"], [`load (${load.channels} in flight)`, "load"]]) {
     if (!bus?.[key] && !ip?.[key]) continue;
     lines.push(`${title}:`);
     st("  bus: publish → JetStream ack", bus?.[key]?.publishAck);

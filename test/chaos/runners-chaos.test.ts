@@ -35,7 +35,7 @@ describe("runner replicas under kill -9, NATS restart, SIGTERM and a joining rep
     })();
     const [a, b] = c.runners;
     // Killed in the middle of its runs: they resume on the others. A run's record stays up to
-    // SAVE_SENT_WITHIN_MS after its end, so with 200-500 ms answers a record seen a moment ago was
+    // SAVE_DEBOUNCE_MS after its end, so with 200-500 ms answers a record seen a moment ago was
     // at times a finished run (no run cut off: seen once on a slower machine). For the kill the
     // model takes 3-4 s: the runs recorded then are at the model when the process dies.
     await thirdRound;

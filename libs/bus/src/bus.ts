@@ -8,7 +8,6 @@ import { type ObjectStore, Objm } from "@nats-io/obj";
 import { type KV, Kvm } from "@nats-io/kv";
 import { validator, type StreamKey } from "@mom/contracts";
 import { follow, type FollowOptions, type Following } from "./follow.js";
-import { withNextWrite } from "./coalesce-writes.js";
 import { connectNats, splitCredentials } from "./connect.js";
 import type { ConsumeOptions, Consumption } from "./consume-types.js";
 import { PullConsumption } from "./consumption.js";
@@ -224,14 +223,6 @@ export class Bus implements FileSource {
    * Opens a key-value bucket, creating it when missing. `ttlMs` expires every key that long after
    * its last write (NATS 2.9 has no per-key TTL: a bucket is either all leases or all records).
    */
-  /**
-   * Runs `send` together with this connection's next write to NATS, or after maxDelayMs when
-   * nothing else is written meanwhile: for small writes that may wait (coalesce-writes.ts).
-   */
-  withNextWrite(send: () => void, maxDelayMs?: number): void {
-    withNextWrite(this.nc, send, maxDelayMs);
-  }
-
   async keyValue(bucket: string, opts: { ttlMs?: number; history?: number; replicas?: number } = {}): Promise<KV> {
     const replicas = opts.replicas ?? this.opts.streams?.replicas;
     const kvm = new Kvm(this.js);

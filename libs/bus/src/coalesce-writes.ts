@@ -44,9 +44,6 @@ export function coalesceWrites(nc: NatsConnection, log: Logger): boolean {
   return true;
 }
 
-/** How long a send waits for another write to go with by default. */
-export const NEXT_WRITE_MAX_DELAY_MS = 100;
-
 interface Riders {
   fns: Array<() => void>;
   timer?: NodeJS.Timeout;
@@ -79,7 +76,7 @@ function runRiders(r: Riders): void {
  * syscall less per message when messages come one at a time. Only for what may arrive late or,
  * if the process dies first, not at all.
  */
-export function withNextWrite(nc: NatsConnection, send: () => void, maxDelayMs = NEXT_WRITE_MAX_DELAY_MS): void {
+export function withNextWrite(nc: NatsConnection, send: () => void, maxDelayMs = 100): void {
   const transport = transportOf(nc);
   const socket = transport?.socket;
   // Corked: this loop turn writes anyway, and `send` joins it.

@@ -131,7 +131,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     ]);
     this.streamCreated = stream.created;
     this.membership = new Membership({ kv: runnersKv, id: this.runnerId, leaseMs, load: () => this.owned.size, log: this.log.child({ component: "membership" }) });
-    this.directory = new ChannelDirectory(channelsKv, this.log.child({ component: "channels" }), (send) => this.bus.withNextWrite(send));
+    this.directory = new ChannelDirectory(channelsKv, this.log.child({ component: "channels" }));
     this.ownership = new Ownership({
       membership: this.membership,
       directory: this.directory,

@@ -29,8 +29,6 @@ export class ChannelDirectory {
   constructor(
     private readonly kv: KV,
     private readonly log: Logger,
-    /** Runs a write that may wait with the connection's next one (Bus.withNextWrite); default: at once. */
-    readonly whenWriting: (send: () => void) => void = (send) => send(),
   ) {}
 
   /** Loads every record, then keeps the mirror current and tells `onChange` about each change. */

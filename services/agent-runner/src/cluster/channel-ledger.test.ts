@@ -2,7 +2,7 @@ import { describe, expect, it } from "@jest/globals";
 import type { ChannelRecord } from "@mom/contracts";
 import { pino } from "pino";
 import { type ChannelDirectory, RecordConflict, type Versioned } from "./channel-directory.js";
-import { ChannelLedger, ChannelLost, SAVE_DEBOUNCE_MS } from "./channel-ledger.js";
+import { ChannelLedger, ChannelLost } from "./channel-ledger.js";
 
 /** The compare-and-set of ChannelDirectory over a plain variable; `steal()` is another runner's write. */
 function store(record: ChannelRecord) {
@@ -20,7 +20,6 @@ function store(record: ChannelRecord) {
     async read() {
       return v;
     },
-    whenWriting: (send: () => void) => send(),
   } as unknown as ChannelDirectory;
   let lostAcks = 0;
   return {
@@ -52,20 +51,6 @@ describe("ChannelLedger", () => {
     await l.done(13);
     await l.release(null, false);
     expect(s.now().record).toEqual({ ...base, owner: null, doneSeq: 13 });
-  });
-
-  it("saves a quiet channel's progress by itself, with the runner's next write to NATS", async () => {
-    const s = store(base);
-    const waiting: Array<() => void> = [];
-    (s.dir as { whenWriting: (send: () => void) => void }).whenWriting = (send) => waiting.push(send);
-    const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {});
-    l.begin(11);
-    await l.done(11);
-    while (waiting.length === 0) await new Promise((r) => setTimeout(r, SAVE_DEBOUNCE_MS / 5));
-    expect(s.now().record.doneSeq).toBe(10); // waits for a write to go with
-    waiting[0]!();
-    while (s.now().record.doneSeq !== 11) await new Promise((r) => setTimeout(r, 10));
-    expect(waiting).toHaveLength(1);
   });
 
   it("records a new run together with the end of the one before it", async () => {

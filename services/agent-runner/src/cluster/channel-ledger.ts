@@ -1,4 +1,3 @@
-import { NEXT_WRITE_MAX_DELAY_MS } from "@mom/bus";
 import type { ChannelRecord, InterruptedRun } from "@mom/contracts";
 import type { Logger } from "pino";
 import { type ChannelDirectory, RecordConflict, type Versioned } from "./channel-directory.js";
@@ -14,8 +13,6 @@ export class ChannelLost extends Error {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 /** How long after its last run a quiet channel's progress is saved. */
 export const SAVE_DEBOUNCE_MS = 250;
-/** By when that save is on its way to NATS: it waits up to NEXT_WRITE_MAX_DELAY_MS for another write to go with. */
-export const SAVE_SENT_WITHIN_MS = SAVE_DEBOUNCE_MS + NEXT_WRITE_MAX_DELAY_MS;
 const SAVE_RETRY_FOR_MS = 120_000;
 
 /**
@@ -90,16 +87,15 @@ export class ChannelLedger {
   }
 
   /**
-   * The message at `seq` is fully handled; saved within SAVE_SENT_WITHIN_MS (unless the next run's
-   * record carries it first), together with whatever else finished meanwhile. (A crash before the save is harmless: the next owner finds the run's answer
+   * The message at `seq` is fully handled; saved within 250 ms, together with whatever else
+   * finished meanwhile. (A crash before the save is harmless: the next owner finds the run's answer
    * in the log and announces its end again under the same msg-id.)
    */
   done(seq: number): Promise<void> {
     this.pending.delete(seq);
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
-      // Nobody waits for it: it goes out with the runner's next write to NATS (at most 100 ms later).
-      this.dir.whenWriting(() => void this.save((r) => this.advanced(r)).catch(() => {}));
+      void this.save((r) => this.advanced(r)).catch(() => {});
     }, SAVE_DEBOUNCE_MS);
     return Promise.resolve();
   }
