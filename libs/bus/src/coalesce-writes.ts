@@ -22,7 +22,7 @@ const COALESCING = Symbol.for("mom.bus.coalescedWrites");
  * says so and leaves the connection as it is.
  */
 export function coalesceWrites(nc: NatsConnection, log: Logger): boolean {
-  const transport = (nc as unknown as { protocol?: { transport?: Transport } }).protocol?.transport;
+  const transport = transportOf(nc);
   const proto = transport && (Object.getPrototypeOf(transport) as Transport & { [COALESCING]?: true });
   if (!proto || typeof proto.send !== "function" || !("socket" in transport)) {
     log.warn("nats.js internals changed: socket writes are not coalesced (correct, but more CPU per message)");
@@ -52,10 +52,15 @@ interface Riders {
 /** Sends that wait for their connection's next write, by transport (a reconnect makes a new one). */
 const riders = new WeakMap<Transport, Riders>();
 
+/** The connection's current Node transport (nats.js internals: a reconnect makes a new one). */
 function transportOf(nc: NatsConnection): Transport | undefined {
-  const transport = (nc as unknown as { protocol?: { transport?: Transport } }).protocol?.transport;
-  const proto = transport && (Object.getPrototypeOf(transport) as { [COALESCING]?: true });
-  return proto?.[COALESCING] ? transport : undefined;
+  return (nc as unknown as { protocol?: { transport?: Transport } }).protocol?.transport;
+}
+
+/** The transport when its writes are coalesced (the only ones a send can wait with). */
+function coalescedTransportOf(nc: NatsConnection): Transport | undefined {
+  const transport = transportOf(nc);
+  return transport && (Object.getPrototypeOf(transport) as { [COALESCING]?: true })[COALESCING] ? transport : undefined;
 }
 
 function runRiders(r: Riders): void {
@@ -77,7 +82,7 @@ function runRiders(r: Riders): void {
  * if the process dies first, not at all.
  */
 export function withNextWrite(nc: NatsConnection, send: () => void, maxDelayMs = 100): void {
-  const transport = transportOf(nc);
+  const transport = coalescedTransportOf(nc);
   const socket = transport?.socket;
   // Corked: this loop turn writes anyway, and `send` joins it.
   if (!transport || !socket || socket.destroyed || socket.writableCorked > 0) return send();
