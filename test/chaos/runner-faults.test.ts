@@ -1,10 +1,10 @@
 // The scale-out rules one at a time, each with its own cluster of `mom runner` processes:
-// fair shares and a joining replica, resuming a killed run with its receipts, a poison message,
-// and a long NATS outage.
+// fair shares and a joining replica, resuming a killed run with its receipts, resuming one in a
+// channel with a long log without reading it whole, a poison message, and a long NATS outage.
 import { afterEach, describe, expect, it } from "@jest/globals";
 import type { FakeRequest } from "@mom/testing";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { answer, answering, expectExactlyOnceInOrder, RunnerCluster } from "../support/runner-cluster.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -12,6 +12,24 @@ const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) =>
 
 function userTexts(req: FakeRequest): string[] {
   return req.messages.filter((m) => m.role === "user").map((m) => (typeof m.content === "string" ? m.content : m.content.map((x: { text?: string }) => x.text ?? "").join("")));
+}
+
+/** A channel log of `lines` earlier chat lines (none of them mom's), as a busy channel collects them; its size in bytes. */
+function writeLongLog(file: string, lines: number): number {
+  mkdirSync(dirname(file), { recursive: true });
+  const day = Date.UTC(2025, 0, 1);
+  const text = Array.from({ length: lines }, (_, i) =>
+    JSON.stringify({ id: `old-${i}`, date: new Date(day + i * 60_000).toISOString(), user: `U${i % 40}`, userName: `user${i % 40}`, text: `message ${i} of a busy channel, about as long as a chat line usually is`, attachments: [], isBot: false }),
+  ).join("\n");
+  writeFileSync(file, `${text}\n`);
+  return statSync(file).size;
+}
+
+/** Bytes a process has read so far through read(2) and its kin, from files and sockets alike (Linux). */
+function bytesRead(pid: number): number {
+  const m = /^rchar: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, "utf8"));
+  if (!m) throw new Error(`no rchar in /proc/${pid}/io`);
+  return Number(m[1]);
 }
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -79,6 +97,46 @@ describe("runner replicas", () => {
     expect(events.find((e) => e.event.type === "run_started" && e.runId !== first.runId)?.event).toMatchObject({ resumedFrom: first.runId });
     expectExactlyOnceInOrder(cl, ["k0"], 1);
   }, 60_000);
+
+  it("answer a message redelivered after its runner died once, in a channel of 120,000 lines, without reading the log whole", async () => {
+    c = await RunnerCluster.start({ leaseSeconds: 3 });
+    const cl = c;
+    const logFile = join(cl.dataDir, "workspace/channels/cli/h0/log.jsonl");
+    const logBytes = writeLongLog(logFile, 120_000);
+    cl.llm.setFallback((req) => {
+      const texts = userTexts(req);
+      if (texts.some((t) => /q h0:1(?!\d)/.test(t)) && !texts.at(-1)?.includes("previous attempt at answering this message was interrupted")) return { hang: true };
+      return answering(0, 10)(req);
+    });
+    await Promise.all([cl.addRunner(), cl.addRunner()]);
+    // Both replicas run the model once first, so what they read next is the channel, not code loaded on first use.
+    const warm = ["w0", "w1", "w2", "w3"];
+    for (const ch of warm) await cl.publish(ch, 1);
+    await cl.waitForAnswers(4, 20_000);
+    expect(new Set(await Promise.all(warm.map((ch) => cl.ownerOf(ch)))).size).toBe(2);
+
+    await cl.publish("h0", 1);
+    await until("the first attempt has started and asked the model", () => cl.eventsOf("h0").some((e) => e.event.type === "run_started") && cl.llm.requests.some((r) => userTexts(r).some((t) => /q h0:1(?!\d)/.test(t))), 20_000);
+    const owner = (await cl.ownerOf("h0"))!;
+    const survivor = cl.runners.find((r) => r.name !== owner)!;
+    const before = bytesRead(survivor.child.pid!);
+    cl.runner(owner).child.kill("SIGKILL");
+    await cl.waitForAnswers(5, 30_000);
+    const read = bytesRead(survivor.child.pid!) - before;
+
+    expect(await cl.ownerOf("h0")).toBe(survivor.name);
+    const events = cl.eventsOf("h0");
+    const first = events.find((e) => e.event.type === "run_started")!;
+    expect(events.find((e) => e.runId === first.runId && e.event.type === "run_ended")?.event).toMatchObject({ stopReason: "aborted" });
+    expect(events.find((e) => e.event.type === "run_started" && e.runId !== first.runId)?.event).toMatchObject({ resumedFrom: first.runId });
+    // Everything the survivor read while taking the channel over and answering (files and sockets):
+    // the log's tail and the session, about 2 MB, where one whole read of the log is 24 MB.
+    expect(read).toBeLessThan(logBytes / 4);
+    expectExactlyOnceInOrder(cl, ["h0"], 1);
+    const logged = readFileSync(logFile, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { id: string; isBot: boolean });
+    expect(logged.length).toBe(120_000 + 2);
+    expect(logged.slice(-2).map((e) => [e.id, e.isBot])).toEqual([["h0-1", false], [expect.any(String), true]]);
+  }, 90_000);
 
   it("set aside a message that keeps killing its runner, and carry on", async () => {
     c = await RunnerCluster.start({ leaseSeconds: 3, maxCrashes: 2 });
