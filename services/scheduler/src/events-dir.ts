@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { isEventFileName, MAX_EVENT_FILE_BYTES, printableFileName } from "./event-file.js";
 
@@ -54,18 +54,36 @@ export class EventsDir {
     return out;
   }
 
-  /** The file's bytes and stamp; undefined when it is gone. */
+  /**
+   * The file's bytes and stamp; undefined when it is gone. The stamp is taken from the open file
+   * after its bytes were read: taken before, it could predate a write whose bytes the read saw
+   * (a file created, then written), and an immediate event's fire time — its modification time,
+   * the same on every replica — would differ between replicas that read the same bytes, so it
+   * fired twice (scheduler-replicas once saw it).
+   */
   async read(name: string): Promise<FileContent | undefined> {
-    const path = join(this.dir, name);
+    let file: FileHandle;
     try {
-      const st = await stat(path);
-      const stamp = { mtimeMs: st.mtimeMs, size: st.size, ino: st.ino };
-      if (st.size > MAX_EVENT_FILE_BYTES) return { stamp, hash: `size:${st.size}:${st.mtimeMs}` };
-      const bytes = await readFile(path);
-      return { stamp, hash: sha256(bytes), ...(bytes.length <= MAX_EVENT_FILE_BYTES && { text: bytes.toString("utf8") }) };
+      file = await open(join(this.dir, name), "r");
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
+    }
+    try {
+      const buffer = Buffer.alloc(MAX_EVENT_FILE_BYTES + 1);
+      let bytesRead = 0;
+      for (;;) {
+        const { bytesRead: n } = await file.read(buffer, bytesRead, buffer.length - bytesRead, bytesRead);
+        bytesRead += n;
+        if (n === 0 || bytesRead === buffer.length) break;
+      }
+      const st = await file.stat();
+      const stamp = { mtimeMs: st.mtimeMs, size: st.size, ino: st.ino };
+      if (bytesRead > MAX_EVENT_FILE_BYTES) return { stamp, hash: `size:${st.size}:${st.mtimeMs}` };
+      const bytes = buffer.subarray(0, bytesRead);
+      return { stamp, hash: sha256(bytes), text: bytes.toString("utf8") };
+    } finally {
+      await file.close();
     }
   }
 
