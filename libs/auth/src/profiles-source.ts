@@ -16,8 +16,9 @@ export class ProfilesSource {
     /** Every model call asks; the file is looked at again at most this often. */
     private readonly recheckMs = 1000,
   ) {
-    this.current = loadAuthProfiles(file).profiles;
+    // Stamped before it is read: a write in between then shows as a change on the next check.
     this.stamp = this.stampOf();
+    this.current = loadAuthProfiles(file).profiles;
   }
 
   profiles(): AuthProfile[] {
