@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "@jest/globals";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CustomToolRegistry, filterToolSource, loadCustomTools } from "./custom-tools.js";
@@ -265,6 +265,19 @@ describe("CustomToolRegistry hot reload", () => {
     writeTool(dir, "added", toolSource("test.added.run", "added"));
     await waitFor(() => registry.get("test.added.run") !== undefined, "added tool");
     expect(await registry.get("test.added.run")!.execute({ n: 7 }, ctx())).toBe("added:7");
+  });
+
+  it("watch() notices a file written while the tools were first loaded (someone editing as the runner starts)", async () => {
+    const dir = tempDir();
+    const note = join(dir, "n", "notes.md");
+    // Loading this tool writes a file beside it, once: a write that lands after its dir was read.
+    writeTool(dir, "n", toolSource("test.n.run", "n").replace("export default tool;", `import { existsSync, writeFileSync } from "node:fs";\nif (!existsSync(${JSON.stringify(note)})) writeFileSync(${JSON.stringify(note)}, "edited");\nexport default tool;`));
+    const { registry } = setup([dir], { debounceMs: 20, pollIntervalMs: 50 });
+    await registry.reload();
+    expect(existsSync(note)).toBe(true);
+    let changes = 0;
+    registry.watch(() => changes++);
+    await waitFor(() => changes > 0, "a reload for the file written during the first load", 2000);
   });
 
   it("watch() picks up a tools dir that is created later (polling fallback)", async () => {

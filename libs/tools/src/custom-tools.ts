@@ -180,7 +180,9 @@ export class CustomToolRegistry implements ToolSource {
   }
 
   private async loadAll(): Promise<void> {
-    if (this.watching && this.pollIntervalMs > 0) this.lastSignature = await this.signature();
+    // Taken before the files are read (also before watch() starts): a file written while they load
+    // then differs from it at the next poll.
+    if (this.pollIntervalMs > 0) this.lastSignature = await this.signature();
     const jiti = createJiti(import.meta.url, {
       moduleCache: false,
       fsCache: false,
