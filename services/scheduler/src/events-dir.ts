@@ -70,17 +70,11 @@ export class EventsDir {
       throw err;
     }
     try {
-      const buffer = Buffer.alloc(MAX_EVENT_FILE_BYTES + 1);
-      let bytesRead = 0;
-      for (;;) {
-        const { bytesRead: n } = await file.read(buffer, bytesRead, buffer.length - bytesRead, bytesRead);
-        bytesRead += n;
-        if (n === 0 || bytesRead === buffer.length) break;
-      }
+      const size = (await file.stat()).size;
+      const bytes = size > MAX_EVENT_FILE_BYTES ? undefined : await file.readFile();
       const st = await file.stat();
       const stamp = { mtimeMs: st.mtimeMs, size: st.size, ino: st.ino };
-      if (bytesRead > MAX_EVENT_FILE_BYTES) return { stamp, hash: `size:${st.size}:${st.mtimeMs}` };
-      const bytes = buffer.subarray(0, bytesRead);
+      if (!bytes || bytes.length > MAX_EVENT_FILE_BYTES) return { stamp, hash: `size:${st.size}:${st.mtimeMs}` };
       return { stamp, hash: sha256(bytes), text: bytes.toString("utf8") };
     } finally {
       await file.close();
