@@ -79,6 +79,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** Channels being handed over or restarted: neither owned nor to be acquired meanwhile. */
   private readonly settling = new Set<string>();
   private closing = false;
+  private viewChecks?: Promise<void>;
   /** Spend limits, auth profiles and cooldowns around every model call. */
   private guard?: ModelGuard;
   private readonly sandbox: Sandbox;
@@ -167,6 +168,9 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       schema: ChannelMessage,
       stage: "agent-runner",
       maxInFlight: 64,
+      // Failing here is always "not now" (no view to assign by, NATS electing a leader): a message
+      // must never be set aside for it, its channel would go unanswered.
+      maxDeliver: -1,
       // Discovery only checks the channel has an owner, which it may do twice: its ack need not
       // cost a socket write of its own on the way to the message's run.
       ackWithNextWrite: true,
@@ -301,7 +305,15 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     return last === undefined ? true : last.seq > c.ledger.record.doneSeq;
   }
 
+  /** Keeps both views provably current in the background (a watch set up again can take an election). */
+  private checkViews(): void {
+    this.viewChecks ??= Promise.all([this.membership.check(), this.directory.check()])
+      .catch((err) => this.log.warn({ err }, "checking the runner's views failed"))
+      .finally(() => (this.viewChecks = undefined)) as Promise<void>;
+  }
+
   private async housekeeping(): Promise<void> {
+    this.checkViews();
     if (!this.membership.healthy) {
       // Past half a lease without a heartbeat the others may soon give our channels away: stop
       // writing now, and take back what is still ours when the bus is back.
@@ -322,6 +334,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     }
     await this.ownership.tick();
     // Records that name this runner but were never acted on (a change missed by a watch).
+    if (!this.directory.vouched) return;
     for (const [key, v] of this.directory.entries()) {
       if (v.record.owner === this.runnerId && !this.owned.has(key) && !this.settling.has(key) && !this.deafened.has(key)) this.acquire(key, v);
     }
@@ -356,17 +369,13 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** While disconnected this runner heard nobody: that silence is not evidence of death. */
   private async watchConnection(): Promise<void> {
     for await (const s of this.bus.nc.status()) {
-      if (s.type === "disconnect") this.membership.deaf();
+      if (s.type === "disconnect") this.membership.deaf("disconnected");
       if (s.type === "reconnect") {
         this.bus.streamState("IN").then((st) => (this.streamCreated = st.created), () => {});
-        // A server restart can leave a watch silent: watch again (missed changes are replayed), and
-        // count this runner deaf until the new watch has caught up.
-        this.membership.deaf();
-        this.membership.watch().then(() => this.membership.forgive(), (err) => {
-          this.membership.forgive();
-          this.log.warn({ err }, "could not watch heartbeats again");
-        });
-        this.directory.watch().catch((err) => this.log.warn({ err }, "could not watch channel records again"));
+        // Perhaps another server: the watches may have died with the old one. They are checked (and
+        // set up again until that works) before this runner judges anybody again.
+        void this.membership.reconnected().catch((err) => this.log.warn({ err }, "could not confirm the heartbeat watch after a reconnect"));
+        void this.directory.caughtUp().catch((err) => this.log.warn({ err }, "could not confirm the channel records watch after a reconnect"));
       }
     }
   }

@@ -1,7 +1,7 @@
-import type { KV } from "@mom/bus";
+import type { KV, KvWatchEntry } from "@mom/bus";
 import { ChannelRecord, validator } from "@mom/contracts";
 import type { Logger } from "pino";
-import { jsonOf, watchBucket } from "./watch-bucket.js";
+import { jsonOf, LiveWatch } from "./watch-bucket.js";
 
 const checkRecord = validator(ChannelRecord);
 
@@ -23,39 +23,56 @@ export class RecordConflict extends Error {
 export class ChannelDirectory {
   private readonly records = new Map<string, Versioned>();
   private readonly counts = new Map<string, number>();
-  private watching?: { stop(): void };
+  private readonly watching: LiveWatch;
   private listener: (key: string, v: Versioned | undefined) => void = () => {};
 
   constructor(
     private readonly kv: KV,
     private readonly log: Logger,
-  ) {}
+    now?: () => number,
+  ) {
+    this.watching = new LiveWatch({ kv, what: "channel records", onEntry: (e) => this.onEntry(e), log, ...(now && { now }) });
+  }
 
   /** Loads every record, then keeps the mirror current and tells `onChange` about each change. */
   async start(onChange: (key: string, v: Versioned | undefined) => void): Promise<void> {
-    await this.watch();
+    await this.watching.start();
     this.listener = onChange;
   }
 
-  /** Watches anew (after a reconnect the old watch may be stale); changes missed meanwhile are replayed. */
-  async watch(): Promise<void> {
-    this.watching?.stop();
-    this.watching = await watchBucket(
-      this.kv,
-      (e) => {
-        if (e.operation !== "PUT") return this.apply(e.key, undefined);
-        // Our own writes come back here too (twice per run): no need to parse what we already hold.
-        if ((this.records.get(e.key)?.revision ?? 0) >= e.revision) return;
-        const parsed = checkRecord.check(jsonOf(e.string()));
-        if (parsed.ok) this.apply(e.key, { record: parsed.value, revision: e.revision });
-        else this.log.error({ key: e.key, reason: parsed.reason }, "ignoring an invalid channel record");
-      },
-      this.log,
-    );
+  /** Whether the mirror is known to be current (its watch brought everything known to be written, in time). */
+  get vouched(): boolean {
+    return this.watching.vouched;
+  }
+
+  /**
+   * Asks the server for the bucket's newest revision: the watch must bring it. A watch that has
+   * not brought what was there at an earlier check is set up again (changes missed are replayed).
+   */
+  async check(): Promise<void> {
+    const last = await this.watching.lastRevision();
+    if (last !== undefined) this.watching.expect(last);
+    await this.watching.check();
+  }
+
+  /** Resolves once the mirror holds everything written before this call (the watch set up again if it must be). */
+  async caughtUp(): Promise<void> {
+    const last = await this.watching.lastRevision();
+    if (last !== undefined) this.watching.expect(last);
+    await this.watching.caughtUp();
+  }
+
+  private onEntry(e: KvWatchEntry): void {
+    if (e.operation !== "PUT") return this.apply(e.key, undefined);
+    // Our own writes come back here too (twice per run): no need to parse what we already hold.
+    if ((this.records.get(e.key)?.revision ?? 0) >= e.revision) return;
+    const parsed = checkRecord.check(jsonOf(e.string()));
+    if (parsed.ok) this.apply(e.key, { record: parsed.value, revision: e.revision });
+    else this.log.error({ key: e.key, reason: parsed.reason }, "ignoring an invalid channel record");
   }
 
   stop(): void {
-    this.watching?.stop();
+    this.watching.stop();
   }
 
   get(key: string): Versioned | undefined {
@@ -88,6 +105,7 @@ export class ChannelDirectory {
       throw err;
     }
     const v = { record, revision: next };
+    this.watching.expect(next);
     this.apply(key, v);
     return v;
   }

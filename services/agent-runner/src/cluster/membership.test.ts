@@ -43,7 +43,7 @@ describe("Membership (heartbeats on a real NATS KV bucket, this process's clock 
     expect(m.isAlive("r1")).toBe(true);
     clock.t += LEASE + 1;
     expect(m.isAlive("r1")).toBe(false);
-    await m.watch(); // what a reconnect does: every current heartbeat comes again
+    await m.rewatch(); // what a watch found behind gets: every current heartbeat comes again
     expect(m.isAlive("r1")).toBe(false);
     await beat(kv, "r1"); // a real new heartbeat is
     await until(() => m.isAlive("r1"));
@@ -61,13 +61,79 @@ describe("Membership (heartbeats on a real NATS KV bucket, this process's clock 
     m.deaf();
     clock.t += 60_000; // a minute without hearing anything
     m.deaf(); // a second notice of the same outage changes nothing
-    m.forgive();
+    expect(m.isAlive("alive")).toBe(true); // while deaf, silence does not count
+    m.hear();
     expect(m.isAlive("alive")).toBe(true); // 3 s of its lease used, 1 s left
     expect(m.isAlive("dead")).toBe(false);
     clock.t += 1001;
     expect(m.isAlive("alive")).toBe(false);
-    m.forgive(); // not deaf: nothing to forgive
+    m.hear(); // not deaf: nothing to forgive
     expect(m.isAlive("alive")).toBe(false);
+    await m.stop();
+  });
+
+  it("a watch that silently stopped (its server died) is found behind by its own heartbeat and set up again", async () => {
+    const real = await bus.keyValue(`${runnersBucket(nats.namespace)}-silent`, { ttlMs: 60_000 });
+    // The outermost edge only: the watches made so far go quiet, as one does whose consumer died
+    // with its server (nats.js notices only after two missed idle heartbeats, 10 s).
+    let generation = 0;
+    let quietBefore = 0;
+    const kv = new Proxy(real, {
+      get: (t, p) =>
+        p === "watch"
+          ? async (...a: Parameters<KV["watch"]>) => {
+              const mine = ++generation;
+              const iter = await t.watch(...a);
+              return Object.assign(Object.create(iter), {
+                stop: () => iter.stop(),
+                async *[Symbol.asyncIterator]() {
+                  for await (const e of iter) if (mine >= quietBefore) yield e;
+                },
+              });
+            }
+          : Reflect.get(t, p),
+    }) as KV;
+    const m = new Membership({ kv, id: "obs", leaseMs: LEASE, load: () => 0, log });
+    await m.start();
+    expect(m.vouched).toBe(true);
+    quietBefore = generation + 1;
+    const quietAt = Date.now();
+    while (generation < quietBefore && Date.now() - quietAt < 8000) {
+      await m.check();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // Found behind within about lease/5 after its first unreturned heartbeat, and set up again.
+    expect(generation).toBe(quietBefore);
+    expect(Date.now() - quietAt).toBeLessThan(3000);
+    expect(m.vouched).toBe(true);
+    await beat(real, "r2");
+    await until(() => m.isAlive("r2"));
+    await m.stop();
+  });
+
+  it("while its own heartbeats cannot land, nobody's silence counts against them", async () => {
+    const real = await bus.keyValue(`${runnersBucket(nats.namespace)}-noland`, { ttlMs: 60_000 });
+    let failing = false;
+    // The outermost edge only: puts fail as they do while the bucket elects a leader.
+    const kv = new Proxy(real, {
+      get: (t, p) => (p === "put" ? (...a: Parameters<KV["put"]>) => (failing ? Promise.reject(new Error("no responders")) : t.put(...a)) : Reflect.get(t, p)),
+    }) as KV;
+    const clock = { t: Date.now() };
+    const m = new Membership({ kv, id: "obs", leaseMs: LEASE, load: () => 0, log, now: () => clock.t });
+    await beat(real, "r2");
+    await m.start();
+    await until(() => m.isAlive("r2"));
+    failing = true;
+    clock.t += 100;
+    await (m as unknown as { beat(): Promise<boolean> }).beat();
+    expect(m.vouched).toBe(false);
+    clock.t += LEASE * 3; // an election longer than a lease: nobody could beat
+    expect(m.isAlive("r2")).toBe(true);
+    failing = false;
+    await (m as unknown as { beat(): Promise<boolean> }).beat();
+    expect(m.isAlive("r2")).toBe(true); // the time without landing heartbeats is forgiven
+    clock.t += LEASE;
+    expect(m.isAlive("r2")).toBe(false); // and silence after it counts again
     await m.stop();
   });
 });

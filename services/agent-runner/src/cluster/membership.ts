@@ -1,7 +1,7 @@
-import type { KV } from "@mom/bus";
+import type { KV, KvWatchEntry } from "@mom/bus";
 import { RunnerHeartbeat, validator } from "@mom/contracts";
 import type { Logger } from "pino";
-import { jsonOf, watchBucket } from "./watch-bucket.js";
+import { jsonOf, LiveWatch } from "./watch-bucket.js";
 
 const checkHeartbeat = validator(RunnerHeartbeat);
 
@@ -15,7 +15,15 @@ export interface MembershipOptions {
   log: Logger;
   /** This process's clock (tests move it by hand). */
   now?: () => number;
+  /**
+   * Without a heartbeat landing for this long this runner sets its channels down (default half a
+   * lease): the others take them after a full lease of silence, so it must stop writing well before.
+   */
+  setDownAfterMs?: number;
 }
+
+/** Why this process cannot tell who is alive right now: while any holds, nobody's silence counts. */
+type Deafness = "disconnected" | "heartbeats not landing" | "watch behind";
 
 interface Seen {
   hb: RunnerHeartbeat;
@@ -36,14 +44,17 @@ export class Membership {
   private readonly now: () => number;
   private lastBeatOk: number;
   private timer?: NodeJS.Timeout;
-  private watching?: { stop(): void };
+  private readonly watching: LiveWatch;
   private leaving = false;
-  /** Since when this process hears nothing (disconnected), if it is deaf now. */
+  private stopped = false;
+  /** Since when this process cannot hear (see Deafness), if it cannot now. */
   private deafSince?: number;
+  private readonly deafness = new Set<Deafness>();
 
   constructor(private readonly o: MembershipOptions) {
     this.now = o.now ?? Date.now;
     this.lastBeatOk = this.now();
+    this.watching = new LiveWatch({ kv: o.kv, what: "runner heartbeats", onEntry: (e) => this.onEntry(e), log: o.log, now: this.now, staleAfterMs: Math.max(1000, Math.floor(o.leaseMs / 5)) });
   }
 
   get id(): string {
@@ -53,31 +64,61 @@ export class Membership {
   /** Puts the first heartbeat and reads everybody's; resolves when the initial view is complete. */
   async start(): Promise<void> {
     await this.beat();
-    await this.watch();
-    this.timer = setInterval(() => void this.beat(), Math.max(100, Math.floor(this.o.leaseMs / 5)));
-    this.timer.unref();
+    await this.watching.start();
+    this.schedule();
   }
 
-  /** Watches the heartbeats anew (after a reconnect the old watch may be stale). */
-  async watch(): Promise<void> {
-    this.watching?.stop();
-    this.watching = await watchBucket(
-      this.o.kv,
-      (e) => {
-        if (e.operation !== "PUT") return void this.seen.delete(e.key);
-        const parsed = checkHeartbeat.check(jsonOf(e.string()));
-        const known = this.seen.get(e.key);
-        if (!parsed.ok) this.o.log.warn({ key: e.key, reason: parsed.reason }, "ignoring an invalid runner heartbeat");
-        else if (known?.revision === e.revision) known.hb = parsed.value;
-        else this.seen.set(e.key, { hb: parsed.value, at: this.now(), revision: e.revision });
-      },
-      this.o.log,
-    );
+  /** Whether this process's view of who is alive can be trusted now (see Deafness). */
+  get vouched(): boolean {
+    return this.deafness.size === 0 && this.watching.vouched;
   }
 
-  /** This process stopped hearing anything (it lost the connection) from now on. */
-  deaf(): void {
-    this.deafSince ??= this.now();
+  /**
+   * Checks the heartbeat watch is current (it must have brought this runner's own last heartbeat)
+   * and sets it up again when it is not; meanwhile nobody's silence counts.
+   */
+  async check(): Promise<void> {
+    const behind = this.watching.behindSince;
+    if (behind === undefined) return;
+    this.deaf("watch behind", behind);
+    await this.watching.check();
+    if (this.watching.vouched) this.hear("watch behind");
+  }
+
+  /** Sets the heartbeat watch up again now (what a watch found behind gets). */
+  rewatch(): Promise<void> {
+    return this.watching.restart("asked to");
+  }
+
+  /**
+   * The connection is back (perhaps to another server): hears again once a heartbeat put now has
+   * come back through the watch (set up again if it must be), not before.
+   */
+  async reconnected(): Promise<void> {
+    await this.beat();
+    await this.watching.caughtUp();
+    this.hear("disconnected");
+  }
+
+  private onEntry(e: KvWatchEntry): void {
+    if (e.operation !== "PUT") return void this.seen.delete(e.key);
+    const parsed = checkHeartbeat.check(jsonOf(e.string()));
+    const known = this.seen.get(e.key);
+    if (!parsed.ok) this.o.log.warn({ key: e.key, reason: parsed.reason }, "ignoring an invalid runner heartbeat");
+    else if (known?.revision === e.revision) known.hb = parsed.value;
+    else this.seen.set(e.key, { hb: parsed.value, at: this.now(), revision: e.revision });
+  }
+
+  /** This process cannot hear from now on, for `why` (until `hear(why)`). */
+  deaf(why: Deafness = "disconnected", since = this.now()): void {
+    this.deafness.add(why);
+    this.deafSince = Math.min(this.deafSince ?? since, since);
+  }
+
+  /** `why` no longer holds; when nothing else does, the time spent deaf is forgiven. */
+  hear(why: Deafness = "disconnected"): void {
+    this.deafness.delete(why);
+    if (this.deafness.size === 0) this.forgive();
   }
 
   /**
@@ -85,7 +126,7 @@ export class Membership {
    * moves on by that time. A runner already dead before stays dead (setting everybody to "just
    * heard" would give a dead runner another lease, and channels handed to it would wait).
    */
-  forgive(): void {
+  private forgive(): void {
     if (this.deafSince === undefined) return;
     const now = this.now();
     const deafFor = now - this.deafSince;
@@ -95,13 +136,14 @@ export class Membership {
 
   /** True while this runner's own heartbeats land: past half a lease without one it must stop writing. */
   get healthy(): boolean {
-    return this.now() - this.lastBeatOk < this.o.leaseMs / 2;
+    return this.now() - this.lastBeatOk < (this.o.setDownAfterMs ?? this.o.leaseMs / 2);
   }
 
+  /** Heard within a lease, not counting time this process was deaf (while deaf, as of when it went deaf). */
   isAlive(id: string): boolean {
     if (id === this.o.id) return true;
     const s = this.seen.get(id);
-    return s !== undefined && this.now() - s.at < this.o.leaseMs;
+    return s !== undefined && (this.deafSince ?? this.now()) - s.at < this.o.leaseMs;
   }
 
   /** Live runners that may be given channels (not shutting down), with their reported load. */
@@ -123,8 +165,9 @@ export class Membership {
 
   /** Stops heartbeating and removes this runner's key, so the others need not wait a lease. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.watching?.stop();
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.watching.stop();
     await this.o.kv.delete(this.o.id).catch(() => {});
   }
 
@@ -132,12 +175,27 @@ export class Membership {
     return { id: this.o.id, channels: this.o.load(), startedAt: this.startedAt, ...(this.leaving && { leaving: true }) };
   }
 
-  private async beat(): Promise<void> {
+  /** Every lease/5; after a failure again within a second, so a leader election costs as little of the lease as possible. */
+  private schedule(afterFailure = false): void {
+    if (this.stopped) return;
+    const every = Math.max(100, Math.floor(this.o.leaseMs / 5));
+    this.timer = setTimeout(() => void this.beat().then((ok) => this.schedule(!ok)), afterFailure ? Math.min(every, 1000) : every);
+    this.timer.unref();
+  }
+
+  private async beat(): Promise<boolean> {
     try {
-      await this.o.kv.put(this.o.id, JSON.stringify(this.heartbeat()));
+      const revision = await this.o.kv.put(this.o.id, JSON.stringify(this.heartbeat()), { timeout: Math.max(1000, Math.min(5000, Math.floor(this.o.leaseMs / 5))) });
       this.lastBeatOk = this.now();
+      // The watch must bring this heartbeat back: that is how it is known to be current.
+      this.watching.expect(revision);
+      this.hear("heartbeats not landing");
+      return true;
     } catch (err) {
+      // Nobody's heartbeat lands either (a leader election, an outage): their silence is no evidence.
+      this.deaf("heartbeats not landing");
       this.o.log.warn({ err }, "could not put the runner heartbeat");
+      return false;
     }
   }
 }

@@ -51,6 +51,11 @@ export class Ownership {
     return this.o.directory.ownedBy(id) + promised;
   }
 
+  /** Both views (heartbeats, channel records) are current enough to act on. */
+  get vouched(): boolean {
+    return this.o.membership.vouched && this.o.directory.vouched;
+  }
+
   get me(): string {
     return this.o.membership.id;
   }
@@ -78,6 +83,8 @@ export class Ownership {
       const have = (attempt === 0 ? this.o.directory.get(key) : undefined) ?? (await this.o.directory.read(key));
       const fresh = have && have.record.streamCreated === this.o.streamCreated() ? have : undefined;
       if (fresh?.record.owner && this.o.membership.isAlive(fresh.record.owner)) return;
+      // Who is alive and who owns what may be out of date (a NATS failover): decide nothing on it.
+      if (!this.vouched) throw new Error(`the view of runners and channels is not current (NATS failover?); channel ${key} is assigned once it is`);
       const to = this.target(key);
       if (!to) throw new Error("no live runner to give the channel to");
       const base: ChannelRecord = fresh?.record ?? { owner: null, doneSeq: await firstDoneSeq(), streamCreated: this.o.streamCreated() };
@@ -95,7 +102,8 @@ export class Ownership {
   /** One round of housekeeping: take over dead runners' channels, give away surplus ones. */
   async tick(): Promise<void> {
     const { membership, directory } = this.o;
-    if (!membership.healthy) return; // deaf: judge nobody, move nothing
+    // Own heartbeats not landing, or a view that may be behind: judge nobody, move nothing.
+    if (!membership.healthy || !this.vouched) return;
     const orphans: [string, Versioned][] = [];
     for (const [key, v] of directory.entries()) {
       const owner = v.record.owner;
