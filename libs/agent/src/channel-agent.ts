@@ -16,7 +16,7 @@ import type { ToolGate } from "@mom/tools";
 import { guardedCompaction, guardedStreamFn, type ModelAccess, withPickedCredential } from "./model-access.js";
 import { loadMomSkills } from "./skills.js";
 import { boundedSkills, readMemoryFile } from "./prompt-files.js";
-import { linearGetBranch } from "./session-path.js";
+import { fenceSessionWrites, linearGetBranch } from "./session-path.js";
 import { MomResourceLoader } from "./resource-loader.js";
 import { buildSystemPrompt, type PromptUser } from "./system-prompt.js";
 import { loadTriggerImages } from "./trigger-images.js";
@@ -24,6 +24,8 @@ import { loadTriggerImages } from "./trigger-images.js";
 /** What the agent needs of a channel's storage (implemented by @mom/store's ChannelStore). */
 export interface AgentChannelStore {
   readonly dir: string;
+  /** Throws when this process may no longer write the channel's files; checked before each write to context.jsonl. */
+  readonly writeGuard?: () => void;
   readonly contextFile: string;
   readonly scratchDir: string;
   readonly skillsDir: string;
@@ -133,6 +135,7 @@ export class ChannelAgent {
     const sessionManager = SessionManager.create(opts.store.dir, opts.store.dir);
     sessionManager.setSessionFile(opts.store.contextFile);
     linearGetBranch(sessionManager);
+    fenceSessionWrites(sessionManager, () => opts.store.writeGuard?.());
     const loader = new MomResourceLoader();
     const settingsManager = SettingsManager.inMemory({
       compaction: { enabled: true },

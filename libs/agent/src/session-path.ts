@@ -24,3 +24,25 @@ export function linearGetBranch(sm: SessionManager): void {
     return path.slice();
   };
 }
+
+/**
+ * Every write pi makes to the session file (context.jsonl) passes `guard` first: a runner that
+ * lost its channel to another must not add a line to the file the new owner writes. pi has no
+ * hook for it, so its two private writers are wrapped on our instance (checked by session-path.test.ts).
+ */
+export function fenceSessionWrites(sm: SessionManager, guard: () => void): void {
+  const writers = sm as unknown as { _persist(entry: unknown): void; _rewriteFile(): void };
+  if (typeof writers._persist !== "function" || typeof writers._rewriteFile !== "function") {
+    throw new Error("pi's SessionManager has no _persist/_rewriteFile any more: context.jsonl writes cannot be fenced (update fenceSessionWrites)");
+  }
+  const persist = writers._persist.bind(sm);
+  const rewrite = writers._rewriteFile.bind(sm);
+  writers._persist = (entry) => {
+    guard();
+    persist(entry);
+  };
+  writers._rewriteFile = () => {
+    guard();
+    rewrite();
+  };
+}

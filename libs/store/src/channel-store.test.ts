@@ -40,6 +40,22 @@ describe("ChannelStore log", () => {
     expect(await store.readLog()).toEqual({ entries: [entry("m1"), full], skipped: [] });
   });
 
+  it("writes nothing to the log or the receipts once its write guard refuses (a runner fenced off the channel)", async () => {
+    await store.appendLog(entry("m1"));
+    let fenced = false;
+    store.writeGuard = () => {
+      if (fenced) throw new Error("channel cli.local now belongs to another runner");
+    };
+    fenced = true;
+    await expect(store.appendLog(entry("m2"))).rejects.toThrow(/another runner/);
+    const receipt = { receiptId: "x", type: "tool.call.started", runId: "r1", toolCallId: "t1", toolId: "bash", risk: "write", ts: "2025-01-02T03:04:05.000Z", argsHash: "0" } as const;
+    await expect(store.appendReceipt(receipt)).rejects.toThrow(/another runner/);
+    expect(readFileSync(store.logFile, "utf8")).toBe(`${JSON.stringify(entry("m1"))}\n`);
+    expect(existsSync(store.receiptsFile)).toBe(false);
+    fenced = false;
+    expect(await store.appendLog(entry("m2"))).toBe(true);
+  });
+
   it("finds mom's answer to a message in the log's tail, and nothing for an unanswered one", async () => {
     await store.appendLog(entry("q1"));
     await store.appendLog(entry("q2"));

@@ -37,6 +37,12 @@ export class ChannelStore {
   readonly scratchDir: string;
   readonly skillsDir: string;
 
+  /**
+   * Throws when this process may no longer write the channel's files (a runner that lost the
+   * channel to another: its fencing check). Checked before every write, queued behind the others.
+   */
+  writeGuard?: () => void;
+
   private queue: Promise<unknown> = Promise.resolve();
   private ids?: Set<string>;
   /** Who wrote (mom aside) the entries `ids` holds, by user id. */
@@ -89,6 +95,7 @@ export class ChannelStore {
     const check = logEntryValidator.check(entry);
     if (!check.ok) return Promise.reject(new Error(`invalid log entry for ${this.qualifiedId}: ${check.reason}`));
     return this.serialise(async () => {
+      this.writeGuard?.();
       const ids = await this.loggedIds();
       if (ids.has(entry.id)) return false;
       onNew?.();
@@ -141,6 +148,7 @@ export class ChannelStore {
     const check = receiptValidator.check(receipt);
     if (!check.ok) return Promise.reject(new Error(`invalid receipt for ${this.qualifiedId}: ${check.reason}`));
     return this.serialise(async () => {
+      this.writeGuard?.();
       await this.ensureDirs();
       await appendLine(this.receiptsFile, JSON.stringify(receipt));
     });

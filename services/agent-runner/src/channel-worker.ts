@@ -10,6 +10,7 @@ import type { ActiveRun } from "./active-run.js";
 import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
 import { RunTelemetry } from "./run-telemetry.js";
 import { fitAnswer } from "./answer-fit.js";
+import { ChannelLost } from "./cluster/channel-ledger.js";
 
 export interface ChannelWorkerDeps {
   bus: Bus;
@@ -209,6 +210,8 @@ export class ChannelWorker {
         try {
           return started(await this.accept(seq, message, traceparent));
         } catch (err) {
+          // Fenced: the channel's next owner takes the message in; nothing to retry or set aside here.
+          if (err instanceof ChannelLost) return started({ done: Promise.reject(new NotHandledHere(err.message)) });
           const pause = INTAKE_RETRIES_MS[attempt];
           if (pause === undefined) {
             const reason = `could not take the message in after ${attempt + 1} attempts: ${(err as Error).message}`;
@@ -521,6 +524,7 @@ export class ChannelWorker {
       try {
         await this.deps.store.appendLog(replyLogEntry(runId, message, outcome.finalText));
       } catch (err) {
+        if (err instanceof ChannelLost) throw new NotHandledHere(err.message);
         // The answer exists only in this process now: it goes out on the bus with a word about it,
         // rather than a retry that would run the whole message again and fail the same way.
         log.error({ ...at, err }, "could not write the answer to log.jsonl; publishing it anyway");

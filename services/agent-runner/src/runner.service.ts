@@ -27,7 +27,7 @@ import { abortRefusal, approversFor, callableTools, channelPolicy, noCallableToo
 import { ChannelWorker } from "./channel-worker.js";
 import { ActiveRun } from "./active-run.js";
 import { ChannelDirectory, type Versioned } from "./cluster/channel-directory.js";
-import { ChannelLedger } from "./cluster/channel-ledger.js";
+import { ChannelLedger, ChannelLost } from "./cluster/channel-ledger.js";
 import { Membership } from "./cluster/membership.js";
 import { Ownership } from "./cluster/ownership.js";
 import { hostname } from "node:os";
@@ -231,6 +231,15 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     }
     const channel = qualifiedChannelId(ref);
     const ledger = new ChannelLedger(this.directory, key, v, this.log.child({ channel }), () => void this.lose(key), excused);
+    // The fence: no write to the channel's files unless the record still names this runner at the
+    // revision it holds and its heartbeats land (others take its channels a lease after they stop).
+    this.layout.channel(ref).writeGuard = () => {
+      if (!this.membership.healthy) {
+        this.setEverythingDown();
+        throw new ChannelLost(key, "is set down: this runner's heartbeats do not reach NATS");
+      }
+      ledger.assertOwner();
+    };
     const { worker, gate, active } = this.createWorker(ref, ledger, () => void this.restart(key));
     const feed = this.bus.follow({
       stream: "IN",
@@ -305,6 +314,20 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     return last === undefined ? true : last.seq > c.ledger.record.doneSeq;
   }
 
+  /**
+   * Past the set-down time without a heartbeat the others may soon give our channels away: stop
+   * writing now, and take back what is still ours when the bus is back.
+   */
+  private setEverythingDown(): void {
+    if (this.owned.size > 0) this.log.error({ channels: this.owned.size }, "lost the bus: setting every channel down until it is back");
+    for (const [key, c] of this.owned) {
+      this.owned.delete(key);
+      this.deafened.add(key);
+      c.feed.stop();
+      void c.worker.fence().then(() => c.worker.dispose());
+    }
+  }
+
   /** Keeps both views provably current in the background (a watch set up again can take an election). */
   private checkViews(): void {
     this.viewChecks ??= Promise.all([this.membership.check(), this.directory.check()])
@@ -314,18 +337,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   private async housekeeping(): Promise<void> {
     this.checkViews();
-    if (!this.membership.healthy) {
-      // Past half a lease without a heartbeat the others may soon give our channels away: stop
-      // writing now, and take back what is still ours when the bus is back.
-      if (this.owned.size > 0) this.log.error({ channels: this.owned.size }, "lost the bus: setting every channel down until it is back");
-      for (const [key, c] of this.owned) {
-        this.owned.delete(key);
-        this.deafened.add(key);
-        c.feed.stop();
-        void c.worker.fence().then(() => c.worker.dispose());
-      }
-      return;
-    }
+    if (!this.membership.healthy) return this.setEverythingDown();
     for (const key of this.deafened) {
       const v = await this.directory.read(key).catch(() => undefined);
       if (v === undefined && !this.membership.healthy) return;

@@ -20,6 +20,9 @@ function store(record: ChannelRecord) {
     async read() {
       return v;
     },
+    get() {
+      return v;
+    },
   } as unknown as ChannelDirectory;
   let lostAcks = 0;
   return {
@@ -117,5 +120,18 @@ describe("ChannelLedger", () => {
     expect(l.isLost).toBe(true);
     await expect(l.release(null, false)).rejects.toBeInstanceOf(ChannelLost);
     expect(s.now().record.owner).toBe("other");
+  });
+
+  it("fences at the first write after a takeover it has seen, before any save of progress", () => {
+    const s = store(base);
+    let lost = 0;
+    const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => lost++);
+    expect(() => l.assertOwner()).not.toThrow();
+    s.steal();
+    expect(() => l.assertOwner()).toThrow(ChannelLost);
+    expect(lost).toBe(1);
+    expect(l.isLost).toBe(true);
+    expect(() => l.assertOwner()).toThrow(ChannelLost);
+    expect(lost).toBe(1);
   });
 });

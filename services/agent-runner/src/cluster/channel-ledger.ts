@@ -5,8 +5,8 @@ import { type ChannelDirectory, RecordConflict, type Versioned } from "./channel
 /** This runner no longer owns the channel: stop, write nothing more. */
 export class ChannelLost extends Error {
   override name = "ChannelLost";
-  constructor(key: string) {
-    super(`channel ${key} now belongs to another runner`);
+  constructor(key: string, why = "now belongs to another runner") {
+    super(`channel ${key} ${why}`);
   }
 }
 
@@ -51,6 +51,23 @@ export class ChannelLedger {
 
   get isLost(): boolean {
     return this.lost;
+  }
+
+  /**
+   * Throws ChannelLost unless this runner still holds the channel: the record's revision is the
+   * fencing token, and every write to the channel's files (log, receipts, context) checks it first.
+   * A newer revision naming another owner (a takeover this runner's mirror has seen) fences the
+   * channel at once, before the next write rather than at the next save of progress.
+   */
+  assertOwner(): void {
+    if (this.lost) throw new ChannelLost(this.key);
+    const seen = this.dir.get(this.key);
+    if (seen && seen.revision > this.v.revision && seen.record.owner !== this.v.record.owner) {
+      this.lost = true;
+      this.log.warn({ channel: this.key, revision: seen.revision, owner: seen.record.owner }, "channel was taken over by another runner; writing nothing more");
+      this.onLost();
+      throw new ChannelLost(this.key);
+    }
   }
 
   /** The first sequence a reader of this channel must start at. */
