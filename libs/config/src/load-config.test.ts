@@ -75,7 +75,7 @@ describe("loadConfig", () => {
     writeFileSync(file, JSON.stringify({ nats: { streams: { maxAgeHours: 1 } }, runner: { maxConcurrentRuns: 4 }, adapters: { term: { type: "cli" } } }));
     const { config } = loadConfig(dataDir, {});
     expect(config.nats).toEqual({ url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 1, duplicateWindowSeconds: 120, replicas: 1 } });
-    expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30, leaseSeconds: 15, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90 });
+    expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30, leaseSeconds: 20, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90 });
     expect(config.adapters).toEqual({ term: { type: "cli" } });
   });
 

@@ -30,6 +30,7 @@ import { ChannelDirectory, type Versioned } from "./cluster/channel-directory.js
 import { ChannelLedger, ChannelLost } from "./cluster/channel-ledger.js";
 import { Membership } from "./cluster/membership.js";
 import { Ownership } from "./cluster/ownership.js";
+import { ChannelSlots } from "./cluster/channel-slots.js";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { RunPublisher } from "./run-publisher.js";
@@ -58,7 +59,8 @@ interface OwnedChannel {
  */
 @Injectable()
 export class RunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly owned = new Map<string, OwnedChannel>();
+  /** Every channel this runner holds, in one state each (cluster/channel-slots.ts). */
+  private readonly slots = new ChannelSlots<OwnedChannel>();
   private readonly layout: WorkspaceLayout;
   private readonly channelList: ChannelList;
   private readonly log: Logger;
@@ -74,10 +76,6 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private directory!: ChannelDirectory;
   private ownership!: Ownership;
   private streamCreated = "";
-  /** Channels set down while this runner could not reach NATS; re-checked when it can. */
-  private deafened = new Set<string>();
-  /** Channels being handed over or restarted: neither owned nor to be acquired meanwhile. */
-  private readonly settling = new Set<string>();
   private closing = false;
   private viewChecks?: Promise<void>;
   /** Spend limits, auth profiles and cooldowns around every model call. */
@@ -131,7 +129,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       this.bus.streamState("IN"),
     ]);
     this.streamCreated = stream.created;
-    this.membership = new Membership({ kv: runnersKv, id: this.runnerId, leaseMs, load: () => this.owned.size, log: this.log.child({ component: "membership" }) });
+    this.membership = new Membership({ kv: runnersKv, id: this.runnerId, leaseMs, load: () => this.slots.activeCount, log: this.log.child({ component: "membership" }) });
     this.directory = new ChannelDirectory(channelsKv, this.log.child({ component: "channels" }));
     this.ownership = new Ownership({
       membership: this.membership,
@@ -142,8 +140,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         acquire: (key, v) => this.acquire(key, v),
         lose: (key) => void this.lose(key),
         handOff: (key, to) => void this.handOff(key, to, this.cfg.runTimeoutMinutes * 60_000),
-        owned: () => [...this.owned.entries()].sort(([, a], [, b]) => Number(a.worker.busy) - Number(b.worker.busy) || a.worker.lastActivity - b.worker.lastActivity).map(([k]) => k),
-        isOwned: (key) => this.owned.has(key) || this.deafened.has(key) || this.settling.has(key),
+        owned: () => this.slots.entries().sort(([, a], [, b]) => Number(a.worker.busy) - Number(b.worker.busy) || a.worker.lastActivity - b.worker.lastActivity).map(([k]) => k),
+        isOwned: (key) => this.slots.holds(key),
       },
     });
     await this.membership.start();
@@ -178,10 +176,10 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     });
     this.stopQueueDepth = reportQueueDepth(this.runnerId, () => {
       let queued = 0;
-      for (const c of this.owned.values()) queued += c.worker.queuedRuns;
+      for (const [, c] of this.slots.entries()) queued += c.worker.queuedRuns;
       return queued;
     });
-    this.unready = serviceReadiness("agent-runner", this.bus, () => (this.membership.healthy ? undefined : "no heartbeat written to NATS for half a lease"));
+    this.unready = serviceReadiness("agent-runner", this.bus, () => (this.membership.healthy ? undefined : "no heartbeat written to NATS for three quarters of a lease"));
     this.log.info({ model: this.opts.loaded.config.model, workspace: this.layout.workspaceDir, nats: this.bus.serverVersion, leaseMs }, "agent runner ready");
   }
 
@@ -194,7 +192,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     await this.membership?.leave();
     await this.discovery?.stop();
     const graceMs = this.cfg.shutdownGraceSeconds * 1000;
-    await Promise.all([...this.owned.keys()].map((key) => this.handOff(key, this.ownership.planHandOff(key), graceMs)));
+    await Promise.all(this.slots.entries("owned").map(([key]) => this.handOff(key, this.ownership.planHandOff(key), graceMs)));
     this.control?.stop();
     this.directory?.stop();
     await this.membership?.stop();
@@ -216,12 +214,12 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const key = channelKey(ref);
     await this.ownership.ensureOwner(key, async () => Math.min(await this.bus.ackFloor("IN", this.durable), d.streamSeq - 1));
     // The channel's own feed must bring this message soon; if it does not, the feed is re-opened.
-    this.owned.get(key)?.feed.expect(d.streamSeq);
+    this.slots.active(key)?.feed.expect(d.streamSeq);
   }
 
   /** The record names this runner: read the channel from where its work is done. */
   private acquire(key: string, v: Versioned, excused = false): void {
-    if (this.closing || this.owned.has(key) || this.settling.has(key)) return;
+    if (this.closing || this.slots.holds(key)) return;
     let ref: ChannelRef;
     try {
       ref = parseChannelKey(key);
@@ -250,37 +248,33 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data, d.traceparent);
       },
     });
-    this.owned.set(key, { ref, ledger, worker, gate, active, feed });
+    this.slots.own(key, { ref, ledger, worker, gate, active, feed });
     this.log.info({ channel, fromSeq: ledger.resumeSeq, interrupted: v.record.run?.runId }, "channel acquired");
   }
 
   /** Somebody else owns the channel now: stop reading, abort, write nothing more. */
   private async lose(key: string): Promise<void> {
-    const c = this.owned.get(key);
-    if (!c) return;
-    this.owned.delete(key);
     // Until its worker has stopped the channel is not to be taken again here: housekeeping would
     // otherwise start a second worker (and pi session) on the same files meanwhile.
-    this.settling.add(key);
+    const c = this.slots.stop(key);
+    if (!c) return;
     c.feed.stop();
     this.log.warn({ channel: qualifiedChannelId(c.ref) }, "channel lost to another runner");
     try {
       await c.worker.fence();
       await c.worker.dispose();
     } finally {
-      this.settling.delete(key);
+      this.slots.forget(key, "stopping");
     }
   }
 
   /** Gives the channel to `to` (null: nobody) once its current run is over (or graceMs passed). */
   private async handOff(key: string, to: string | null, graceMs: number): Promise<void> {
-    const c = this.owned.get(key);
+    const c = this.slots.drain(key);
     if (!c) return this.ownership.handedOff(key);
-    this.settling.add(key);
     try {
       // The feed keeps going until the run is over (it stops below), so a typed `stop` reaches it.
       await c.worker.release(graceMs);
-      this.owned.delete(key);
       const left = to === null && (await this.hasWorkLeft(c));
       await c.ledger.release(to, left);
       this.log.info({ channel: qualifiedChannelId(c.ref), to, doneSeq: c.ledger.record.doneSeq }, "channel handed over");
@@ -288,8 +282,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       this.log.warn({ err, channel: qualifiedChannelId(c.ref) }, "handing a channel over failed; the lease will move it");
     } finally {
       c.feed.stop();
-      this.owned.delete(key);
-      this.settling.delete(key);
+      // Lost or set down meanwhile: that path lets go of it once its worker has stopped.
+      this.slots.forget(key, "draining");
       this.ownership.handedOff(key);
       await c.worker.dispose();
     }
@@ -297,15 +291,17 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   /** A message could not be finished here: start the channel over from its saved progress. */
   private async restart(key: string): Promise<void> {
-    const c = this.owned.get(key);
-    if (!c || this.closing) return;
-    this.owned.delete(key);
-    this.settling.add(key);
+    if (this.closing) return;
+    const c = this.slots.stop(key);
+    if (!c) return;
     c.feed.stop();
-    await c.worker.fence();
-    await c.worker.dispose();
+    try {
+      await c.worker.fence();
+      await c.worker.dispose();
+    } finally {
+      this.slots.forget(key, "stopping");
+    }
     const v = await this.directory.read(key).catch(() => undefined);
-    this.settling.delete(key);
     if (v?.record.owner === this.runnerId) this.acquire(key, v, true);
   }
 
@@ -319,10 +315,10 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
    * writing now, and take back what is still ours when the bus is back.
    */
   private setEverythingDown(): void {
-    if (this.owned.size > 0) this.log.error({ channels: this.owned.size }, "lost the bus: setting every channel down until it is back");
-    for (const [key, c] of this.owned) {
-      this.owned.delete(key);
-      this.deafened.add(key);
+    const running = this.slots.entries();
+    if (running.length > 0) this.log.error({ channels: running.length }, "lost the bus: setting every channel down until it is back");
+    for (const [key] of running) {
+      const c = this.slots.setDown(key)!;
       c.feed.stop();
       void c.worker.fence().then(() => c.worker.dispose());
     }
@@ -338,17 +334,16 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private async housekeeping(): Promise<void> {
     this.checkViews();
     if (!this.membership.healthy) return this.setEverythingDown();
-    for (const key of this.deafened) {
+    for (const [key] of this.slots.entries("down")) {
       const v = await this.directory.read(key).catch(() => undefined);
       if (v === undefined && !this.membership.healthy) return;
-      this.deafened.delete(key);
-      if (v?.record.owner === this.runnerId) this.acquire(key, v, true);
+      if (this.slots.forget(key, "down") && v?.record.owner === this.runnerId) this.acquire(key, v, true);
     }
     await this.ownership.tick();
     // Records that name this runner but were never acted on (a change missed by a watch).
     if (!this.directory.vouched) return;
     for (const [key, v] of this.directory.entries()) {
-      if (v.record.owner === this.runnerId && !this.owned.has(key) && !this.settling.has(key) && !this.deafened.has(key)) this.acquire(key, v);
+      if (v.record.owner === this.runnerId && !this.slots.holds(key)) this.acquire(key, v);
     }
   }
 
@@ -394,7 +389,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   private async onControl(d: Delivery<ControlMessage>): Promise<void> {
     const ref = this.refOf(d);
-    const c = this.owned.get(channelKey(ref));
+    const c = this.slots.active(channelKey(ref));
     const data = d.data;
     // The owner acts; for a channel nobody owns, one replica (the first by id) answers a decision.
     if (!c && !(data.type === "approval_decision" && this.speaksForUnowned(channelKey(ref)))) return;
@@ -514,7 +509,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   /** Idle channels are given up (their record keeps the progress), so owned = active. */
   private async evictIdle(idleMs: number): Promise<void> {
     const now = Date.now();
-    for (const [key, c] of this.owned) {
+    for (const [key, c] of this.slots.entries("owned")) {
       if (!c.worker.busy && now - c.worker.lastActivity > idleMs) {
         await this.handOff(key, null, 0);
         this.log.debug({ channel: key }, "released idle channel");

@@ -16,8 +16,10 @@ export interface MembershipOptions {
   /** This process's clock (tests move it by hand). */
   now?: () => number;
   /**
-   * Without a heartbeat landing for this long this runner sets its channels down (default half a
-   * lease): the others take them after a full lease of silence, so it must stop writing well before.
+   * Without a heartbeat landing for this long this runner sets its channels down (default three
+   * quarters of a lease): the others take them after a full lease of silence, so it must stop
+   * writing before; and a leader election of the heartbeat bucket (4-7 s measured on a 3-node
+   * cluster, docs/scaling.md) must fit in it with the heartbeat interval to spare.
    */
   setDownAfterMs?: number;
 }
@@ -134,9 +136,9 @@ export class Membership {
     for (const s of this.seen.values()) s.at = Math.min(now, s.at + deafFor);
   }
 
-  /** True while this runner's own heartbeats land: past half a lease without one it must stop writing. */
+  /** True while this runner's own heartbeats land: past setDownAfterMs without one it must stop writing. */
   get healthy(): boolean {
-    return this.now() - this.lastBeatOk < (this.o.setDownAfterMs ?? this.o.leaseMs / 2);
+    return this.now() - this.lastBeatOk < (this.o.setDownAfterMs ?? (this.o.leaseMs * 3) / 4);
   }
 
   /** Heard within a lease, not counting time this process was deaf (while deaf, as of when it went deaf). */
@@ -175,10 +177,10 @@ export class Membership {
     return { id: this.o.id, channels: this.o.load(), startedAt: this.startedAt, ...(this.leaving && { leaving: true }) };
   }
 
-  /** Every lease/5; after a failure again within a second, so a leader election costs as little of the lease as possible. */
+  /** Every lease/8; after a failure again within a second, so a leader election costs as little of the lease as possible. */
   private schedule(afterFailure = false): void {
     if (this.stopped) return;
-    const every = Math.max(100, Math.floor(this.o.leaseMs / 5));
+    const every = Math.max(100, Math.floor(this.o.leaseMs / 8));
     this.timer = setTimeout(() => void this.beat().then((ok) => this.schedule(!ok)), afterFailure ? Math.min(every, 1000) : every);
     this.timer.unref();
   }
