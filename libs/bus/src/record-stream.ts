@@ -14,7 +14,8 @@ export interface RecordStream {
   readonly stream: string;
   /** `<ns>.<token>.<suffix>` */
   subject(suffix: string): string;
-  append(suffix: string, record: unknown, msgId: string): Promise<{ seq: number; duplicate: boolean }>;
+  /** Retried through a NATS outage for `retryForMs` (default 5 s) with the same msg id, so it lands once. */
+  append(suffix: string, record: unknown, msgId: string, opts?: { retryForMs?: number }): Promise<{ seq: number; duplicate: boolean }>;
   /** Records published at or after `since`, in stream order, up to the last one present now. */
   readSince(since: Date): Promise<StreamRecord[]>;
   /**
@@ -89,8 +90,8 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
   return {
     stream,
     subject: (suffix) => `${ns}.${opts.token}.${suffix}`,
-    async append(suffix, record, msgId) {
-      return bus.publish(`${ns}.${opts.token}.${suffix}`, record, msgId, { retryForMs: 5000 });
+    async append(suffix, record, msgId, o = {}) {
+      return bus.publish(`${ns}.${opts.token}.${suffix}`, record, msgId, { retryForMs: o.retryForMs ?? 5000 });
     },
     async readSince(since) {
       return (await readRange(bus, stream, filter, { time: since })).map((m) => recordOf(m.seq, m.subject, m.text));

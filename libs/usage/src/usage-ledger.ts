@@ -35,6 +35,12 @@ export interface UsageLedgerOptions {
   onInvalid?: (record: StreamRecord, reason: string) => void;
   /** Wall time: which month is replayed at start (tests start a ledger at a month's first second). */
   now?: () => Date;
+  /**
+   * How long one record is retried through a NATS outage (a leader election takes 5-10 s): as long
+   * as a run's events (`runner.publishRetrySeconds`), or the usage of runs in flight is lost and
+   * the limits under-count. The record's msg-id drops any copy that did land.
+   */
+  appendRetryMs?: number;
 }
 
 /**
@@ -52,6 +58,7 @@ export class UsageLedger {
   private constructor(
     private readonly stream: RecordStream,
     private readonly onInvalid: (record: StreamRecord, reason: string) => void,
+    private readonly appendRetryMs: number | undefined,
   ) {}
 
   private following?: { stop(): Promise<void> };
@@ -62,7 +69,7 @@ export class UsageLedger {
    * whenever the clock reaches it, however long ago the ledger was opened.
    */
   static async open(bus: Bus, opts: UsageLedgerOptions = {}): Promise<UsageLedger> {
-    const ledger = new UsageLedger(await openLedgerStream(bus, opts.replicas), opts.onInvalid ?? (() => {}));
+    const ledger = new UsageLedger(await openLedgerStream(bus, opts.replicas), opts.onInvalid ?? (() => {}), opts.appendRetryMs);
     if (opts.follow === false) return ledger;
     const f = await ledger.stream.follow(monthStart((opts.now ?? (() => new Date()))()), (r) => ledger.take(r));
     ledger.following = f;
@@ -72,7 +79,8 @@ export class UsageLedger {
 
   /** Appends one call's usage; the totals include it when this resolves. */
   async record(r: UsageRecord): Promise<void> {
-    const { seq, duplicate } = await this.stream.append(`${r.adapter}.${escapeChannelToken(parseQualifiedChannelId(r.channel).channelId)}`, r, r.id);
+    const suffix = `${r.adapter}.${escapeChannelToken(parseQualifiedChannelId(r.channel).channelId)}`;
+    const { seq, duplicate } = await this.stream.append(suffix, r, r.id, { ...(this.appendRetryMs !== undefined && { retryForMs: this.appendRetryMs }) });
     if (!this.following || duplicate || seq <= this.lastSeq) return;
     this.totals.apply(r);
     this.countedEarly.add(seq);

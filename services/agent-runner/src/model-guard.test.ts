@@ -12,7 +12,7 @@ import { pino } from "pino";
 import { ModelGuard } from "./model-guard.js";
 
 // The spend limits at the edges of their periods (docs/auth.md#spend-limits), on a real NATS and
-// a clock the tests set.
+// a clock the tests set. Spawned (never NATS_URL): one test takes the server away for 7 s.
 let nats: TestNats;
 beforeAll(async () => {
   nats = await spawnNatsServer();
@@ -72,6 +72,18 @@ const record = (id: string, ts: string, tokens: number): UsageRecord => ({
 /** Rejects when `p` has not settled within `ms`: a guard that never opens is what these tests are about. */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, sleep(ms).then(() => Promise.reject(new Error(`${what} not within ${ms} ms`)))]);
+}
+
+async function eventually<T>(f: () => Promise<T>, ms: number): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await f();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(200);
+    }
+  }
 }
 
 async function waitFor(pred: () => boolean, ms: number, what: string): Promise<void> {
@@ -145,4 +157,19 @@ describe("spend limits at the turn of a day and a month", () => {
     // A new day, but December's budget is nearly gone.
     expect(await g.admit(600)).toMatch(/^Token limit reached: mom overall has used 2,000 tokens of its 2,500 tokens monthly budget.*It resets at 2027-01-01 00:00 UTC/);
   });
+
+  it("a call recorded while NATS is away for 7 s lands in the ledger once and is counted once", async () => {
+    const g = await guardAt({ now: new Date() }, { ...limits, runner: { publishRetrySeconds: 30 } });
+    const down = nats.restart!(7000);
+    await sleep(200); // the server is gone: the record is published into the outage
+    await g.call(1000);
+    await down;
+    // The server may take a moment after the restart before its JetStream API answers.
+    const records = await eventually(async () => (await (await openLedgerStream(g.bus)).readSince(new Date(0))).map((r) => (r.data as UsageRecord).totalTokens), 10_000);
+    expect(records).toEqual([1000]);
+    expect(g.logs.filter((l) => l.msg === "usage not recorded in the ledger")).toEqual([]);
+    // Counted when the stream took it, and not again when the follower (re-made after the restart) brings it.
+    await sleep(500);
+    expect(g.spent("day")).toBe(1000);
+  }, 30_000);
 });

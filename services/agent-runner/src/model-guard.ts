@@ -50,6 +50,8 @@ export class ModelGuard {
       replicas,
       follow: hasLimits(loaded.config.limits),
       now,
+      // A record lost to a NATS outage that a run's events survive would let the limits under-count.
+      appendRetryMs: loaded.config.runner.publishRetrySeconds * 1000,
       // Every replica sees the record; the msg-id makes it one dead letter.
       onInvalid: (r, reason) =>
         void bus
