@@ -96,7 +96,7 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
     async readSince(since) {
       return (await readRange(bus, stream, filter, { time: since })).map((m) => recordOf(m.seq, m.subject, m.text));
     },
-    async follow(since, onRecord, opts = {}) {
+    async follow(since, onRecord, o = {}) {
       // Ordered from a sequence, not a time: nats.js re-makes an ordered consumer (after a NATS
       // restart) with its start time still beside the new start sequence, which the server
       // refuses, and a follower made from a time would stop for good.
@@ -116,7 +116,7 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
             { stream, since: since.toISOString(), delivered, toGo, waitingForSeq: last },
             `still replaying ${stream} records since ${since.toISOString()}: ${delivered} delivered, ${toGo} to go (waiting for stream sequence ${last})`,
           ),
-        opts.warnEveryMs ?? 10_000,
+        o.warnEveryMs ?? 10_000,
       );
       warning.unref();
       void caughtUp.then(() => clearInterval(warning));
