@@ -62,9 +62,14 @@ describe("a runner started on the first of a month (faketime)", () => {
 
   afterAll(async () => {
     if (!hasFaketime) return;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child!.once("exit", r));
-      child.kill("SIGKILL");
+    // faketime runs the runner as its own child: end the whole group, or the runner outlives the test.
+    if (child?.pid !== undefined) {
+      const exited = child.exitCode === null && child.signalCode === null ? new Promise((r) => child!.once("exit", r)) : undefined;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
       await exited;
     }
     await bus.drain().catch(() => {});
@@ -78,7 +83,7 @@ describe("a runner started on the first of a month (faketime)", () => {
     async () => {
       const env: NodeJS.ProcessEnv = { ...process.env, TZ: "UTC" };
       delete env.NATS_URL;
-      child = spawn("faketime", [START, process.execPath, join(root, "services/cli/bin/mom.js"), "runner", dataDir], { env, stdio: ["ignore", "ignore", "pipe"] });
+      child = spawn("faketime", [START, process.execPath, join(root, "services/cli/bin/mom.js"), "runner", dataDir], { env, stdio: ["ignore", "ignore", "pipe"], detached: true });
       const err = new OutputCapture();
       child.stderr!.setEncoding("utf8").on("data", err.write);
       await err.waitFor("agent runner ready", 20_000);
