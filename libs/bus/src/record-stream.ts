@@ -1,4 +1,4 @@
-import { DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/nats-core";
 import type { Bus } from "./bus.js";
 import { namespacedName } from "./json-kv.js";
@@ -14,11 +14,15 @@ export interface RecordStream {
   readonly stream: string;
   /** `<ns>.<token>.<suffix>` */
   subject(suffix: string): string;
-  append(suffix: string, record: unknown, msgId: string): Promise<{ seq: number; duplicate: boolean }>;
+  /** Retried through a NATS outage for `retryForMs` (default 5 s) with the same msg id, so it lands once. */
+  append(suffix: string, record: unknown, msgId: string, opts?: { retryForMs?: number }): Promise<{ seq: number; duplicate: boolean }>;
   /** Records published at or after `since`, in stream order, up to the last one present now. */
   readSince(since: Date): Promise<StreamRecord[]>;
-  /** Replays from `since`, then delivers new records as they arrive; `caughtUp` resolves after the replay. */
-  follow(since: Date, onRecord: (r: StreamRecord) => void): Promise<{ caughtUp: Promise<void>; stop(): Promise<void> }>;
+  /**
+   * Replays from `since`, then delivers new records as they arrive; `caughtUp` resolves after the
+   * replay. While it has not, a warning says what it waits for every `warnEveryMs` (10 s).
+   */
+  follow(since: Date, onRecord: (r: StreamRecord) => void, opts?: { warnEveryMs?: number }): Promise<{ caughtUp: Promise<void>; stop(): Promise<void> }>;
 }
 
 export interface StreamRecord {
@@ -66,41 +70,72 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
   };
   const toRecord = (m: { seq: number; subject: string; data: Uint8Array }) => recordOf(m.seq, m.subject, new TextDecoder().decode(m.data));
 
-  const orderedFrom = (since: Date) =>
-    bus.js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() });
-
+  /**
+   * The stream sequence `since` begins at, from a throwaway consumer made at that start time: the
+   * server reports the sequence just before the start as delivered (the last one when every record
+   * is older than `since`, so "delivered 0" is no sign that there is nothing to replay).
+   */
+  const startOf = async (since: Date): Promise<number> => {
+    const probe = await bus.jsm.consumers.add(stream, {
+      filter_subject: filter,
+      deliver_policy: DeliverPolicy.StartTime,
+      opt_start_time: since.toISOString(),
+      ack_policy: AckPolicy.None,
+      mem_storage: true,
+      inactive_threshold: nanos(60_000),
+    });
+    await bus.jsm.consumers.delete(stream, probe.name).catch(() => {});
+    return probe.delivered.stream_seq + 1;
+  };
   return {
     stream,
     subject: (suffix) => `${ns}.${opts.token}.${suffix}`,
-    async append(suffix, record, msgId) {
-      return bus.publish(`${ns}.${opts.token}.${suffix}`, record, msgId, { retryForMs: 5000 });
+    async append(suffix, record, msgId, o = {}) {
+      return bus.publish(`${ns}.${opts.token}.${suffix}`, record, msgId, { retryForMs: o.retryForMs ?? 5000 });
     },
     async readSince(since) {
       return (await readRange(bus, stream, filter, { time: since })).map((m) => recordOf(m.seq, m.subject, m.text));
     },
-    async follow(since, onRecord) {
+    async follow(since, onRecord, o = {}) {
+      // Ordered from a sequence, not a time: nats.js re-makes an ordered consumer (after a NATS
+      // restart) with its start time still beside the new start sequence, which the server
+      // refuses, and a follower made from a time would stop for good.
+      const consumer = await bus.js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: await startOf(since) });
+      const toReplay = (await consumer.info(true)).num_pending;
+      // Read after the consumer was made, so every record it counted is at or below it.
       const last = (await bus.jsm.streams.info(stream)).state.last_seq;
-      const consumer = await orderedFrom(since);
       const messages = await consumer.consume();
+      let delivered = 0;
+      let toGo = toReplay;
       let markCaughtUp!: () => void;
       const caughtUp = new Promise<void>((r) => (markCaughtUp = r));
-      if (last === 0) markCaughtUp();
+      // A reader that is not ready says why rather than hang silently (it is not ready until this resolves).
+      const warning = setInterval(
+        () =>
+          bus.logger.warn(
+            { stream, since: since.toISOString(), delivered, toGo, waitingForSeq: last },
+            `still replaying ${stream} records since ${since.toISOString()}: ${delivered} delivered, ${toGo} to go (waiting for stream sequence ${last})`,
+          ),
+        o.warnEveryMs ?? 10_000,
+      );
+      warning.unref();
+      void caughtUp.then(() => clearInterval(warning));
+      if (toReplay === 0) markCaughtUp();
       const loop = (async () => {
         for await (const m of messages) {
+          delivered++;
+          toGo = m.info.pending;
           onRecord(toRecord(m));
+          // Pending may never reach 0 while others append: reaching the last record present at the start is enough.
           if (m.seq >= last || m.info.pending === 0) markCaughtUp();
         }
-      })();
-      // A stream whose records are all older than `since` delivers nothing to replay.
-      void (async () => {
-        const info = await consumer.info(true).catch(() => undefined);
-        if (info && info.num_pending === 0 && info.delivered.stream_seq === 0) markCaughtUp();
-      })();
+      })().catch((err: unknown) => bus.logger.error({ stream, err }, `stopped following ${stream}`));
       return {
         caughtUp,
         async stop() {
+          clearInterval(warning);
           await messages.close();
-          await loop.catch(() => {});
+          await loop;
         },
       };
     },

@@ -194,7 +194,7 @@ export const RunnerConfig = Type.Object(
     leaseSeconds: positiveInt("A runner not heard from for this long is dead and its channels move to the others (docs/scaling.md)"),
     shutdownGraceSeconds: Type.Integer({ minimum: 0, description: "On SIGTERM, how long running runs may finish before they are handed over mid-run" }),
     maxCrashes: positiveInt("Attempts at one message that may end with the runner dying before the message is dead-lettered"),
-    publishRetrySeconds: positiveInt("How long an outbound event is retried through a NATS outage before the run counts as failed"),
+    publishRetrySeconds: positiveInt("How long an outbound event (or a model call's usage record) is retried through a NATS outage before the run counts as failed"),
   },
   closed,
 );

@@ -24,6 +24,25 @@ export function validRecords(records: StreamRecord[]): { records: UsageRecord[];
   return { records: out, invalid };
 }
 
+export interface UsageLedgerOptions {
+  replicas?: number;
+  /**
+   * False: only append, `totals` stay empty. Reading every replica's records back costs a delivery
+   * per model call, which only spend limits need.
+   */
+  follow?: boolean;
+  /** Hears of every record that fails the schema (it is never counted). */
+  onInvalid?: (record: StreamRecord, reason: string) => void;
+  /** Wall time: which month is replayed at start (tests start a ledger at a month's first second). */
+  now?: () => Date;
+  /**
+   * How long one record is retried through a NATS outage (a leader election takes 5-10 s): as long
+   * as a run's events (`runner.publishRetrySeconds`), or the usage of runs in flight is lost and
+   * the limits under-count. The record's msg-id drops any copy that did land.
+   */
+  appendRetryMs?: number;
+}
+
 /**
  * The usage ledger as a runner sees it: every model call is appended to the `MOM_USAGE` stream
  * (so it survives restarts and every replica sees it), and this month's records are followed into
@@ -39,19 +58,20 @@ export class UsageLedger {
   private constructor(
     private readonly stream: RecordStream,
     private readonly onInvalid: (record: StreamRecord, reason: string) => void,
+    private readonly appendRetryMs: number | undefined,
   ) {}
 
   private following?: { stop(): Promise<void> };
 
   /**
-   * `onInvalid` hears of every record that fails the schema (it is never counted). With `follow:
-   * false` the ledger only appends and `totals` stay empty: reading every replica's records back
-   * costs a delivery per model call, which only spend limits need.
+   * Resolves once this month's records are in `totals`. The follower keeps going across months:
+   * totals are kept per UTC day and month of each record's `ts`, so a new period starts from zero
+   * whenever the clock reaches it, however long ago the ledger was opened.
    */
-  static async open(bus: Bus, opts: { replicas?: number; follow?: boolean; onInvalid?: (record: StreamRecord, reason: string) => void } = {}): Promise<UsageLedger> {
-    const ledger = new UsageLedger(await openLedgerStream(bus, opts.replicas), opts.onInvalid ?? (() => {}));
+  static async open(bus: Bus, opts: UsageLedgerOptions = {}): Promise<UsageLedger> {
+    const ledger = new UsageLedger(await openLedgerStream(bus, opts.replicas), opts.onInvalid ?? (() => {}), opts.appendRetryMs);
     if (opts.follow === false) return ledger;
-    const f = await ledger.stream.follow(monthStart(new Date()), (r) => ledger.take(r));
+    const f = await ledger.stream.follow(monthStart((opts.now ?? (() => new Date()))()), (r) => ledger.take(r));
     ledger.following = f;
     await f.caughtUp;
     return ledger;
@@ -59,7 +79,8 @@ export class UsageLedger {
 
   /** Appends one call's usage; the totals include it when this resolves. */
   async record(r: UsageRecord): Promise<void> {
-    const { seq, duplicate } = await this.stream.append(`${r.adapter}.${escapeChannelToken(parseQualifiedChannelId(r.channel).channelId)}`, r, r.id);
+    const suffix = `${r.adapter}.${escapeChannelToken(parseQualifiedChannelId(r.channel).channelId)}`;
+    const { seq, duplicate } = await this.stream.append(suffix, r, r.id, { ...(this.appendRetryMs !== undefined && { retryForMs: this.appendRetryMs }) });
     if (!this.following || duplicate || seq <= this.lastSeq) return;
     this.totals.apply(r);
     this.countedEarly.add(seq);

@@ -37,22 +37,28 @@ export class ModelGuard {
     private readonly board: CooldownBoard,
     readonly ledger: UsageLedger,
     private readonly log: Logger,
+    private readonly now: () => Date,
   ) {}
 
-  static async open(loaded: LoadedConfig, bus: Bus, log: Logger): Promise<ModelGuard> {
+  /** `now`: the wall clock the periods of the spend limits are read on (tests move it across midnight). */
+  static async open(loaded: LoadedConfig, bus: Bus, log: Logger, opts: { now?: () => Date } = {}): Promise<ModelGuard> {
+    const now = opts.now ?? (() => new Date());
     const replicas = loaded.config.nats.streams.replicas;
     const profiles = new ProfilesSource(loaded.paths.authProfilesFile, (err) => log.error({ err: err.message }, "auth profiles not reloaded; keeping the last good ones"));
     const board = await CooldownBoard.open(bus, replicas);
     const ledger = await UsageLedger.open(bus, {
       replicas,
       follow: hasLimits(loaded.config.limits),
+      now,
+      // A record lost to a NATS outage that a run's events survive would let the limits under-count.
+      appendRetryMs: loaded.config.runner.publishRetrySeconds * 1000,
       // Every replica sees the record; the msg-id makes it one dead letter.
       onInvalid: (r, reason) =>
         void bus
           .deadLetter("agent-runner", { subject: r.subject, data: r.text, reason: `usage ledger record not counted: ${reason}`, msgId: `seq-${r.seq}` })
           .catch((err: unknown) => log.error({ err, seq: r.seq }, "invalid usage ledger record could not be dead-lettered")),
     });
-    return new ModelGuard(loaded, bus, profiles, board, ledger, log);
+    return new ModelGuard(loaded, bus, profiles, board, ledger, log, now);
   }
 
   close(): Promise<void> {
@@ -100,7 +106,7 @@ export class ModelGuard {
       admit: async (estimate) => {
         if (!hasLimits(config.limits)) return undefined;
         const e = estimate();
-        return spendLimitProblem(config.limits, this.ledger.totals, ch.key, ch.ref.adapter, { usd: e.usd, tokens: e.inputTokens + e.outputTokens });
+        return spendLimitProblem(config.limits, this.ledger.totals, ch.key, ch.ref.adapter, { usd: e.usd, tokens: e.inputTokens + e.outputTokens }, this.now());
       },
       pick,
       refused: async (id, refusal, model) => {
@@ -128,7 +134,7 @@ export class ModelGuard {
     const runId = ch.currentRun()?.runId;
     await this.ledger.record({
       id: randomUUID(),
-      ts: new Date().toISOString(),
+      ts: this.now().toISOString(),
       channel: ch.key,
       adapter: ch.ref.adapter,
       ...(runId !== undefined && { runId }),
