@@ -57,4 +57,36 @@ describe("a Bus given one node's URL (what a Service address gives)", () => {
     expect(published).toBeLessThan(30_000);
     expect(bus.readinessProblem()).toBeUndefined();
   }, 60_000);
+
+  it("moves to another node within seconds when its node hangs (SIGSTOP keeps the socket open)", async () => {
+    await cluster.node("n0").start(); // killed by the test before
+    await cluster.waitForHealth();
+    const kv = await bus.keyValue("SERVICE_URL", { ttlMs: 60_000 });
+    const on = bus.nc.info!.server_name;
+    const node = cluster.node(on);
+    node.pause();
+    const paused = Date.now();
+    try {
+      // nats.js's default ping (every 2 min) would leave it waiting on the frozen node that long.
+      while (bus.nc.info?.server_name === on) {
+        if (Date.now() - paused > 15_000) throw new Error(`still on the hung node ${on} after 15 s`);
+        await sleep(100);
+      }
+      const moved = Date.now() - paused;
+      console.log(`moved off the hung node after ${moved} ms`);
+      expect(moved).toBeLessThan(10_000);
+      // A bucket the hung node led answers once its followers have elected another leader.
+      for (;;) {
+        try {
+          await kv.put("k", "while hung");
+          break;
+        } catch (err) {
+          if (Date.now() - paused > 30_000) throw err;
+          await sleep(100);
+        }
+      }
+    } finally {
+      node.resume();
+    }
+  }, 60_000);
 });

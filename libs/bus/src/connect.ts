@@ -29,6 +29,11 @@ export async function connectNats(p: ConnectParams): Promise<NatsConnection> {
       maxReconnectAttempts: -1,
       reconnectTimeWait: p.reconnectTimeWaitMs ?? 2000,
       waitOnFirstConnect: false,
+      // A server that hangs (SIGSTOP, a frozen VM) keeps its socket open: with nats.js's default
+      // (a ping every 2 min) a client waits that long before moving to another server of the
+      // cluster. Two unanswered pings 2 s apart move it within about 6 s (docs/scaling.md).
+      pingInterval: 2000,
+      maxPingOut: 2,
       // Every request would otherwise capture a stack trace up front (~10% of the runner's CPU per
       // message); failures are wrapped with their subject and msg-id by the callers anyway.
       noAsyncTraces: true,
