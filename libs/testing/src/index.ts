@@ -6,3 +6,4 @@ export * from "./fake-slack.js";
 export * from "./docker-engine.js";
 export * from "./fake-telegram.js";
 export * from "./fake-whatsapp.js";
+export * from "./nats-cluster.js";

@@ -1,0 +1,405 @@
+// A JetStream cluster of nats-servers on loopback, for tests and benches that need what production
+// runs (every stream at replicas 3) and the faults only a cluster has: leader elections, a node
+// frozen or gone while the others carry on, a rolling restart.
+import { type ChildProcess, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { findNatsServer, freePort, type TestNats, uniqueNamespace } from "./nats-server.js";
+
+export interface NatsNode {
+  /** `server_name`, as JetStream names leaders and peers ("n0", "n1", …). */
+  readonly name: string;
+  readonly port: number;
+  readonly clusterPort: number;
+  readonly monitorPort: number;
+  /** This node alone, e.g. `nats://127.0.0.1:4222` (what a Service IP gives a client). */
+  readonly url: string;
+  readonly storeDir: string;
+  /** Spawned and not exited (it may be paused). */
+  readonly running: boolean;
+  readonly paused: boolean;
+  readonly pid: number | undefined;
+  kill9(): Promise<void>;
+  /** SIGTERM: the server hands its leaderships over and exits; resolves on exit. */
+  stop(): Promise<void>;
+  /** Same as stop(). */
+  sigterm(): Promise<void>;
+  /**
+   * Lame duck mode (SIGUSR2, what `nats-server --signal ldm` and the manifests' preStop send): the
+   * node stops taking clients, hands its leaderships over, closes its clients over 30 s (after a
+   * 10 s grace, as k8s/base/nats/nats.conf) and exits. Resolves on exit.
+   */
+  lameDuck(): Promise<void>;
+  /** Starts it again on the same ports and store; resolves when it accepts clients. */
+  start(): Promise<void>;
+  /** SIGSTOP: the process is frozen, its sockets stay open (a hung VM, a GC pause, a stuck disk). */
+  pause(): void;
+  /** SIGCONT. */
+  resume(): void;
+  /** kill -9, stay down `downMs`, start again. */
+  restart(downMs?: number): Promise<void>;
+}
+
+export interface TestNatsCluster extends TestNats {
+  readonly nodes: NatsNode[];
+  node(name: string): NatsNode;
+  /** The server_name leading a stream (e.g. "MOM_IN", "KV_MOM_CHANNELS"), undefined while it has none. */
+  leaderOf(stream: string): Promise<string | undefined>;
+  /** The server_name leading the JetStream meta group, undefined while it has none. */
+  metaLeader(): Promise<string | undefined>;
+  /** The connection names (`name` connect option) of the clients connected to a node now. */
+  clientsOf(node: string): Promise<string[]>;
+  /**
+   * Resolves when every node runs (not paused), the meta group and every stream have a leader and
+   * every replica is current; rejects after `timeoutMs` saying what was still missing.
+   */
+  waitForHealth(timeoutMs?: number): Promise<void>;
+}
+
+export interface ClusterOptions {
+  /** Copy each node's log file here on stop() (to read after a failure). */
+  keepLogsIn?: string;
+}
+
+interface JszStream {
+  name: string;
+  cluster?: { leader?: string; replicas?: { name: string; current: boolean; offline?: boolean }[] };
+}
+interface Jsz {
+  meta_cluster?: { leader?: string; cluster_size?: number; replicas?: { name: string; current: boolean; offline?: boolean }[] };
+  account_details?: { stream_detail?: JszStream[] }[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// Killed or crashed test processes must not leave servers holding ports and temp dirs behind.
+const live = new Set<ChildProcess>();
+let exitHook = false;
+function track(child: ChildProcess): void {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+  if (exitHook) return;
+  exitHook = true;
+  process.once("exit", () => {
+    for (const c of live) {
+      try {
+        c.kill("SIGCONT");
+        c.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  });
+}
+
+async function getJson<T>(port: number, path: string, timeoutMs = 1000): Promise<T | undefined> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) return undefined;
+    return (await res.json()) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+async function getStatus(port: number, path: string, timeoutMs = 1000): Promise<{ ok: boolean; text: string }> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+    return { ok: res.ok, text: await res.text() };
+  } catch (err) {
+    return { ok: false, text: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+async function waitForListen(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const { connect } = await import("node:net");
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nats-server exited with ${child.exitCode ?? child.signalCode}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, "127.0.0.1");
+      s.once("connect", () => (s.destroy(), resolve(true)));
+      s.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms`);
+    await sleep(25);
+  }
+}
+
+class Node implements NatsNode {
+  private child?: ChildProcess;
+  private frozen = false;
+  readonly url: string;
+
+  constructor(
+    readonly name: string,
+    readonly port: number,
+    readonly clusterPort: number,
+    readonly monitorPort: number,
+    readonly storeDir: string,
+    private readonly configFile: string,
+    private readonly bin: string,
+  ) {
+    this.url = `nats://127.0.0.1:${port}`;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+  get paused(): boolean {
+    return this.running && this.frozen;
+  }
+  get pid(): number | undefined {
+    return this.running ? this.child!.pid : undefined;
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    const child = spawn(this.bin, ["-c", this.configFile], { stdio: "ignore" });
+    this.child = child;
+    this.frozen = false;
+    track(child);
+    await waitForListen(this.port, child, 15_000);
+  }
+
+  async kill9(): Promise<void> {
+    await this.signalAndWait("SIGKILL");
+  }
+
+  async stop(): Promise<void> {
+    // A server that will not finish its shutdown is killed: a test must never hang on it.
+    const killer = setTimeout(() => this.child?.kill("SIGKILL"), 30_000);
+    try {
+      await this.signalAndWait("SIGTERM");
+    } finally {
+      clearTimeout(killer);
+    }
+  }
+
+  sigterm(): Promise<void> {
+    return this.stop();
+  }
+
+  async lameDuck(): Promise<void> {
+    const killer = setTimeout(() => this.child?.kill("SIGKILL"), 90_000);
+    try {
+      await this.signalAndWait("SIGUSR2");
+    } finally {
+      clearTimeout(killer);
+    }
+  }
+
+  pause(): void {
+    if (!this.running) throw new Error(`${this.name} is not running`);
+    this.child!.kill("SIGSTOP");
+    this.frozen = true;
+  }
+
+  resume(): void {
+    if (!this.running) return;
+    this.child!.kill("SIGCONT");
+    this.frozen = false;
+  }
+
+  async restart(downMs = 0): Promise<void> {
+    await this.kill9();
+    if (downMs > 0) await sleep(downMs);
+    await this.start();
+  }
+
+  private async signalAndWait(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    // A frozen process cannot act on SIGTERM, and SIGKILL of a stopped one is fine but SIGCONT keeps it uniform.
+    if (this.frozen) child.kill("SIGCONT");
+    this.frozen = false;
+    child.kill(signal);
+    await exited;
+  }
+}
+
+function nodeConfig(p: { name: string; port: number; clusterPort: number; monitorPort: number; storeDir: string; logFile: string; clusterName: string; routes: number[] }): string {
+  // JSON is valid NATS config syntax, so nothing here needs quoting rules of its own.
+  return JSON.stringify(
+    {
+      server_name: p.name,
+      host: "127.0.0.1",
+      port: p.port,
+      http: `127.0.0.1:${p.monitorPort}`,
+      log_file: p.logFile,
+      // As the manifests (30 s is the least nats-server accepts).
+      lame_duck_duration: "30s",
+      lame_duck_grace_period: "10s",
+      jetstream: { store_dir: p.storeDir },
+      cluster: {
+        name: p.clusterName,
+        host: "127.0.0.1",
+        port: p.clusterPort,
+        routes: p.routes.map((r) => `nats-route://127.0.0.1:${r}`),
+      },
+    },
+    null,
+    2,
+  );
+}
+
+/**
+ * Spawns `n` nats-servers (default 3) forming one JetStream cluster on 127.0.0.1, each with its own
+ * client, cluster and monitoring port, server_name and store dir. Resolves once the cluster has a
+ * JetStream meta leader. `url` names every node, comma-separated.
+ */
+export async function spawnNatsCluster(n = 3, bin = findNatsServer(), opts: ClusterOptions = {}): Promise<TestNatsCluster> {
+  if (!bin) throw new Error("nats-server not found: install it (apt-get install -y nats-server) or set NATS_SERVER_BIN");
+  if (n < 1) throw new Error(`a cluster needs at least one node, got ${n}`);
+  const dir = mkdtempSync(join(tmpdir(), "mom-nats-cluster-"));
+  const ports: { port: number; clusterPort: number; monitorPort: number }[] = [];
+  // freePort() releases the port before returning, so the same one could come back: keep them apart.
+  const taken = new Set<number>();
+  const fresh = async () => {
+    for (;;) {
+      const p = await freePort();
+      if (!taken.has(p)) return taken.add(p), p;
+    }
+  };
+  for (let i = 0; i < n; i++) ports.push({ port: await fresh(), clusterPort: await fresh(), monitorPort: await fresh() });
+  const clusterName = `mom-${uniqueNamespace("c")}`;
+  const nodes = ports.map((p, i) => {
+    const name = `n${i}`;
+    const storeDir = join(dir, name, "store");
+    mkdirSync(storeDir, { recursive: true });
+    const configFile = join(dir, name, "server.conf");
+    const routes = ports.filter((_, j) => j !== i).map((o) => o.clusterPort);
+    writeFileSync(configFile, nodeConfig({ name, ...p, storeDir, logFile: join(dir, name, "server.log"), clusterName, routes }));
+    return new Node(name, p.port, p.clusterPort, p.monitorPort, storeDir, configFile, bin);
+  });
+
+  const live = () => nodes.filter((x) => x.running && !x.paused);
+  const jsz = (x: Node) => getJson<Jsz>(x.monitorPort, "/jsz?accounts=true&streams=true");
+  const streamsOf = (z: Jsz | undefined) => (z?.account_details ?? []).flatMap((a) => a.stream_detail ?? []);
+
+  // A leader is whoever says so of itself: a follower's view of the leader can lag behind an
+  // election, and a killed or frozen leader is not asked.
+  const metaLeader = async () => {
+    for (const x of live()) {
+      if ((await jsz(x))?.meta_cluster?.leader === x.name) return x.name;
+    }
+    return undefined;
+  };
+  const leaderOf = async (stream: string) => {
+    for (const x of live()) {
+      const s = streamsOf(await jsz(x)).find((y) => y.name === stream);
+      if (s && (s.cluster?.leader === x.name || n === 1)) return x.name;
+    }
+    return undefined;
+  };
+
+  const healthProblem = async (): Promise<string | undefined> => {
+    const down = nodes.filter((x) => !x.running || x.paused).map((x) => x.name);
+    if (down.length) return `not running: ${down.join(", ")}`;
+    for (const x of nodes) {
+      // The full check (not js-enabled-only): meta group joined, every stream and consumer it holds current.
+      const h = await getStatus(x.monitorPort, "/healthz");
+      if (!h.ok) return `${x.name} /healthz: ${h.text.trim()}`;
+    }
+    const meta = await metaProblem();
+    if (meta) return meta;
+    const leaders = new Map<string, JszStream>();
+    for (const x of nodes) for (const s of streamsOf(await jsz(x))) if (s.cluster?.leader === x.name) leaders.set(s.name, s);
+    const names = new Set(nodes.length ? streamsOf(await jsz(nodes[0]!)).map((s) => s.name) : []);
+    for (const name of names) {
+      const s = leaders.get(name);
+      if (!s && n > 1) return `stream ${name} has no leader`;
+      const behind = (s?.cluster?.replicas ?? []).filter((r) => !r.current || r.offline).map((r) => r.name);
+      if (behind.length) return `stream ${name}: replicas not current: ${behind.join(", ")}`;
+    }
+    return undefined;
+  };
+
+  const waitForHealth = async (timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    let problem: string | undefined;
+    while ((problem = await healthProblem())) {
+      if (Date.now() > deadline) throw new Error(`NATS cluster not healthy within ${timeoutMs} ms: ${problem}`);
+      await sleep(100);
+    }
+  };
+
+  // A leader alone is not enough: until it has heard from every peer, an R3 stream is refused
+  // with "no suitable peers for placement".
+  const metaProblem = async (): Promise<string | undefined> => {
+    if (n === 1) return undefined;
+    for (const x of live()) {
+      const meta = (await jsz(x))?.meta_cluster;
+      if (meta?.leader !== x.name) continue;
+      const peers = (meta.replicas ?? []).filter((r) => r.current && !r.offline).length;
+      return peers >= n - 1 ? undefined : `meta leader ${x.name} has ${peers} of ${n - 1} peers current`;
+    }
+    return "no meta leader";
+  };
+
+  const waitForMetaLeader = async (timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    let problem: string | undefined;
+    while ((problem = await metaProblem())) {
+      if (Date.now() > deadline) throw new Error(`NATS cluster not formed within ${timeoutMs} ms: ${problem}`);
+      await sleep(100);
+    }
+  };
+
+  const stopAll = async () => {
+    await Promise.all(nodes.map((x) => x.kill9()));
+  };
+  const keepLogs = () => {
+    if (!opts.keepLogsIn) return;
+    mkdirSync(opts.keepLogsIn, { recursive: true });
+    for (const x of nodes) {
+      const log = join(dir, x.name, "server.log");
+      if (existsSync(log)) copyFileSync(log, join(opts.keepLogsIn, `nats-${x.name}.log`));
+    }
+  };
+
+  try {
+    await Promise.all(nodes.map((x) => x.start()));
+    await waitForMetaLeader(30_000);
+  } catch (err) {
+    await stopAll();
+    keepLogs();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+
+  return {
+    url: nodes.map((x) => x.url).join(","),
+    namespace: uniqueNamespace(),
+    nodes,
+    node(name: string) {
+      const x = nodes.find((y) => y.name === name);
+      if (!x) throw new Error(`no node ${name} (have ${nodes.map((y) => y.name).join(", ")})`);
+      return x;
+    },
+    leaderOf,
+    metaLeader,
+    async clientsOf(name: string) {
+      const x = nodes.find((y) => y.name === name);
+      if (!x?.running || x.paused) return [];
+      const connz = await getJson<{ connections?: { name?: string }[] }>(x.monitorPort, "/connz?limit=1024");
+      return (connz?.connections ?? []).map((c) => c.name ?? "");
+    },
+    waitForHealth,
+    // The whole cluster down and up again (what a single-server test's restart() means).
+    async restart(downMs = 0) {
+      await stopAll();
+      if (downMs > 0) await sleep(downMs);
+      await Promise.all(nodes.map((x) => x.start()));
+      await waitForMetaLeader(30_000);
+    },
+    async stop() {
+      await stopAll();
+      keepLogs();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
