@@ -1,0 +1,60 @@
+// The prod overlay gives every service one URL, `nats://nats:4222`: a Service, so one address
+// that leads to one node. Failover then rests on nats.js learning the other nodes from the
+// server's INFO (`connect_urls`); here the Bus is given node 0's URL alone and node 0 dies.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { Bus } from "@mom/bus";
+import { spawnNatsCluster, type TestNatsCluster } from "@mom/testing";
+import { pino } from "pino";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("a Bus given one node's URL (what a Service address gives)", () => {
+  let cluster: TestNatsCluster;
+  let bus: Bus;
+  beforeAll(async () => {
+    cluster = await spawnNatsCluster(3);
+    bus = await Bus.connect({
+      url: cluster.nodes[0]!.url,
+      name: "service-url-test",
+      namespace: cluster.namespace,
+      logger: pino({ level: "silent" }),
+      reconnectTimeWaitMs: 250,
+      streams: { replicas: 3 },
+    });
+    await bus.provision();
+  }, 60_000);
+  afterAll(async () => {
+    await bus?.drain().catch(() => {});
+    await cluster?.stop();
+  });
+
+  it("learns the other nodes and reaches the cluster through them after kill -9 of its node", async () => {
+    expect(bus.nc.info?.server_name).toBe("n0");
+    // The gossip that makes failover possible: every node's client URL, in the server's INFO.
+    const others = cluster.nodes.slice(1).map((x) => `127.0.0.1:${x.port}`);
+    expect(bus.nc.info?.connect_urls ?? []).toEqual(expect.arrayContaining(others));
+    const kv = await bus.keyValue("SERVICE_URL", { ttlMs: 60_000 });
+    await kv.put("k", "before");
+    const subject = bus.subjects.channel("in", { adapter: "cli", channelId: "svc" });
+    await bus.publish(subject, { n: 1 }, "svc-1");
+
+    await cluster.node("n0").kill9();
+    const killed = Date.now();
+    // Retried through the election of whatever n0 led.
+    await bus.publish(subject, { n: 2 }, "svc-2", { retryForMs: 30_000, timeoutMs: 1000 });
+    const published = Date.now() - killed;
+    for (;;) {
+      try {
+        await kv.put("k", "after");
+        break;
+      } catch (err) {
+        if (Date.now() - killed > 30_000) throw err;
+        await sleep(100);
+      }
+    }
+    expect(bus.nc.info?.server_name).toMatch(/^n[12]$/);
+    expect((await kv.get("k"))?.string()).toBe("after");
+    expect(published).toBeLessThan(30_000);
+    expect(bus.readinessProblem()).toBeUndefined();
+  }, 60_000);
+});
