@@ -5,7 +5,7 @@ import { type ChannelMessage, channelKey, channelsBucket, OutboundEvent, runners
 import { type FakeLlm, type FakeRequest, spawnNatsCluster, spawnNatsServer, startFakeLlm, type TestNats, type TestNatsCluster } from "@mom/testing";
 import { openLedgerStream, validRecords } from "@mom/usage";
 import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pino } from "pino";
@@ -33,6 +33,8 @@ export interface ObservedEvent {
 export interface ClusterStartOptions {
   /** Run a JetStream cluster of this many nats-servers (every stream at replicas = this) instead of one server. */
   cluster?: number;
+  /** With MOM_CLUSTER_LOGS, keep this cluster's logs in this folder of it (several clusters in one file). */
+  logsSubdir?: string;
 }
 
 /** The mention text for message n of a channel, and the answer the fake model gives to it. */
@@ -73,10 +75,14 @@ export class RunnerCluster {
     /** The nats-servers one by one, when started with `{ cluster }`. */
     readonly cluster: TestNatsCluster | undefined,
     private readonly replicas: number | undefined,
+    /** MOM_CLUSTER_LOGS (or a folder of it): runner logs and the workspace's path are kept there. */
+    readonly logsDir: string | undefined,
   ) {}
 
   static async start(runner: Record<string, unknown> = {}, opts: ClusterStartOptions = {}): Promise<RunnerCluster> {
-    const cluster = opts.cluster ? await spawnNatsCluster(opts.cluster, undefined, { keepLogsIn: process.env.MOM_CLUSTER_LOGS }) : undefined;
+    const logsDir = process.env.MOM_CLUSTER_LOGS ? join(process.env.MOM_CLUSTER_LOGS, opts.logsSubdir ?? "") : undefined;
+    if (logsDir) mkdirSync(logsDir, { recursive: true });
+    const cluster = opts.cluster ? await spawnNatsCluster(opts.cluster, undefined, { keepLogsIn: logsDir }) : undefined;
     const nats = cluster ?? (await spawnNatsServer());
     const replicas = opts.cluster;
     const llm = await startFakeLlm();
@@ -101,7 +107,7 @@ export class RunnerCluster {
       ...(replicas !== undefined && { streams: { replicas } }),
     });
     await bus.provision();
-    const c = new RunnerCluster(nats, llm, dataDir, bus, cluster, replicas);
+    const c = new RunnerCluster(nats, llm, dataDir, bus, cluster, replicas, logsDir);
     c.observe();
     return c;
   }
@@ -115,7 +121,8 @@ export class RunnerCluster {
     const err = new OutputCapture();
     child.stderr!.setEncoding("utf8").on("data", err.write);
     // MOM_CLUSTER_LOGS=<dir>: keep each runner's JSON log there, to read after a failure.
-    if (process.env.MOM_CLUSTER_LOGS) child.stderr!.on("data", (chunk: string) => appendFileSync(join(process.env.MOM_CLUSTER_LOGS!, `${name}.log`), chunk));
+    const logsDir = this.logsDir;
+    if (logsDir) child.stderr!.on("data", (chunk: string) => appendFileSync(join(logsDir, `${name}.log`), chunk));
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
     const p = { name, child, err, exited };
     this.runners.push(p);
@@ -267,7 +274,7 @@ export class RunnerCluster {
     await this.llm.close();
     await this.nats.stop();
     // With MOM_CLUSTER_LOGS the workspace stays too (its path is in data-dir.txt there).
-    if (process.env.MOM_CLUSTER_LOGS) writeFileSync(join(process.env.MOM_CLUSTER_LOGS, "data-dir.txt"), this.dataDir);
+    if (this.logsDir) writeFileSync(join(this.logsDir, "data-dir.txt"), this.dataDir);
     else rmSync(this.dataDir, { recursive: true, force: true });
   }
 
