@@ -85,29 +85,49 @@ export class RunnerCluster {
     const cluster = opts.cluster ? await spawnNatsCluster(opts.cluster, undefined, { keepLogsIn: logsDir }) : undefined;
     const nats = cluster ?? (await spawnNatsServer());
     const replicas = opts.cluster;
-    const llm = await startFakeLlm();
-    const dataDir = mkdtempSync(join(tmpdir(), "mom-cluster-"));
-    writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
-    writeFileSync(
-      join(dataDir, "config.json"),
-      JSON.stringify({
-        model: "fake/fake-model",
-        // As production's overlay: every stream and bucket replicated on every node.
-        nats: { url: nats.url, namespace: nats.namespace, ...(replicas !== undefined && { streams: { replicas } }) },
-        runner: { leaseSeconds: 4, shutdownGraceSeconds: 5, maxConcurrentRuns: 64, ...runner },
-        log: { level: "info" },
-      }),
-    );
-    const bus = await Bus.connect({
-      url: nats.url,
-      name: "cluster-test",
-      namespace: nats.namespace,
-      logger: pino({ level: "silent" }),
-      reconnectTimeWaitMs: 250,
-      ...(replicas !== undefined && { streams: { replicas } }),
-    });
-    await bus.provision();
-    const c = new RunnerCluster(nats, llm, dataDir, bus, cluster, replicas, logsDir);
+    let llm: FakeLlm | undefined;
+    let dataDir: string | undefined;
+    let bus: Bus | undefined;
+    try {
+      llm = await startFakeLlm();
+      dataDir = mkdtempSync(join(tmpdir(), "mom-cluster-"));
+      writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
+      writeFileSync(
+        join(dataDir, "config.json"),
+        JSON.stringify({
+          model: "fake/fake-model",
+          // As production's overlay: every stream and bucket replicated on every node.
+          nats: { url: nats.url, namespace: nats.namespace, ...(replicas !== undefined && { streams: { replicas } }) },
+          runner: { leaseSeconds: 4, shutdownGraceSeconds: 5, maxConcurrentRuns: 64, ...runner },
+          log: { level: "info" },
+        }),
+      );
+      bus = await Bus.connect({
+        url: nats.url,
+        name: "cluster-test",
+        namespace: nats.namespace,
+        logger: pino({ level: "silent" }),
+        reconnectTimeWaitMs: 250,
+        ...(replicas !== undefined && { streams: { replicas } }),
+      });
+      // A cluster just formed can time out creating several R3 streams at once on a busy machine.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await bus.provision();
+          break;
+        } catch (err) {
+          if (!replicas || attempt >= 3) throw err;
+        }
+      }
+    } catch (err) {
+      // Nobody else holds these yet: a failed start must not leave servers behind.
+      await bus?.drain().catch(() => {});
+      await llm?.close();
+      await nats.stop();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+      throw err;
+    }
+    const c = new RunnerCluster(nats, llm!, dataDir!, bus!, cluster, replicas, logsDir);
     c.observe();
     return c;
   }
