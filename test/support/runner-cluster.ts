@@ -2,9 +2,10 @@
 // mom.out: what the scale-out tests (and their faults) are made of.
 import { Bus } from "@mom/bus";
 import { type ChannelMessage, channelKey, channelsBucket, OutboundEvent, runnersBucket } from "@mom/contracts";
-import { type FakeLlm, type FakeRequest, spawnNatsServer, startFakeLlm, type TestNats } from "@mom/testing";
+import { type FakeLlm, type FakeRequest, spawnNatsCluster, spawnNatsServer, startFakeLlm, type TestNats, type TestNatsCluster } from "@mom/testing";
+import { openLedgerStream, validRecords } from "@mom/usage";
 import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pino } from "pino";
@@ -25,6 +26,15 @@ export interface ObservedEvent {
   streamSeq: number;
   channel: string;
   e: OutboundEvent;
+  /** Wall time (Date.now()) the observer received it: what stalls are measured with. */
+  at: number;
+}
+
+export interface ClusterStartOptions {
+  /** Run a JetStream cluster of this many nats-servers (every stream at replicas = this) instead of one server. */
+  cluster?: number;
+  /** With MOM_CLUSTER_LOGS, keep this cluster's logs in this folder of it (several clusters in one file). */
+  logsSubdir?: string;
 }
 
 /** The mention text for message n of a channel, and the answer the fake model gives to it. */
@@ -47,33 +57,77 @@ export function answering(minMs: number, maxMs: number) {
 export class RunnerCluster {
   readonly runners: RunnerProc[] = [];
   readonly events: ObservedEvent[] = [];
+  /**
+   * Answers (run_ended with a text) as the runners publish them, seen by a plain subscription on
+   * mom.out: when the answer left a runner, whatever happens to the stream's consumers. `events`
+   * is what a reader of the stream (an ingress) gets, and when.
+   */
+  readonly published: { at: number; channel: string; text: string }[] = [];
   private count = 0;
   private observing?: { stop(): void };
+  private listening?: { unsubscribe(): void };
 
   private constructor(
     readonly nats: TestNats,
     readonly llm: FakeLlm,
     readonly dataDir: string,
     readonly bus: Bus,
+    /** The nats-servers one by one, when started with `{ cluster }`. */
+    readonly cluster: TestNatsCluster | undefined,
+    private readonly replicas: number | undefined,
+    /** MOM_CLUSTER_LOGS (or a folder of it): runner logs and the workspace's path are kept there. */
+    readonly logsDir: string | undefined,
   ) {}
 
-  static async start(runner: Record<string, unknown> = {}): Promise<RunnerCluster> {
-    const nats = await spawnNatsServer();
-    const llm = await startFakeLlm();
-    const dataDir = mkdtempSync(join(tmpdir(), "mom-cluster-"));
-    writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
-    writeFileSync(
-      join(dataDir, "config.json"),
-      JSON.stringify({
-        model: "fake/fake-model",
-        nats: { url: nats.url, namespace: nats.namespace },
-        runner: { leaseSeconds: 4, shutdownGraceSeconds: 5, maxConcurrentRuns: 64, ...runner },
-        log: { level: "info" },
-      }),
-    );
-    const bus = await Bus.connect({ url: nats.url, name: "cluster-test", namespace: nats.namespace, logger: pino({ level: "silent" }), reconnectTimeWaitMs: 250 });
-    await bus.provision();
-    const c = new RunnerCluster(nats, llm, dataDir, bus);
+  static async start(runner: Record<string, unknown> = {}, opts: ClusterStartOptions = {}): Promise<RunnerCluster> {
+    const logsDir = process.env.MOM_CLUSTER_LOGS ? join(process.env.MOM_CLUSTER_LOGS, opts.logsSubdir ?? "") : undefined;
+    if (logsDir) mkdirSync(logsDir, { recursive: true });
+    const cluster = opts.cluster ? await spawnNatsCluster(opts.cluster, undefined, { keepLogsIn: logsDir }) : undefined;
+    const nats = cluster ?? (await spawnNatsServer());
+    const replicas = opts.cluster;
+    let llm: FakeLlm | undefined;
+    let dataDir: string | undefined;
+    let bus: Bus | undefined;
+    try {
+      llm = await startFakeLlm();
+      dataDir = mkdtempSync(join(tmpdir(), "mom-cluster-"));
+      writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
+      writeFileSync(
+        join(dataDir, "config.json"),
+        JSON.stringify({
+          model: "fake/fake-model",
+          // As production's overlay: every stream and bucket replicated on every node.
+          nats: { url: nats.url, namespace: nats.namespace, ...(replicas !== undefined && { streams: { replicas } }) },
+          runner: { leaseSeconds: 4, shutdownGraceSeconds: 5, maxConcurrentRuns: 64, ...runner },
+          log: { level: "info" },
+        }),
+      );
+      bus = await Bus.connect({
+        url: nats.url,
+        name: "cluster-test",
+        namespace: nats.namespace,
+        logger: pino({ level: "silent" }),
+        reconnectTimeWaitMs: 250,
+        ...(replicas !== undefined && { streams: { replicas } }),
+      });
+      // A cluster just formed can time out creating several R3 streams at once on a busy machine.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await bus.provision();
+          break;
+        } catch (err) {
+          if (!replicas || attempt >= 3) throw err;
+        }
+      }
+    } catch (err) {
+      // Nobody else holds these yet: a failed start must not leave servers behind.
+      await bus?.drain().catch(() => {});
+      await llm?.close();
+      await nats.stop();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+      throw err;
+    }
+    const c = new RunnerCluster(nats, llm!, dataDir!, bus!, cluster, replicas, logsDir);
     c.observe();
     return c;
   }
@@ -87,7 +141,8 @@ export class RunnerCluster {
     const err = new OutputCapture();
     child.stderr!.setEncoding("utf8").on("data", err.write);
     // MOM_CLUSTER_LOGS=<dir>: keep each runner's JSON log there, to read after a failure.
-    if (process.env.MOM_CLUSTER_LOGS) child.stderr!.on("data", (chunk: string) => appendFileSync(join(process.env.MOM_CLUSTER_LOGS!, `${name}.log`), chunk));
+    const logsDir = this.logsDir;
+    if (logsDir) child.stderr!.on("data", (chunk: string) => appendFileSync(join(logsDir, `${name}.log`), chunk));
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
     const p = { name, child, err, exited };
     this.runners.push(p);
@@ -112,6 +167,60 @@ export class RunnerCluster {
       if (e?.operation !== "PUT") continue;
       const r = JSON.parse(e.string()) as { owner: string | null; run?: unknown };
       if (r.owner === runner && r.run !== undefined) out.push(key);
+    }
+    return out;
+  }
+
+  /** channel key -> runId of the runs the records say `runner` has under way (or finished but not yet saved). */
+  async runIdsOn(runner: string): Promise<Map<string, string>> {
+    const kv = await this.bus.existingKeyValue(channelsBucket(this.bus.subjects.namespace));
+    const out = new Map<string, string>();
+    if (!kv) return out;
+    for await (const key of await kv.keys()) {
+      const e = await kv.get(key);
+      if (e?.operation !== "PUT") continue;
+      const r = JSON.parse(e.string()) as { owner: string | null; run?: { runId?: string } };
+      if (r.owner === runner && r.run !== undefined) out.set(key, r.run.runId ?? "");
+    }
+    return out;
+  }
+
+  /**
+   * Waits until `runner` has runs really in flight, for a fault that needs one to land on: a
+   * record outlives its run by up to SAVE_DEBOUNCE_MS, so a run counts only when the same run is
+   * still recorded `settleMs` later (it is then at the model). Loops until there is one, so a
+   * fault is never refused by timing; throws after `timeoutMs`. Returns their channel keys.
+   */
+  async runsInFlight(runner: string, timeoutMs = 30_000, settleMs = 500): Promise<string[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const seen = await this.runIdsOn(runner).catch(() => new Map<string, string>());
+      if (seen.size > 0) {
+        await new Promise((r) => setTimeout(r, settleMs));
+        const again = await this.runIdsOn(runner).catch(() => new Map<string, string>());
+        const still = [...again].filter(([key, runId]) => seen.get(key) === runId).map(([key]) => key);
+        if (still.length > 0) return still;
+      }
+      if (Date.now() > deadline) throw new Error(`no run of ${runner} in flight within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** The usage ledger's records (stream MOM_USAGE of this namespace), in stream order. */
+  async usageRecords(): Promise<{ records: { id: string; channel: string; runId?: string }[]; invalid: number }> {
+    const stream = await openLedgerStream(this.bus, this.replicas);
+    const { records, invalid } = validRecords(await stream.readSince(new Date(0)));
+    return { records, invalid: invalid.length };
+  }
+
+  /** Channel keys whose record names `runner` as owner. */
+  async channelsOf(runner: string): Promise<string[]> {
+    const kv = await this.bus.existingKeyValue(channelsBucket(this.bus.subjects.namespace));
+    const out: string[] = [];
+    if (!kv) return out;
+    for await (const key of await kv.keys()) {
+      const e = await kv.get(key);
+      if (e?.operation === "PUT" && (JSON.parse(e.string()) as { owner: string | null }).owner === runner) out.push(key);
     }
     return out;
   }
@@ -178,24 +287,37 @@ export class RunnerCluster {
 
   async stop(): Promise<void> {
     this.observing?.stop();
+    this.listening?.unsubscribe();
     for (const r of this.runners) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill("SIGKILL");
     await Promise.all(this.runners.map((r) => r.exited));
     await this.bus.drain().catch(() => {});
     await this.llm.close();
     await this.nats.stop();
     // With MOM_CLUSTER_LOGS the workspace stays too (its path is in data-dir.txt there).
-    if (process.env.MOM_CLUSTER_LOGS) writeFileSync(join(process.env.MOM_CLUSTER_LOGS, "data-dir.txt"), this.dataDir);
+    if (this.logsDir) writeFileSync(join(this.logsDir, "data-dir.txt"), this.dataDir);
     else rmSync(this.dataDir, { recursive: true, force: true });
   }
 
   private observe(): void {
+    this.listening = this.bus.nc.subscribe(this.bus.subjects.wildcard("out"), {
+      callback: (err, m) => {
+        if (err) return;
+        try {
+          const e = JSON.parse(m.string()) as OutboundEvent;
+          const channel = this.bus.subjects.parse(m.subject)?.channelId;
+          if (channel !== undefined && e.event.type === "run_ended" && e.event.finalText) this.published.push({ at: Date.now(), channel, text: e.event.finalText });
+        } catch {
+          // not an event: the stream reader reports those
+        }
+      },
+    });
     this.observing = this.bus.follow({
       stream: "OUT",
       filterSubject: this.bus.subjects.wildcard("out"),
       from: 1,
       schema: OutboundEvent,
       handler: (d) => {
-        this.events.push({ streamSeq: d.streamSeq, channel: d.channel!.channelId, e: d.data });
+        this.events.push({ streamSeq: d.streamSeq, channel: d.channel!.channelId, e: d.data, at: Date.now() });
       },
     });
   }

@@ -88,6 +88,15 @@ export interface FakeRequest {
   /** Request headers (lower-case names), e.g. `authorization: "Bearer fake-key"`. */
   headers: Record<string, string | string[] | undefined>;
   path: string;
+  /** When it arrived (Date.now()). */
+  receivedAt?: number;
+  /**
+   * How its response ended: "completed" once the whole response was handed to the socket,
+   * "aborted" when the client went away first (a killed runner, an aborted run). Unset: still open.
+   * Usage checks count only completed calls: nobody can record what an aborted one cost.
+   */
+  outcome?: "completed" | "aborted";
+  endedAt?: number;
 }
 
 export type FakeResponder = FakeTurn | ((req: FakeRequest) => FakeTurn | Promise<FakeTurn>);
@@ -348,6 +357,7 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
       body,
       headers: { ...req.headers },
       path,
+      receivedAt: Date.now(),
     };
     const reqNo = ++seq;
     // Take the responder synchronously so turns are matched to requests in arrival order.
@@ -358,7 +368,13 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
 
     const ac = new AbortController();
     live.add(ac);
+    res.on("finish", () => {
+      fr.outcome ??= "completed";
+      fr.endedAt ??= Date.now();
+    });
     res.on("close", () => {
+      fr.outcome ??= "aborted";
+      fr.endedAt ??= Date.now();
       ac.abort();
       live.delete(ac);
     });

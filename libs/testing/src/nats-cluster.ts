@@ -2,9 +2,10 @@
 // runs (every stream at replicas 3) and the faults only a cluster has: leader elections, a node
 // frozen or gone while the others carry on, a rolling restart.
 import { type ChildProcess, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { findNatsServer, freePort, type TestNats, uniqueNamespace } from "./nats-server.js";
 
 export interface NatsNode {
@@ -221,6 +222,42 @@ class Node implements NatsNode {
   }
 }
 
+/** The first port the kernel hands out to outgoing connections (Linux), 32768 by default. */
+function ephemeralLow(): number {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free loopback port below the ephemeral range. A port from listen(0) is an ephemeral one, and
+ * the cluster's own route connections (or any other process's) can take it as their local port
+ * before the node that was to listen on it starts: that node then exits ("address already in use")
+ * just after its client port answered, and the cluster never forms.
+ */
+async function clusterPort(taken: Set<number>): Promise<number> {
+  const high = ephemeralLow() - 1;
+  const low = 10_000;
+  if (high - low < 1000) return freePort();
+  for (let tries = 0; tries < 200; tries++) {
+    const p = low + Math.floor(Math.random() * (high - low));
+    if (taken.has(p)) continue;
+    if (await canListen(p)) return taken.add(p), p;
+  }
+  return freePort();
+}
+
 function nodeConfig(p: { name: string; port: number; clusterPort: number; monitorPort: number; storeDir: string; logFile: string; clusterName: string; routes: number[] }): string {
   // JSON is valid NATS config syntax, so nothing here needs quoting rules of its own.
   return JSON.stringify(
@@ -255,26 +292,24 @@ export async function spawnNatsCluster(n = 3, bin = findNatsServer(), opts: Clus
   if (!bin) throw new Error("nats-server not found: install it (apt-get install -y nats-server) or set NATS_SERVER_BIN");
   if (n < 1) throw new Error(`a cluster needs at least one node, got ${n}`);
   const dir = mkdtempSync(join(tmpdir(), "mom-nats-cluster-"));
-  const ports: { port: number; clusterPort: number; monitorPort: number }[] = [];
-  // freePort() releases the port before returning, so the same one could come back: keep them apart.
-  const taken = new Set<number>();
-  const fresh = async () => {
-    for (;;) {
-      const p = await freePort();
-      if (!taken.has(p)) return taken.add(p), p;
-    }
+  let nodes: Node[] = [];
+  // A node can still lose a port race (another test's server): then the cluster is laid out again.
+  const layOut = async (attempt: number) => {
+    const taken = new Set<number>();
+    const ports: { port: number; clusterPort: number; monitorPort: number }[] = [];
+    for (let i = 0; i < n; i++) ports.push({ port: await clusterPort(taken), clusterPort: await clusterPort(taken), monitorPort: await clusterPort(taken) });
+    const clusterName = `mom-${uniqueNamespace("c")}`;
+    nodes = ports.map((p, i) => {
+      const name = `n${i}`;
+      const home = join(dir, `${attempt}`, name);
+      const storeDir = join(home, "store");
+      mkdirSync(storeDir, { recursive: true });
+      const configFile = join(home, "server.conf");
+      const routes = ports.filter((_, j) => j !== i).map((o) => o.clusterPort);
+      writeFileSync(configFile, nodeConfig({ name, ...p, storeDir, logFile: join(home, "server.log"), clusterName, routes }));
+      return new Node(name, p.port, p.clusterPort, p.monitorPort, storeDir, configFile, bin);
+    });
   };
-  for (let i = 0; i < n; i++) ports.push({ port: await fresh(), clusterPort: await fresh(), monitorPort: await fresh() });
-  const clusterName = `mom-${uniqueNamespace("c")}`;
-  const nodes = ports.map((p, i) => {
-    const name = `n${i}`;
-    const storeDir = join(dir, name, "store");
-    mkdirSync(storeDir, { recursive: true });
-    const configFile = join(dir, name, "server.conf");
-    const routes = ports.filter((_, j) => j !== i).map((o) => o.clusterPort);
-    writeFileSync(configFile, nodeConfig({ name, ...p, storeDir, logFile: join(dir, name, "server.log"), clusterName, routes }));
-    return new Node(name, p.port, p.clusterPort, p.monitorPort, storeDir, configFile, bin);
-  });
 
   const live = () => nodes.filter((x) => x.running && !x.paused);
   const jsz = (x: Node) => getJson<Jsz>(x.monitorPort, "/jsz?accounts=true&streams=true");
@@ -330,6 +365,8 @@ export async function spawnNatsCluster(n = 3, bin = findNatsServer(), opts: Clus
   // A leader alone is not enough: until it has heard from every peer, an R3 stream is refused
   // with "no suitable peers for placement".
   const metaProblem = async (): Promise<string | undefined> => {
+    const exited = nodes.filter((x) => !x.running).map((x) => x.name);
+    if (exited.length) return `not running: ${exited.join(", ")}`;
     if (n === 1) return undefined;
     for (const x of live()) {
       const meta = (await jsz(x))?.meta_cluster;
@@ -356,19 +393,25 @@ export async function spawnNatsCluster(n = 3, bin = findNatsServer(), opts: Clus
     if (!opts.keepLogsIn) return;
     mkdirSync(opts.keepLogsIn, { recursive: true });
     for (const x of nodes) {
-      const log = join(dir, x.name, "server.log");
+      const log = join(dirname(x.storeDir), "server.log");
       if (existsSync(log)) copyFileSync(log, join(opts.keepLogsIn, `nats-${x.name}.log`));
     }
   };
 
-  try {
-    await Promise.all(nodes.map((x) => x.start()));
-    await waitForMetaLeader(30_000);
-  } catch (err) {
-    await stopAll();
-    keepLogs();
-    rmSync(dir, { recursive: true, force: true });
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    await layOut(attempt);
+    try {
+      await Promise.all(nodes.map((x) => x.start()));
+      await waitForMetaLeader(30_000);
+      break;
+    } catch (err) {
+      await stopAll();
+      // A node that exited lost a port: lay out again. Anything else is for the caller to see.
+      if (attempt < 3 && /exited|not running/.test((err as Error).message)) continue;
+      keepLogs();
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
   }
 
   return {
