@@ -316,6 +316,8 @@ export class RunnerCluster {
       filterSubject: this.bus.subjects.wildcard("out"),
       from: 1,
       schema: OutboundEvent,
+      // A reader of what users see: it should notice a lost consumer as soon as an ingress's durable would.
+      heartbeatMs: 1000,
       handler: (d) => {
         this.events.push({ streamSeq: d.streamSeq, channel: d.channel!.channelId, e: d.data, at: Date.now() });
       },

@@ -48,12 +48,22 @@ const HEARTBEAT_MS = 5000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
-/** What nats.js says about a feed that is not getting messages: a stalled feed must not be silent. */
-async function reportTrouble(messages: ConsumerMessages, log: Logger): Promise<void> {
+/**
+ * What nats.js says about a feed that is not getting messages: a stalled feed must not be silent.
+ * Missed heartbeats mean the consumer is gone (on a cluster it lives on one server, and dies with
+ * it): the feed is re-opened from where it is at once. nats.js would re-check the consumer with a
+ * backoff of up to 30 s and ignore further missed heartbeats meanwhile (reader stalls of 24-75 s
+ * after a node was killed, seen in test/chaos/cluster-chaos.test.ts).
+ */
+async function reportTrouble(messages: ConsumerMessages, log: Logger, reopen: () => void): Promise<void> {
   try {
     for await (const s of messages.status()) {
       if (s.type === "heartbeat" || s.type === "next" || s.type === "discard" || s.type === "flow_control") continue;
       if (s.type === "debug" && s.code === 408) continue; // a pull that expired empty: routine
+      if (s.type === "heartbeats_missed" || s.type === "consumer_deleted" || s.type === "consumer_not_found") {
+        log.warn({ status: s }, "the subject's feed lost its consumer; re-opening the feed");
+        return reopen();
+      }
       log.warn({ status: s }, "the subject's feed reported trouble");
     }
   } catch {
@@ -132,7 +142,8 @@ export function follow<S extends TSchema>(
         if (stopped) break;
         messages = await consumer.consume({ idle_heartbeat: opts.heartbeatMs ?? HEARTBEAT_MS });
         if (stopped) messages.stop();
-        void reportTrouble(messages, log);
+        const open = messages;
+        void reportTrouble(open, log, () => open.stop());
         for await (const msg of messages) {
           if (stopped) break;
           failures = 0;

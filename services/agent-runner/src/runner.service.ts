@@ -156,6 +156,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       stream: "CTL",
       filterSubject: this.bus.subjects.wildcard("ctl"),
       from: "new",
+      // One reader per runner: a `stop` must not wait long after the server holding it died.
+      heartbeatMs: 2000,
       schema: ControlMessage,
       handler: (d) => this.onControl(d).catch((err) => this.log.error({ err, subject: d.subject }, "control message failed")),
     });

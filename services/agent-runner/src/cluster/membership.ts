@@ -1,5 +1,6 @@
 import type { KV, KvWatchEntry } from "@mom/bus";
 import { RunnerHeartbeat, validator } from "@mom/contracts";
+import pTimeout from "p-timeout";
 import type { Logger } from "pino";
 import { jsonOf, LiveWatch } from "./watch-bucket.js";
 
@@ -52,6 +53,8 @@ export class Membership {
   /** Since when this process cannot hear (see Deafness), if it cannot now. */
   private deafSince?: number;
   private readonly deafness = new Set<Deafness>();
+  /** When this process began to hear (its first complete view), moved on like the others' clocks. */
+  private listeningSince?: number;
 
   constructor(private readonly o: MembershipOptions) {
     this.now = o.now ?? Date.now;
@@ -67,6 +70,7 @@ export class Membership {
   async start(): Promise<void> {
     await this.beat();
     await this.watching.start();
+    this.listeningSince = this.now();
     this.schedule();
   }
 
@@ -134,6 +138,7 @@ export class Membership {
     const deafFor = now - this.deafSince;
     this.deafSince = undefined;
     for (const s of this.seen.values()) s.at = Math.min(now, s.at + deafFor);
+    if (this.listeningSince !== undefined) this.listeningSince = Math.min(now, this.listeningSince + deafFor);
   }
 
   /** True while this runner's own heartbeats land: past setDownAfterMs without one it must stop writing. */
@@ -145,7 +150,12 @@ export class Membership {
   isAlive(id: string): boolean {
     if (id === this.o.id) return true;
     const s = this.seen.get(id);
-    return s !== undefined && (this.deafSince ?? this.now()) - s.at < this.o.leaseMs;
+    const now = this.deafSince ?? this.now();
+    // Never heard: dead only once this process has listened for a whole lease. A runner that has
+    // just started (or whose first heartbeat a new bucket refused) must not take channels from one
+    // whose heartbeat it has not had the time to hear.
+    if (s === undefined) return this.listeningSince === undefined || now - this.listeningSince < this.o.leaseMs;
+    return now - s.at < this.o.leaseMs;
   }
 
   /** Live runners that may be given channels (not shutting down), with their reported load. */
@@ -187,7 +197,10 @@ export class Membership {
 
   private async beat(): Promise<boolean> {
     try {
-      const revision = await this.o.kv.put(this.o.id, JSON.stringify(this.heartbeat()), { timeout: Math.max(1000, Math.min(5000, Math.floor(this.o.leaseMs / 5))) });
+      const timeout = Math.max(1000, Math.min(5000, Math.floor(this.o.leaseMs / 5)));
+      // Our own deadline too: a put in flight when the connection moved to another server was seen
+      // to hang past its own timeout (13 s without a word), and no heartbeat followed it meanwhile.
+      const revision = await pTimeout(this.o.kv.put(this.o.id, JSON.stringify(this.heartbeat()), { timeout }), { milliseconds: timeout + 500, message: `the heartbeat put took over ${timeout + 500} ms` });
       this.lastBeatOk = this.now();
       // The watch must bring this heartbeat back: that is how it is known to be current.
       this.watching.expect(revision);

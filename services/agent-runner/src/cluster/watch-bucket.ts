@@ -1,4 +1,5 @@
 import type { KV, KvWatchEntry } from "@mom/bus";
+import pTimeout from "p-timeout";
 import type { Logger } from "pino";
 
 export interface LiveWatchOptions {
@@ -87,7 +88,7 @@ export class LiveWatch {
   /** The bucket's newest revision, read from the server now (to `expect` it), or undefined when the server cannot say. */
   async lastRevision(): Promise<number | undefined> {
     try {
-      const s = await this.o.kv.status();
+      const s = await pTimeout(this.o.kv.status(), { milliseconds: 5000 });
       return s.streamInfo.state.last_seq;
     } catch {
       return undefined;
@@ -116,7 +117,8 @@ export class LiveWatch {
       if (why !== "starting") this.o.log.warn({ watch: this.o.what, reason: why }, `the watch of ${this.o.what} is behind; setting it up again`);
       for (let attempt = 0; !this.stopped; attempt++) {
         try {
-          await this.setUp();
+          // A request in flight while the connection moves to another server can hang for good.
+          await pTimeout(this.setUp(), { milliseconds: (this.o.setupTimeoutMs ?? 10_000) + 5000, message: `setting the watch up took too long` });
           if (attempt > 0 || why !== "starting") this.o.log.info({ watch: this.o.what, attempts: attempt + 1, downMs: this.now() - this.downSince! }, `watching ${this.o.what} again`);
           this.downSince = undefined;
           return;
@@ -141,7 +143,8 @@ export class LiveWatch {
     // Read first: every revision up to here that still exists is among the entries the watch reads.
     const before = (await this.o.kv.status()).streamInfo.state;
     const iter = await this.o.kv.watch();
-    if (this.stopped) return void iter.stop();
+    // Stopped, or given up on (a later attempt runs): this watch is nobody's.
+    if (this.stopped || generation !== this.generation) return void iter.stop();
     this.iter = iter;
     void (async () => {
       for await (const e of iter) {
