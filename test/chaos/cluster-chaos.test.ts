@@ -59,7 +59,7 @@ describe("runner replicas starting on a fresh 3-node JetStream cluster", () => {
   // A fresh cluster: the runners create the R3 buckets (MOM_RUNNERS, MOM_CHANNELS, …) as they
   // start, and a new bucket has no leader for a moment, so the first heartbeats can fail.
   it("answer mentions sent the moment they are ready once each, in order", async () => {
-    c = await RunnerCluster.start({ shutdownGraceSeconds: 5 }, { cluster: 3, logsSubdir: "fresh-start" });
+    c = await RunnerCluster.start({ leaseSeconds: 20, shutdownGraceSeconds: 5 }, { cluster: 3, logsSubdir: "fresh-start" });
     c.llm.setFallback(answering(200, 500));
     await Promise.all([c.addRunner(), c.addRunner(), c.addRunner()]);
     const channels = Array.from({ length: 30 }, (_, i) => `f${String(i).padStart(2, "0")}`);
@@ -79,7 +79,7 @@ describe("runner replicas on a 3-node JetStream cluster under node and runner fa
   beforeAll(async () => {
     // Production's lease (15 s): a lease shorter than an election (4-7 s here) would set every
     // channel down at each one, which no deployment should be configured to do.
-    c = await RunnerCluster.start({ shutdownGraceSeconds: 5 }, { cluster: 3 });
+    c = await RunnerCluster.start({ leaseSeconds: 20, shutdownGraceSeconds: 5 }, { cluster: 3 });
     c.llm.setFallback(answering(200, 500));
     await Promise.all([c.addRunner(), c.addRunner(), c.addRunner()]);
   }, 90_000);
