@@ -136,4 +136,18 @@ describe("Membership (heartbeats on a real NATS KV bucket, this process's clock 
     expect(m.isAlive("r2")).toBe(false); // and silence after it counts again
     await m.stop();
   });
+
+  it("a runner starting after another died does not take the dead one's last heartbeat as news", async () => {
+    const kv = await bus.keyValue(`${runnersBucket(nats.namespace)}-late`, { ttlMs: 60_000 });
+    await beat(kv, "died");
+    await new Promise((r) => setTimeout(r, 1200));
+    await beat(kv, "alive");
+    // A lease of 1 s: "died" was last heard 1.2 s before this runner started, "alive" just now.
+    const m = new Membership({ kv, id: "late", leaseMs: 1000, load: () => 0, log });
+    await m.start();
+    expect(m.isAlive("died")).toBe(false);
+    expect(m.isAlive("alive")).toBe(true);
+    expect(m.assignable().map((r) => r.id).sort()).toEqual(["alive", "late"]);
+    await m.stop();
+  });
 });

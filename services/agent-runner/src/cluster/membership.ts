@@ -34,6 +34,8 @@ interface Seen {
   at: number;
   /** The heartbeat's KV revision: a watch set up again replays it, and a replay is not news. */
   revision: number;
+  /** When the server stored it (the server's clock). */
+  created: number;
 }
 
 /**
@@ -71,7 +73,21 @@ export class Membership {
     await this.beat();
     await this.watching.start();
     this.listeningSince = this.now();
+    this.dateFirstView();
     this.schedule();
+  }
+
+  /**
+   * The first view holds heartbeats put before this process started: each is as old as the server
+   * says, measured against this runner's own heartbeat, put just before (both on the server's
+   * clock, so no skew). Taken as "heard now", a runner that died a moment before this one started
+   * would live another lease here — and be handed channels that nobody then reads.
+   */
+  private dateFirstView(): void {
+    const own = this.seen.get(this.o.id)?.created;
+    if (own === undefined) return;
+    const now = this.now();
+    for (const [id, s] of this.seen) if (id !== this.o.id) s.at = now - Math.max(0, own - s.created);
   }
 
   /** Whether this process's view of who is alive can be trusted now (see Deafness). */
@@ -112,7 +128,7 @@ export class Membership {
     const known = this.seen.get(e.key);
     if (!parsed.ok) this.o.log.warn({ key: e.key, reason: parsed.reason }, "ignoring an invalid runner heartbeat");
     else if (known?.revision === e.revision) known.hb = parsed.value;
-    else this.seen.set(e.key, { hb: parsed.value, at: this.now(), revision: e.revision });
+    else this.seen.set(e.key, { hb: parsed.value, at: this.now(), revision: e.revision, created: e.created.getTime() });
   }
 
   /** This process cannot hear from now on, for `why` (until `hear(why)`). */
