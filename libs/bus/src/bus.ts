@@ -15,6 +15,7 @@ import { buildDeadLetter, type DeadLetterInput } from "./dead-letter.js";
 import { type FileInfo, type FileSource, filesBucketName, type PutFileMeta, type PutFileResult, provisionFilesBucket, readObject } from "./files.js";
 import { type BusOptions, DEFAULT_DRAIN_TIMEOUT_MS } from "./options.js";
 import { provisionStreams, STREAM_NAME_IN_USE } from "./provision.js";
+import { retryTransient } from "./transient.js";
 
 export interface PublishResult {
   seq: number;
@@ -228,11 +229,14 @@ export class Bus implements FileSource {
     const kvm = new Kvm(this.js);
     try {
       // An existing bucket is used as it is (another release or replica may have made it).
-      return await kvm.create(bucket, {
-        history: opts.history ?? 1,
-        ...(opts.ttlMs !== undefined && { ttl: opts.ttlMs }),
-        ...(replicas !== undefined && { replicas }),
-      });
+      return await retryTransient(`opening key-value bucket ${bucket}`, () =>
+        kvm.create(bucket, {
+          history: opts.history ?? 1,
+          ...(opts.ttlMs !== undefined && { ttl: opts.ttlMs }),
+          ...(replicas !== undefined && { replicas }),
+        }),
+        this.logger,
+      );
     } catch (err) {
       // Lost a creation race to a replica with other settings: theirs will do.
       if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(bucket);

@@ -2,6 +2,7 @@ import { type ChannelRef, escapeChannelToken } from "@mom/contracts";
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/nats-core";
 import { Objm, type ObjectStore } from "@nats-io/obj";
+import { retryTransient } from "./transient.js";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { DEFAULT_STREAM_SETTINGS, type StreamSettings } from "./options.js";
@@ -93,7 +94,7 @@ export async function provisionFilesBucket(
   const objm = new Objm(js);
   let store: ObjectStore;
   try {
-    store = await objm.create(bucket, { ...want });
+    store = await retryTransient(`creating object store ${bucket}`, () => objm.create(bucket, { ...want }), logger);
   } catch (err) {
     // Two services raced to create it: the loser's create fails, and the bucket now exists.
     if (!(err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE)) throw err;

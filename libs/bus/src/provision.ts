@@ -1,3 +1,4 @@
+import { retryTransient } from "./transient.js";
 import type { StreamKey, Subjects } from "@mom/contracts";
 import {
   DiscardPolicy,
@@ -125,7 +126,7 @@ export async function provisionStreams(
   await Promise.all(
     streamConfigs(subjects, settings).map(async (cfg) => {
       try {
-        await ensureStream(jsm, cfg, logger);
+        await retryTransient(`provisioning stream ${cfg.name}`, () => ensureStream(jsm, cfg, logger), logger);
       } catch (err) {
         const reason = err instanceof Error ? err.message : String(err);
         throw new Error(`cannot provision stream ${cfg.name}: ${reason}`, { cause: err });

@@ -3,6 +3,7 @@ import { nanos } from "@nats-io/nats-core";
 import type { Bus } from "./bus.js";
 import { namespacedName } from "./json-kv.js";
 import { ensureStream } from "./provision.js";
+import { retryTransient } from "./transient.js";
 import { readRange } from "./read-range.js";
 
 /**
@@ -57,7 +58,7 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
     max_bytes: -1,
     num_replicas: opts.replicas ?? 1,
   } as StreamConfig;
-  await ensureStream(bus.jsm, cfg, bus.logger);
+  await retryTransient(`provisioning stream ${stream}`, () => ensureStream(bus.jsm, cfg, bus.logger), bus.logger);
 
   const recordOf = (seq: number, subject: string, text: string): StreamRecord => {
     let data: unknown;
