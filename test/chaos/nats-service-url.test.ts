@@ -89,4 +89,18 @@ describe("a Bus given one node's URL (what a Service address gives)", () => {
       node.resume();
     }
   }, 60_000);
+
+  it("gives up on a hung server within seconds when connecting (it accepts the TCP connection, then says nothing)", async () => {
+    await cluster.waitForHealth();
+    const node = cluster.nodes[2]!;
+    node.pause();
+    const started = Date.now();
+    try {
+      // nats.js's default would wait 20 s here, and as long on each reconnect attempt to that server.
+      await expect(Bus.connect({ url: node.url, name: "hung-connect", namespace: cluster.namespace, logger: pino({ level: "silent" }) })).rejects.toThrow(/cannot connect to NATS/);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      node.resume();
+    }
+  }, 60_000);
 });

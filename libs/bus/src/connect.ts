@@ -34,6 +34,9 @@ export async function connectNats(p: ConnectParams): Promise<NatsConnection> {
       // cluster. Two unanswered pings 2 s apart move it within about 6 s (docs/scaling.md).
       pingInterval: 2000,
       maxPingOut: 2,
+      // A hung server still accepts TCP connections (the kernel does), then never says hello: one
+      // reconnect attempt to it waited nats.js's default 20 s before trying the next server.
+      timeout: 5000,
       // Every request would otherwise capture a stack trace up front (~10% of the runner's CPU per
       // message); failures are wrapped with their subject and msg-id by the callers anyway.
       noAsyncTraces: true,
