@@ -2,11 +2,24 @@
 // that leads to one node. Failover then rests on nats.js learning the other nodes from the
 // server's INFO (`connect_urls`); here the Bus is given node 0's URL alone and node 0 dies.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { Bus } from "@mom/bus";
+import { Bus, type KV } from "@mom/bus";
 import { spawnNatsCluster, type TestNatsCluster } from "@mom/testing";
 import { pino } from "pino";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Puts key "k" again and again until it lands (an election of the bucket's leader), at most 30 s after `since`. */
+async function putWithin30s(kv: KV, value: string, since: number): Promise<void> {
+  for (;;) {
+    try {
+      await kv.put("k", value);
+      return;
+    } catch (err) {
+      if (Date.now() - since > 30_000) throw err;
+      await sleep(100);
+    }
+  }
+}
 
 describe("a Bus given one node's URL (what a Service address gives)", () => {
   let cluster: TestNatsCluster;
@@ -43,15 +56,7 @@ describe("a Bus given one node's URL (what a Service address gives)", () => {
     // Retried through the election of whatever n0 led.
     await bus.publish(subject, { n: 2 }, "svc-2", { retryForMs: 30_000, timeoutMs: 1000 });
     const published = Date.now() - killed;
-    for (;;) {
-      try {
-        await kv.put("k", "after");
-        break;
-      } catch (err) {
-        if (Date.now() - killed > 30_000) throw err;
-        await sleep(100);
-      }
-    }
+    await putWithin30s(kv, "after", killed);
     expect(bus.nc.info?.server_name).toMatch(/^n[12]$/);
     expect((await kv.get("k"))?.string()).toBe("after");
     expect(published).toBeLessThan(30_000);
@@ -76,15 +81,7 @@ describe("a Bus given one node's URL (what a Service address gives)", () => {
       console.log(`moved off the hung node after ${moved} ms`);
       expect(moved).toBeLessThan(10_000);
       // A bucket the hung node led answers once its followers have elected another leader.
-      for (;;) {
-        try {
-          await kv.put("k", "while hung");
-          break;
-        } catch (err) {
-          if (Date.now() - paused > 30_000) throw err;
-          await sleep(100);
-        }
-      }
+      await putWithin30s(kv, "while hung", paused);
     } finally {
       node.resume();
     }

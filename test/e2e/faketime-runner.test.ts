@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
 import { type ChannelMessage, OutboundEvent, type UsageRecord } from "@mom/contracts";
-import { type FakeLlm, startFakeLlm, startTestNats, type TestNats } from "@mom/testing";
+import { type FakeLlm, startFakeLlm, startTestNats, type TestNats, usageRecord } from "@mom/testing";
 import { openLedgerStream } from "@mom/usage";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -21,20 +21,6 @@ const START = "2026-12-01 00:00:30";
 const hasFaketime = spawnSync("faketime", [START, "true"], { stdio: "ignore" }).status === 0;
 if (!hasFaketime) console.log("skipped: faketime not installed (apt-get install -y faketime)");
 
-const november = (id: string, ts: string, tokens: number): UsageRecord => ({
-  id,
-  ts,
-  channel: "cli/local",
-  adapter: "cli",
-  provider: "fake",
-  model: "fake-model",
-  input: tokens,
-  output: 0,
-  cacheRead: 0,
-  cacheWrite: 0,
-  totalTokens: tokens,
-  costUsd: 0,
-});
 
 describe("a runner started on the first of a month (faketime)", () => {
   let nats: TestNats;
@@ -55,8 +41,8 @@ describe("a runner started on the first of a month (faketime)", () => {
     bus = await Bus.connect({ url: nats.url, name: "faketime-test", namespace: nats.namespace, logger: pino({ level: "silent" }) });
     await bus.provision();
     const ledger = await openLedgerStream(bus);
-    await ledger.append("cli.local", november("n1", "2026-11-15T10:00:00.000Z", 30_000), "n1");
-    await ledger.append("cli.local", november("n2", "2026-11-30T23:59:59.000Z", 30_000), "n2");
+    await ledger.append("cli.local", usageRecord("n1", "2026-11-15T10:00:00.000Z", 30_000), "n1");
+    await ledger.append("cli.local", usageRecord("n2", "2026-11-30T23:59:59.000Z", 30_000), "n2");
     bus.follow({ stream: "OUT", filterSubject: bus.subjects.wildcard("out"), from: 1, schema: OutboundEvent, handler: (d) => void events.push(d.data) });
   });
 

@@ -7,3 +7,4 @@ export * from "./docker-engine.js";
 export * from "./fake-telegram.js";
 export * from "./fake-whatsapp.js";
 export * from "./nats-cluster.js";
+export * from "./usage-records.js";

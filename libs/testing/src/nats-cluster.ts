@@ -6,7 +6,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { findNatsServer, freePort, type TestNats, uniqueNamespace } from "./nats-server.js";
+import { findNatsServer, freePort, type TestNats, uniqueNamespace, waitForPort } from "./nats-server.js";
 
 export interface NatsNode {
   /** `server_name`, as JetStream names leaders and peers ("n0", "n1", …). */
@@ -113,22 +113,6 @@ async function getStatus(port: number, path: string, timeoutMs = 1000): Promise<
   }
 }
 
-async function waitForListen(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
-  const { connect } = await import("node:net");
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nats-server exited with ${child.exitCode ?? child.signalCode}`);
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, "127.0.0.1");
-      s.once("connect", () => (s.destroy(), resolve(true)));
-      s.once("error", () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms`);
-    await sleep(25);
-  }
-}
-
 class Node implements NatsNode {
   private child?: ChildProcess;
   private frozen = false;
@@ -162,7 +146,7 @@ class Node implements NatsNode {
     this.child = child;
     this.frozen = false;
     track(child);
-    await waitForListen(this.port, child, 15_000);
+    await waitForPort(this.port, child, 15_000);
   }
 
   async kill9(): Promise<void> {

@@ -43,11 +43,12 @@ export function findNatsServer(): string | undefined {
   return undefined;
 }
 
-async function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
+/** Resolves once a spawned nats-server listens on `port`; throws when it exits first or takes too long. */
+export async function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
   const { connect } = await import("node:net");
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nats-server exited with ${child.exitCode ?? child.signalCode}`);
     const ok = await new Promise<boolean>((resolve) => {
       const s = connect(port, "127.0.0.1");
       s.once("connect", () => (s.destroy(), resolve(true)));

@@ -3,7 +3,7 @@ import type { ModelAccess } from "@mom/agent";
 import { Bus } from "@mom/bus";
 import { loadConfig } from "@mom/config";
 import type { UsageRecord } from "@mom/contracts";
-import { spawnNatsServer, type TestNats, uniqueNamespace } from "@mom/testing";
+import { spawnNatsServer, type TestNats, uniqueNamespace, usageRecord } from "@mom/testing";
 import { monthStart, openLedgerStream } from "@mom/usage";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -54,20 +54,6 @@ async function guardAt(clock: { now: Date }, config: object, namespace = uniqueN
   return { guard, bus, access, call, admit, spent, logs };
 }
 
-const record = (id: string, ts: string, tokens: number): UsageRecord => ({
-  id,
-  ts,
-  channel: "cli/local",
-  adapter: "cli",
-  provider: "fake",
-  model: "fake-model",
-  input: tokens,
-  output: 0,
-  cacheRead: 0,
-  cacheWrite: 0,
-  totalTokens: tokens,
-  costUsd: 0,
-});
 
 /** Rejects when `p` has not settled within `ms`: a guard that never opens is what these tests are about. */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -108,13 +94,13 @@ describe("spend limits at the turn of a day and a month", () => {
     it(`a guard started ${what} a month's first day, with only last month's records, is ready at once with nothing spent`, async () => {
       const namespace = uniqueNamespace();
       const ledger = await openLedgerStream(await connect(namespace));
-      for (let i = 0; i < 3; i++) await ledger.append("cli.local", record(`nov-${i}`, lastMonthTs, 1000), `nov-${i}`);
+      for (let i = 0; i < 3; i++) await ledger.append("cli.local", usageRecord(`nov-${i}`, lastMonthTs, 1000), `nov-${i}`);
       const clock = { now: at };
       const g = await within(guardAt(clock, limits, namespace), 5000, "the guard");
       expect([g.spent("day"), g.spent("month")]).toEqual([0, 0]);
       expect(await g.admit(1400)).toBeUndefined();
       // And the ledger is followed: another replica's call of today counts.
-      await ledger.append("cli.local", record("other-replica", at.toISOString(), 1000), "other-replica");
+      await ledger.append("cli.local", usageRecord("other-replica", at.toISOString(), 1000), "other-replica");
       await waitFor(() => g.spent("day") === 1000, 5000, "the other replica's record");
       expect(await g.admit(1400)).toMatch(/^Token limit reached: mom overall has used 1,000 tokens of its 1,500 tokens daily budget/);
     });
@@ -129,8 +115,8 @@ describe("spend limits at the turn of a day and a month", () => {
     const namespace = uniqueNamespace();
     const bus = await connect(namespace);
     const ledger = await openLedgerStream(bus);
-    await ledger.append("cli.local", record("old", lastMonthTs, 1000), "old");
-    await ledger.append("cli.local", record("today", clock.now.toISOString(), 1000), "today");
+    await ledger.append("cli.local", usageRecord("old", lastMonthTs, 1000), "old");
+    await ledger.append("cli.local", usageRecord("today", clock.now.toISOString(), 1000), "today");
     await bus.jsm.streams.purge(ledger.stream);
     const purged = await within(guardAt(clock, limits, namespace), 5000, "the guard on a purged ledger");
     expect(purged.spent("month")).toBe(0);
