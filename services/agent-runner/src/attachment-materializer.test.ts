@@ -67,6 +67,14 @@ describe("materializeAttachments", () => {
     expect(readFileSync(join(t.workspaceDir, a.localPath), "utf8")).toBe("%PDF-1.4 hello");
   });
 
+  it("writes nothing into a channel this runner was fenced off, and lets the refusal through", async () => {
+    const t = setup();
+    t.files.put("cli/local/u/k1", "hello", "text/plain");
+    const deps = { ...t.deps, store: { ...t.deps.store, writeGuard: () => { throw new Error("channel cli.local now belongs to another runner"); } } };
+    await expect(materializeAttachments(message([incoming("a.txt", "cli/local/u/k1")]), deps)).rejects.toThrow(/another runner/);
+    expect(existsSync(t.attachmentsDir) ? readdirSync(t.attachmentsDir) : []).toEqual([]);
+  });
+
   it("sanitises names: no traversal, no directories, something usable when nothing is left", async () => {
     const t = setup();
     for (const k of ["cli/local/u/k1", "cli/local/u/k2", "cli/local/u/k3", "cli/local/u/k4"]) t.files.put(k, k);

@@ -10,6 +10,8 @@ export interface MaterializeStore {
   readonly attachmentsDir: string;
   /** A recently logged entry by id (the log's tail): how a message read again keeps its files. */
   findLogEntry(id: string): Promise<LogEntry | undefined>;
+  /** Throws when this runner may no longer write the channel's files (its fencing check). */
+  readonly writeGuard?: () => void;
 }
 
 export interface MaterializeDeps {
@@ -90,6 +92,8 @@ async function fetchOne(a: Attachment & { objectKey: string }, stamp: number, de
   }
   if (!bytes) return unavailable("not found in the object store");
   if (bytes.length > maxBytes) return unavailable(tooLarge(bytes.length, maxBytes));
+  // Fenced: not a file that "could not be saved" — the message is the next owner's to take in.
+  deps.store.writeGuard?.();
   try {
     const name = await writeNewFile(deps.store.attachmentsDir, `${stamp}-${safeFileName(a.filename)}`, bytes);
     const localPath = relative(deps.workspaceDir, join(deps.store.attachmentsDir, name)).split(sep).join("/");
