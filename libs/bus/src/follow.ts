@@ -36,8 +36,13 @@ export interface Following {
   expect(seq: number): void;
 }
 
-/** Long enough for a busy process to take a delivered message in; short against the 45 s a lost pull costs. */
-const STALL_MS = 5000;
+/**
+ * Long enough for a busy process to take a delivered message in; short against the 45 s a lost pull
+ * costs. On a NATS cluster a feed whose consumer died with its server makes its channel wait for
+ * the election plus this (2.5 s, was 5 s: answers after a kill -9 of MOM_IN's leader waited up to
+ * 10.7 s in cluster-chaos).
+ */
+const STALL_MS = 2500;
 /**
  * nats.js's default is half the pull's 30 s expiry, so a feed whose consumer or pull the server
  * lost sat still for 45 s before nats.js noticed. 5 s bounds that at about 15 s for every feed,
