@@ -19,7 +19,7 @@ export interface MembershipOptions {
   /**
    * Without a heartbeat landing for this long this runner sets its channels down (default three
    * quarters of a lease): the others take them after a full lease of silence, so it must stop
-   * writing before; and a leader election of the heartbeat bucket (4-7 s measured on a 3-node
+   * writing before; and a leader election of the heartbeat bucket (4.1-8.8 s measured on a 3-node
    * cluster, docs/scaling.md) must fit in it with the heartbeat interval to spare.
    */
   setDownAfterMs?: number;
