@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { ActiveRun } from "./active-run.js";
 import { ChannelWorker, type WorkerLedger } from "./channel-worker.js";
+import type { ChannelState } from "./cluster/channel-slots.js";
 
 /**
  * The worker on its own: a real channel store on a temp dir; the bus, the ledger's KV record and
@@ -74,12 +75,15 @@ describe("ChannelWorker", () => {
     dispose() {},
   } as unknown as ChannelAgent;
 
-  function worker(): ChannelWorker {
+  let slot: { state: ChannelState | undefined };
+
+  function worker(a: ChannelAgent = agent): ChannelWorker {
     return new ChannelWorker({
       bus,
       ref,
+      slot,
       store,
-      createAgent: async () => agent,
+      createAgent: async () => a,
       log: pino({ level: "silent" }),
       runTimeoutMs: 60_000,
       runSlot: async (fn) => {
@@ -109,6 +113,7 @@ describe("ChannelWorker", () => {
     published = [];
     runs = [];
     slotOpen = new Promise((r) => (openSlot = r));
+    slot = { state: "owned" };
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -140,11 +145,51 @@ describe("ChannelWorker", () => {
     const w = worker();
     w.deliver(1, mention("m1"));
     await until(() => ledger.calls.length === 1);
+    slot.state = "draining";
     const released = w.release(1_000);
     openSlot();
     await released;
     expect(ledger.calls).toEqual(["runStarting m1 (log: 0 lines)", "runNotStarted"]);
     expect(runs).toEqual([]);
     expect(published).toEqual([]);
+  });
+
+  it("reads its lifecycle from the channel's slot: stopping or let go of, it takes nothing in and writes nothing", async () => {
+    openSlot();
+    const w = worker();
+    slot.state = "stopping";
+    w.deliver(1, mention("m1"));
+    slot.state = undefined;
+    w.deliver(2, mention("m2"));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(w.busy).toBe(false);
+    expect(existsSync(store.logFile)).toBe(false);
+    expect(ledger.calls).toEqual([]);
+    expect(runs).toEqual([]);
+  });
+
+  it("draining, a run past the grace is cut off and handed over; the next owner runs the message", async () => {
+    openSlot();
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    const w = worker({
+      ...agent,
+      async run() {
+        await slow;
+        return { stopReason: "aborted", finalText: "", usage: ZERO_USAGE };
+      },
+      async abort() {
+        release();
+      },
+    } as unknown as ChannelAgent);
+    w.deliver(1, mention("m1"));
+    await until(() => published.some((e) => e.event.type === "run_started"));
+    slot.state = "draining";
+    await w.release(20);
+    const end = published.find((e) => e.event.type === "run_ended")!.event as { stopReason: string; errorMessage?: string };
+    expect(end.stopReason).toBe("aborted");
+    expect(end.errorMessage).toMatch(/another runner will answer/);
+    expect(ledger.calls).toContain("handedOver");
+    expect(ledger.calls.filter((c) => c.startsWith("done"))).toEqual([]);
   });
 });

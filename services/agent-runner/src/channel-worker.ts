@@ -11,10 +11,16 @@ import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
 import { RunTelemetry } from "./run-telemetry.js";
 import { fitAnswer } from "./answer-fit.js";
 import { ChannelLost } from "./cluster/channel-ledger.js";
+import type { ChannelSlot } from "./cluster/channel-slots.js";
 
 export interface ChannelWorkerDeps {
   bus: Bus;
   ref: ChannelRef;
+  /**
+   * Where the channel is on this runner (cluster/channel-slots.ts owns it): draining, the worker
+   * starts nothing new; stopping, down or let go of, it writes nothing more.
+   */
+  slot: ChannelSlot;
   store: ChannelStore;
   createAgent: () => Promise<ChannelAgent>;
   log: Logger;
@@ -82,6 +88,8 @@ interface QueuedRun {
   /** This run's tool receipts (the gate appends them) and the tool labels seen. */
   receipts: Receipt[];
   labels: Map<string, string>;
+  /** Aborted because the channel's hand-over grace ran out: its end says so, and the next owner runs it. */
+  cutOff?: boolean;
 }
 
 export const BUSY_TEXT = "I'm still working on the previous request. Say `stop` to cancel it, or ask again when I'm done.";
@@ -164,12 +172,16 @@ export class ChannelWorker {
   private intake: Promise<void> = Promise.resolve();
   private readonly queued: QueuedRun[] = [];
   private current?: QueuedRun;
-  /** Set when the worker must start nothing new: "release" (handover, shutdown) or "fenced" (lost the channel). */
-  private halted?: "release" | "fenced";
   private readonly inFlight = new Set<Promise<void>>();
   lastActivity = Date.now();
 
   constructor(private readonly deps: ChannelWorkerDeps) {}
+
+  /** Nothing new starts here: "release" (being handed over) or "fenced" (no longer ours to write). */
+  private get halted(): "release" | "fenced" | undefined {
+    const state = this.deps.slot.state;
+    return state === "owned" ? undefined : state === "draining" ? "release" : "fenced";
+  }
 
   get busy(): boolean {
     return this.current !== undefined || this.queued.length > 0 || this.inFlight.size > 0;
@@ -356,31 +368,27 @@ export class ChannelWorker {
   }
 
   /**
-   * Stops at the next run boundary: the running run finishes (or, past `graceMs`, is aborted and
-   * marked handed over), queued messages are left undone for the next owner. Resolves when
-   * nothing of this channel runs here any more.
+   * The channel is draining: waits for the run boundary. The running run finishes (or, past
+   * `graceMs`, is aborted and marked handed over), queued messages are left undone for the next
+   * owner. Resolves when nothing of this channel runs here any more.
    */
   async release(graceMs: number): Promise<void> {
-    this.halted ??= "release";
     const timer = setTimeout(() => {
-      if (this.current) this.cutOff = "handed-over";
+      if (this.current) this.current.cutOff = true;
       void this.stopCurrent();
     }, graceMs);
     await this.settled();
     clearTimeout(timer);
   }
 
-  /** The channel is no longer ours (taken over, or this runner lost the bus): abort, write nothing more. */
+  /** The channel is no longer ours (stopping or down: taken over, or this runner lost the bus): abort, write nothing more. */
   async fence(): Promise<void> {
-    this.halted = "fenced";
     // The run whose agent is done but whose events are still going out too: they would land after
     // whatever the next owner publishes for that run (its end, announced again).
     for (const run of this.unfinished) run.publisher.cancel();
     await this.stopCurrent();
     await this.settled();
   }
-
-  private cutOff?: "handed-over";
 
   private async stopCurrent(): Promise<void> {
     if (this.current) await (await this.agent)?.abort();
@@ -510,9 +518,7 @@ export class ChannelWorker {
     }
     telemetry?.end(outcome, Date.now() - started);
     if (this.halted === "fenced") throw new NotHandledHere("channel taken over mid-run");
-    const cutOff = this.cutOff && outcome.stopReason === "aborted";
-    this.cutOff = undefined;
-    if (cutOff) {
+    if (item.cutOff && outcome.stopReason === "aborted") {
       pub.emit(this.ended({ ...outcome, stopReason: "aborted", errorMessage: HANDED_OVER, finalText: "" }, message, started));
       await this.flushed(pub);
       await this.deps.ledger.handedOver();

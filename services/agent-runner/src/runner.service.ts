@@ -30,7 +30,7 @@ import { ChannelDirectory, type Versioned } from "./cluster/channel-directory.js
 import { ChannelLedger, ChannelLost } from "./cluster/channel-ledger.js";
 import { Membership } from "./cluster/membership.js";
 import { Ownership } from "./cluster/ownership.js";
-import { ChannelSlots } from "./cluster/channel-slots.js";
+import { type ChannelSlot, ChannelSlots } from "./cluster/channel-slots.js";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { RunPublisher } from "./run-publisher.js";
@@ -231,26 +231,30 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     }
     const channel = qualifiedChannelId(ref);
     const ledger = new ChannelLedger(this.directory, key, v, this.log.child({ channel }), () => void this.lose(key), excused);
-    // The fence: no write to the channel's files unless the record still names this runner at the
-    // revision it holds and its heartbeats land (others take its channels a lease after they stop).
-    this.layout.channel(ref).writeGuard = () => {
-      if (!this.membership.healthy) {
-        this.setEverythingDown();
-        throw new ChannelLost(key, "is set down: this runner's heartbeats do not reach NATS");
-      }
-      ledger.assertOwner();
-    };
-    const { worker, gate, active } = this.createWorker(ref, ledger, () => void this.restart(key));
-    const feed = this.bus.follow({
-      stream: "IN",
-      filterSubject: this.bus.subjects.channel("in", ref),
-      from: ledger.resumeSeq,
-      schema: ChannelMessage,
-      handler: (d) => {
-        if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data, d.traceparent);
-      },
+    this.slots.own(key, (slot) => {
+      // The fence: no write to the channel's files unless this tenure still runs it, the record
+      // still names this runner at the revision it holds, and its heartbeats land (others take its
+      // channels a lease after they stop).
+      this.layout.channel(ref).writeGuard = () => {
+        if (slot.state !== "owned" && slot.state !== "draining") throw new ChannelLost(key, `is ${slot.state ?? "let go of"} here`);
+        if (!this.membership.healthy) {
+          this.setEverythingDown();
+          throw new ChannelLost(key, "is set down: this runner's heartbeats do not reach NATS");
+        }
+        ledger.assertOwner();
+      };
+      const { worker, gate, active } = this.createWorker(ref, slot, ledger, () => void this.restart(key));
+      const feed = this.bus.follow({
+        stream: "IN",
+        filterSubject: this.bus.subjects.channel("in", ref),
+        from: ledger.resumeSeq,
+        schema: ChannelMessage,
+        handler: (d) => {
+          if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data, d.traceparent);
+        },
+      });
+      return { ref, ledger, worker, gate, active, feed };
     });
-    this.slots.own(key, { ref, ledger, worker, gate, active, feed });
     this.log.info({ channel, fromSeq: ledger.resumeSeq, interrupted: v.record.run?.runId }, "channel acquired");
   }
 
@@ -431,7 +435,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     return d.channel;
   }
 
-  private createWorker(ref: ChannelRef, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate; active: ActiveRun } {
+  private createWorker(ref: ChannelRef, slot: ChannelSlot, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate; active: ActiveRun } {
     const key = qualifiedChannelId(ref);
     const store = this.layout.channel(ref);
     const { loaded, models } = this.opts;
@@ -458,6 +462,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       bus: this.bus,
       active,
       ref,
+      slot,
       store,
       log,
       ledger,

@@ -11,14 +11,27 @@
  * - stopping: lost to another runner or restarted; its worker is being fenced and disposed.
  * - down: set down while this runner could not reach NATS; taken back if the record still names it.
  *
+ * The channel's worker and its write fence read the state from here (ChannelSlot): a worker does
+ * not keep a lifecycle of its own that could disagree (draining ⇒ it starts no new run; stopping or
+ * down ⇒ it writes nothing more).
+ *
  * A channel in any state is never started a second time here (two workers, two pi sessions on one
  * set of files). Every transition checks where it starts from, so views that disagree (a handover
  * racing a loss, a set-down racing a restart) cannot leave a channel in two places.
  */
 export type ChannelState = "owned" | "draining" | "stopping" | "down";
 
+/**
+ * One channel's place in this runner, as the parts running it see it (the worker, the write fence):
+ * they read the state, only ChannelSlots changes it. Undefined once the channel is let go of, so a
+ * part of an earlier tenure never reads the state of the channel taken again.
+ */
+export interface ChannelSlot {
+  readonly state: ChannelState | undefined;
+}
+
 export class ChannelSlots<C> {
-  private readonly slots = new Map<string, { state: ChannelState; channel: C }>();
+  private readonly slots = new Map<string, { state: ChannelState | undefined; channel: C }>();
 
   state(key: string): ChannelState | undefined {
     return this.slots.get(key)?.state;
@@ -37,8 +50,8 @@ export class ChannelSlots<C> {
 
   /** Channels in the given states (default: the ones running here). */
   entries(...states: ChannelState[]): Array<[string, C]> {
-    const want = states.length ? states : ["owned", "draining"];
-    return [...this.slots].filter(([, s]) => want.includes(s.state)).map(([k, s]) => [k, s.channel]);
+    const want: ChannelState[] = states.length ? states : ["owned", "draining"];
+    return [...this.slots].filter(([, s]) => s.state !== undefined && want.includes(s.state)).map(([k, s]) => [k, s.channel]);
   }
 
   /** How many channels run here (owned or draining): the load a heartbeat reports. */
@@ -48,9 +61,13 @@ export class ChannelSlots<C> {
     return n;
   }
 
-  own(key: string, channel: C): void {
+  /** (none) → owned, with the channel made for this tenure (it may keep the slot to read its state). */
+  own(key: string, make: (slot: ChannelSlot) => C): C {
     if (this.slots.has(key)) throw new Error(`channel ${key} is already ${this.slots.get(key)!.state} here`);
-    this.slots.set(key, { state: "owned", channel });
+    const slot = { state: "owned" as ChannelState | undefined, channel: undefined as unknown as C };
+    slot.channel = make(slot);
+    this.slots.set(key, slot);
+    return slot.channel;
   }
 
   /** owned → draining; the channel, or undefined when it is not owned. */
@@ -70,14 +87,16 @@ export class ChannelSlots<C> {
 
   /** Lets go of the channel if it is (still) in `state`; true when it was. */
   forget(key: string, state: ChannelState): boolean {
-    if (this.slots.get(key)?.state !== state) return false;
+    const s = this.slots.get(key);
+    if (s?.state !== state) return false;
+    s.state = undefined;
     this.slots.delete(key);
     return true;
   }
 
   private move(key: string, from: ChannelState[], to: ChannelState): C | undefined {
     const s = this.slots.get(key);
-    if (!s || !from.includes(s.state)) return undefined;
+    if (!s?.state || !from.includes(s.state)) return undefined;
     s.state = to;
     return s.channel;
   }
