@@ -90,6 +90,22 @@ describe("reduceRun", () => {
     expect(v4.steps.at(-1)).toMatchObject({ kind: "retry", attempt: 1 });
     expect(v4).toMatchObject({ sawStart: true, replyTo: "T1", lastSeq: 3 });
   });
+
+  it("shows the approved tool running again once its approval is decided", () => {
+    const e = (seq: number, event: OutboundEventBody): OutboundEvent => ({ runId: "r", seq, ts: "2026-01-01T00:00:00Z", event }) as OutboundEvent;
+    const asked = { type: "approval_requested", toolId: "bash", risk: "destructive", argsSummary: "rm x", requestedBy: { id: "u1", username: "ana" }, expiresAt: "2026-01-01T10:05:00.000Z", approvers: [] } as const;
+    let v = reduceRun(undefined, e(0, { type: "run_started", trigger, model: "m" }));
+    v = reduceRun(v, e(1, toolStart(1)));
+    v = reduceRun(v, e(2, { ...asked, approvalId: "a1" }));
+    expect(v.activity.kind).toBe("awaiting_approval");
+    v = reduceRun(v, e(3, { ...asked, approvalId: "a2" }));
+    v = reduceRun(v, e(4, { type: "approval_resolved", approvalId: "a1", outcome: "approved", decidedBy: "@bo" }));
+    expect(v.activity.kind).toBe("awaiting_approval"); // a2 is still waiting
+    v = reduceRun(v, e(5, { type: "approval_resolved", approvalId: "a2", outcome: "approved", decidedBy: "@bo" }));
+    expect(v.activity).toEqual({ kind: "tool", label: "Step 1" });
+    v = reduceRun(v, e(6, toolEnd(1)));
+    expect(v.activity).toEqual({ kind: "working" });
+  });
 });
 
 describe("RunTracker", () => {

@@ -30,7 +30,8 @@ export type Activity =
   | { kind: "working" }
   | { kind: "tool"; label: string }
   | { kind: "compacting" }
-  | { kind: "awaiting_approval"; toolId: string };
+  /** `resumes`: what was shown before the approval prompt (the tool asking), shown again once it is decided. */
+  | { kind: "awaiting_approval"; toolId: string; resumes: Activity };
 
 /** Everything an adapter needs to draw one run, rebuilt from its outbound events alone. */
 export interface RunView {
@@ -84,10 +85,16 @@ export function reduceRun(view: RunView | undefined, e: OutboundEvent): RunView 
     case "attachment":
       return { ...v, files: [...v.files, ev] };
     case "approval_requested":
-      return { ...v, activity: { kind: "awaiting_approval", toolId: ev.toolId }, pendingApprovals: { ...v.pendingApprovals, [ev.approvalId]: ev } };
+      return {
+        ...v,
+        activity: { kind: "awaiting_approval", toolId: ev.toolId, resumes: v.activity.kind === "awaiting_approval" ? v.activity.resumes : v.activity },
+        pendingApprovals: { ...v.pendingApprovals, [ev.approvalId]: ev },
+      };
     case "approval_resolved": {
       const { [ev.approvalId]: _gone, ...pendingApprovals } = v.pendingApprovals;
-      return { ...v, activity: WORKING, pendingApprovals };
+      // The approved tool now runs: its `→ label` is shown again (a denial ends it right after).
+      const a = v.activity;
+      return { ...v, activity: a.kind === "awaiting_approval" && Object.keys(pendingApprovals).length === 0 ? a.resumes : a, pendingApprovals };
     }
     case "run_ended":
       return { ...v, activity: WORKING, end: ev, ...(ev.replyTo && !v.replyTo && { replyTo: ev.replyTo }) };
