@@ -14,7 +14,7 @@ describe("WhatsApp ingress end to end (fake Cloud API + signed webhook posts, re
   let s: WhatsAppStack;
   beforeAll(async () => {
     s = await startWhatsAppStack({
-      adapter: { dm: [WA.ana.waId], admins: [WA.carol.waId] },
+      adapter: { dm: [WA.ana.waId, WA.dave.waId], admins: [WA.carol.waId] },
       config: { attachments: { maxBytes: 64 * 1024 }, policy: { ask: ["edit"] } },
     });
   });
@@ -145,5 +145,35 @@ describe("WhatsApp ingress end to end (fake Cloud API + signed webhook posts, re
     await sleep(800);
     expect(s.whatsapp.sentTo(WA.carol.waId).length).toBe(before);
     expect(s.whatsapp.calls.filter((c) => c.status === 400 && JSON.stringify(c.body).includes("Reminder"))).toHaveLength(1);
+  });
+
+  it("times the 24-hour window from when a message was written: one delivered 25 h late is recorded, not answered; a late 131047 says the window line", async () => {
+    s.whatsapp.windowErrorsLater = true;
+    try {
+      const requestsBefore = s.llm.requests.length;
+      const { id } = await s.whatsapp.say(WA.dave, { text: "late hello from yesterday", sentAt: Date.now() - 25 * 3600_000 });
+      const logged = await eventually(async () => (await inbound(WA.dave.waId)).find((m) => m.id === id), "the late message on the bus");
+      expect(logged).toMatchObject({ isMention: false, text: "late hello from yesterday" });
+      await s.logs.waitFor(/arrived after its 24-hour window closed; recorded, not answered: the 24-hour customer-service window with 4917000000004 is closed/);
+      await sleep(800);
+      expect(s.llm.requests.slice(requestsBefore).some((r) => JSON.stringify(r.messages).includes("late hello"))).toBe(false);
+      expect(s.whatsapp.calls.filter((c) => c.body.to === WA.dave.waId)).toEqual([]);
+
+      // Someone the ingress never heard from: the send goes out, the Cloud API accepts it and
+      // reports 131047 in a status webhook later; the log says the window line, not a vague failure.
+      const erin = "4917000000005";
+      s.llm.enqueue({ text: "Your weekly reminder." });
+      const eid = `sched-${Date.now()}`;
+      await s.bus.publish(
+        s.bus.subjects.channel("in", { adapter: WA_ADAPTER, channelId: erin }),
+        { id: eid, channelId: erin, timestamp: new Date().toISOString(), sender: { id: "scheduler", username: "scheduler", isBot: true }, text: "remind erin", attachments: [], isMention: true },
+        eid,
+      );
+      await eventually(() => s.whatsapp.failedLater.length > 0 || undefined, "a send reported failed later");
+      await s.logs.waitFor(new RegExp(`the 24-hour customer-service window with ${erin} is closed: WhatsApp only delivers template messages`));
+      expect(s.logs.text).not.toMatch(new RegExp(`could not deliver a message to ${erin}`));
+    } finally {
+      s.whatsapp.windowErrorsLater = false;
+    }
   });
 });

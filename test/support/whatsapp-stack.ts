@@ -5,7 +5,9 @@ import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
 import { type RunningWhatsAppIngress, startWhatsAppIngress, whatsappOptionsFromConfig } from "@mom/ingress-whatsapp";
 import { type FakeLlm, type FakeWhatsApp, startFakeLlm, startFakeWhatsApp, startTestNats, type TestNats } from "@mom/testing";
 import { rmSync } from "node:fs";
+import { PassThrough } from "node:stream";
 import { writeTestDataDir } from "./data-dir.js";
+import { OutputCapture } from "./output-capture.js";
 
 export const WA_ADAPTER = "whatsapp";
 
@@ -13,6 +15,7 @@ export const WA = {
   ana: { waId: "4917000000001", name: "Ana Lopez" },
   bob: { waId: "4917000000002", name: "Bob" },
   carol: { waId: "4917000000003", name: "Carol" },
+  dave: { waId: "4917000000004", name: "Dave" },
 };
 
 export interface WhatsAppStack {
@@ -24,6 +27,8 @@ export interface WhatsAppStack {
   bus: Bus;
   runner: RunningService;
   ingress: RunningWhatsAppIngress;
+  /** What the services logged at warn and above. */
+  logs: OutputCapture;
   stop(): Promise<void>;
 }
 
@@ -47,7 +52,13 @@ export async function startWhatsAppStack(opts: { adapter?: object; config?: obje
     ...opts.config,
   });
   const loaded = loadConfig(dataDir, { MOM_TEST_WA_TOKEN: whatsapp.accessToken, MOM_TEST_WA_SECRET: whatsapp.appSecret }, { adapters: [WA_ADAPTER] });
-  const logger = createLogger("e2e-whatsapp", { level: "warn" });
+  // The services' warnings and errors, kept for the test to read (and still shown on stderr).
+  const logs = new OutputCapture();
+  const logStream = new PassThrough().on("data", (chunk: Buffer) => {
+    logs.write(chunk.toString("utf8"));
+    process.stderr.write(chunk);
+  });
+  const logger = createLogger("e2e-whatsapp", { level: "warn", destination: logStream });
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
   await bus.provision();
   const runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
@@ -65,6 +76,7 @@ export async function startWhatsAppStack(opts: { adapter?: object; config?: obje
     bus,
     runner,
     ingress,
+    logs,
     async stop() {
       await ingress.close();
       await runner.close();

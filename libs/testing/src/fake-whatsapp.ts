@@ -5,13 +5,16 @@
 //   buttons, and `status: "read"` (read receipts, with an optional typing indicator). Checked as
 //   the Cloud API checks them: body <= 4,096 characters, button body <= 1,024, at most 3 buttons
 //   with titles <= 20 characters and unique ids <= 256, and the 24-hour customer-service window:
-//   a free-form message to someone whose last message is older than 24 h is error 131047.
+//   a free-form message to someone whose last message is older than 24 h is error 131047 — at once,
+//   or, with `windowErrorsLater = true`, as the real API mostly does it: the send is accepted and a
+//   `failed` status webhook with 131047 follows.
 // - POST /<version>/<phone number id>/media (multipart upload) -> a media id.
 // - GET /<version>/<media id> -> `{ url, mime_type, file_size, … }`; GET of that url with the
 //   token -> the bytes (media people sent with `say({ media })`, or uploaded by the bot).
 // - `rateLimit(times)` answers the next message sends with error 130429 (HTTP 429).
 // - The webhook side: `say()` / `clickButton()` POST a `whatsapp_business_account` change to the
-//   ingress, signed with the app secret in X-Hub-Signature-256 as Meta signs it; `post()` sends
+//   ingress, signed with the app secret in X-Hub-Signature-256 as Meta signs it (`say({ sentAt })`:
+//   a message written then and delivered now, as Meta re-delivers after an outage); `post()` sends
 //   any body with any signature (or none) and `verify()` performs the GET handshake.
 import { createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -97,6 +100,9 @@ export class FakeWhatsApp {
     await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
   }
 
+  /** Closed-window sends are accepted and reported failed by a status webhook afterwards. */
+  windowErrorsLater = false;
+
   rateLimit(times: number): void {
     this.limited = times;
   }
@@ -112,9 +118,13 @@ export class FakeWhatsApp {
   }
 
   /** A person writes (text, or media with a caption); the change is posted, signed, to the webhook. Resolves with the message id and the webhook's HTTP status. */
-  async say(from: { waId: string; name: string }, m: { text?: string; media?: { kind: "image" | "document"; bytes: Uint8Array; mimeType: string; filename?: string }; replyTo?: string }): Promise<{ id: string; status: number }> {
+  async say(
+    from: { waId: string; name: string },
+    m: { text?: string; media?: { kind: "image" | "document"; bytes: Uint8Array; mimeType: string; filename?: string }; replyTo?: string; sentAt?: number },
+  ): Promise<{ id: string; status: number }> {
     const id = `wamid.IN${this.n++}${randomBytes(3).toString("hex")}`;
-    const message: Record<string, unknown> = { from: from.waId, id, timestamp: String(Math.floor(Date.now() / 1000)) };
+    const sentAt = m.sentAt ?? Date.now();
+    const message: Record<string, unknown> = { from: from.waId, id, timestamp: String(Math.floor(sentAt / 1000)) };
     if (m.media) {
       const media = this.storeMedia(m.media.bytes, m.media.mimeType, m.media.filename);
       message.type = m.media.kind;
@@ -124,7 +134,7 @@ export class FakeWhatsApp {
       message.text = { body: m.text ?? "" };
     }
     if (m.replyTo) message.context = { from: this.phoneNumberId, id: m.replyTo };
-    this.lastInbound.set(from.waId, Date.now());
+    if (sentAt > (this.lastInbound.get(from.waId) ?? 0)) this.lastInbound.set(from.waId, sentAt);
     const status = await this.deliver(from, message);
     return { id, status };
   }
@@ -160,6 +170,17 @@ export class FakeWhatsApp {
         },
       ],
     };
+  }
+
+  /** Ids of sends accepted and then reported failed (windowErrorsLater). */
+  readonly failedLater: string[] = [];
+
+  private async postStatus(status: Record<string, unknown>): Promise<void> {
+    const raw = JSON.stringify({
+      object: "whatsapp_business_account",
+      entry: [{ id: "WABA-1", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { display_phone_number: "15550000000", phone_number_id: this.phoneNumberId }, statuses: [status] } }] }],
+    });
+    await this.post(raw, this.sign(raw)).catch(() => {});
   }
 
   /** `sha256=<hex>` as Meta computes it over the raw body. */
@@ -253,7 +274,12 @@ export class FakeWhatsApp {
     const to = String(b.to ?? "");
     const last = this.lastInbound.get(to);
     if (last === undefined || Date.now() - last > WINDOW_MS) {
-      return err(400, 131047, "(#131047) Re-engagement message: more than 24 hours have passed since the recipient last replied to the sender number.");
+      const why = "(#131047) Re-engagement message: more than 24 hours have passed since the recipient last replied to the sender number.";
+      if (!this.windowErrorsLater) return err(400, 131047, why);
+      const id = `wamid.OUT${this.n++}`;
+      this.failedLater.push(id);
+      setTimeout(() => void this.postStatus({ id, status: "failed", timestamp: String(Math.floor(Date.now() / 1000)), recipient_id: to, errors: [{ code: 131047, title: "Re-engagement message", message: why }] }), 50);
+      return { status: 200, body: { messaging_product: "whatsapp", contacts: [{ input: to, wa_id: to }], messages: [{ id }] } };
     }
     const sent: WaSent = { id: `wamid.OUT${this.n++}`, to, type: String(b.type), at: Date.now(), ...((b.context as { message_id?: string })?.message_id && { context: (b.context as { message_id: string }).message_id }) };
     if (b.type === "text") {

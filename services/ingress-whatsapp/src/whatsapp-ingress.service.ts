@@ -18,7 +18,8 @@ import { metrics } from "@mom/observability";
 import type { Logger } from "pino";
 import { GraphApi } from "./graph-api.js";
 import { DEFAULT_GRAPH_VERSION, WHATSAPP_OPTIONS, type WhatsAppIngressOptions } from "./whatsapp-options.js";
-import { parseApprovalButton, WhatsAppSurface } from "./whatsapp-surface.js";
+import { parseApprovalButton, WhatsAppSurface, WindowClosedError } from "./whatsapp-surface.js";
+import { WINDOW_CLOSED } from "./graph-api.js";
 import { failedDeliveries, toWhatsAppInbound, type WebhookMessage, webhookMessages } from "./whatsapp-webhook.js";
 
 /**
@@ -72,13 +73,17 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
   /** A verified webhook body: each message is queued behind the earlier ones of its sender. */
   accept(body: unknown): void {
     for (const f of failedDeliveries(body)) {
+      if (f.errors.some((e) => e.code === WINDOW_CLOSED)) {
+        this.log.error({ messageId: f.messageId, to: f.recipient, errors: f.errors }, new WindowClosedError(f.recipient).message);
+        continue;
+      }
       const why = f.errors.map((e) => `${e.code ?? "?"} ${e.title ?? e.message ?? ""}`.trim()).join("; ") || "no reason given";
       this.log.error({ messageId: f.messageId, to: f.recipient, errors: f.errors }, `WhatsApp could not deliver a message to ${f.recipient}: ${why}`);
     }
     for (const w of webhookMessages(body)) {
       if (w.phoneNumberId && w.phoneNumberId !== this.opts.phoneNumberId) continue;
       if (!this.seen.add(w.message.id)) continue;
-      this.surface.wrote(w.message.from);
+      this.surface.wrote(w.message.from, Number(w.message.timestamp) * 1000 || Date.now());
       void this.inbound.push(w.message.from, () => this.handle(w)).catch((err: unknown) => {
         this.seen.delete(w.message.id);
         this.log.error({ err, from: w.message.from, id: w.message.id }, `could not hand a WhatsApp message to mom: ${(err as Error).message}`);
@@ -97,7 +102,11 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
       await this.surface.post(m.channelId, DM_REFUSAL, { replyTo: m.id }).catch((err: unknown) => this.log.warn({ err }, "could not send the refusal"));
       return;
     }
-    const { media, ...rest } = m;
+    // Delivered after the window it opened had closed (a webhook re-sent long after an outage): an
+    // answer could not be sent, so it is kept in the channel's history but does not start a run.
+    const closed = this.surface.windowClosed(m.channelId);
+    if (closed) this.log.warn({ from: m.sender.id, id: m.id, sentAt: m.timestamp }, `a message arrived after its 24-hour window closed; recorded, not answered: ${closed.message}`);
+    const { media, ...rest } = closed ? { ...m, isMention: false } : m;
     const ref = { adapter: this.opts.adapter, channelId: m.channelId };
     const attachments = media ? [await importAttachment({ filename: media.filename, ...(media.mimeType && { mimeType: media.mimeType }), download: (max) => this.api.download(media.mediaId, max) }, ref, { files: this.bus, maxBytes: this.maxBytes })] : [];
     await publishInbound(this.bus, this.opts.adapter, { ...rest, attachments }, { log: this.log });

@@ -51,14 +51,26 @@ export class WhatsAppSurface implements ChatSurface {
     private readonly log: Logger,
   ) {}
 
-  /** Called for every message someone sends: it opens (or extends) their window. */
-  wrote(waId: string, at = Date.now()): void {
-    this.lastInbound.set(waId, at);
+  /**
+   * Called for every message someone sends, with when they sent it (the message's own timestamp:
+   * Meta re-delivers webhooks for days after an outage, and the window runs from the writing, not
+   * the delivery). It opens or extends their window; a late, older message never shortens it.
+   */
+  wrote(waId: string, at: number): void {
+    const when = Math.min(at, Date.now());
+    const known = this.lastInbound.get(waId);
+    if (known === undefined || when > known) this.lastInbound.set(waId, when);
+  }
+
+  /** Why nothing free-form can be sent to `waId` now, or undefined while their window is open. */
+  windowClosed(waId: string): WindowClosedError | undefined {
+    const last = this.lastInbound.get(waId);
+    return last !== undefined && Date.now() - last > WINDOW_MS ? new WindowClosedError(waId, last) : undefined;
   }
 
   private async send(to: string, body: Record<string, unknown>, at: Placement): Promise<string> {
-    const last = this.lastInbound.get(to);
-    if (last !== undefined && Date.now() - last > WINDOW_MS) throw new WindowClosedError(to, last);
+    const closed = this.windowClosed(to);
+    if (closed) throw closed;
     try {
       return await this.api.send({ to, recipient_type: "individual", ...body, ...(at.replyTo && { context: { message_id: at.replyTo } }) });
     } catch (err) {
