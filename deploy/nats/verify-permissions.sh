@@ -142,6 +142,13 @@ try {
   if (what === "publish") await jetstream(nc).publish(arg, "{}", { timeout: 1500 });
   else if (what === "delete-stream") await (await jetstreamManager(nc)).streams.delete(arg);
   else if (what === "subscribe") { nc.subscribe(arg); await nc.flush(); }
+  else if (what === "read-inbound") {
+    const c = await jetstream(nc).consumers.get("MOM_IN", { filter_subjects: arg, deliver_policy: "last_per_subject" });
+    const got = [];
+    for await (const m of await c.fetch({ max_messages: 10, expires: 1000 })) { got.push(m.subject); if (m.info.pending === 0) break; }
+    await c.delete().catch(() => {});
+    if (process.env.EXPECT_READ && !denied && got.includes(process.env.EXPECT_READ)) { await nc.close(); console.log("read"); process.exit(0); }
+  }
 } catch {}
 await new Promise((r) => setTimeout(r, 300));
 await nc.close().catch(() => {});
@@ -151,6 +158,12 @@ EOF
 refuse() { # refuse <user> <password> <what> <arg>
   if node "$tmp/deny.mjs" "$@" >/dev/null 2>&1; then echo "ok   $1 cannot $3 $4"; else fail "$1 could $3 $4"; fi
 }
+# Backfill reads (ordered consumers on MOM_IN): its own adapter's channels yes, another adapter's no.
+EXPECT_READ=mom.in.cli.local node "$tmp/deny.mjs" ingress-cli "$MOM_INGRESS_CLI_PASSWORD" read-inbound "mom.in.cli.*" >/dev/null 2>&1 \
+  || fail "ingress-cli could not read its own adapter's inbound messages (backfill)"
+echo "ok   ingress-cli reads the last inbound message of its own channels (backfill)"
+refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" read-inbound "mom.in.slack-acme.*"
+refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" read-inbound "mom.in.>"
 refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" publish mom.in.slack-acme.C1
 refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" publish mom.out.cli.local
 refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" delete-stream MOM_IN

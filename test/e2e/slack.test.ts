@@ -362,6 +362,14 @@ describe("Slack ingress end to end", () => {
   it("on start, messages missed while offline are backfilled with their original ids; a fresh missed mention is answered", async () => {
     expect(logLines("C0RANDOM").length).toBeGreaterThan(0);
     await s.stopIngress();
+    // Backfill reads where mom left off from the bus, never from the runner's files, and steps
+    // back over what the scheduler put on the channel's subject meanwhile.
+    const sched = `sched-${Date.now()}`;
+    await s.bus.publish(
+      s.bus.subjects.channel("in", { adapter: SLACK_ADAPTER, channelId: "C0RANDOM" }),
+      { id: sched, channelId: "C0RANDOM", timestamp: new Date().toISOString(), sender: { id: "scheduler", username: "scheduler", isBot: true }, text: "a periodic check, not a mention", attachments: [], isMention: false },
+      sched,
+    );
     const plain = s.slack.userMessage({ channel: "C0RANDOM", user: "U0BOB", text: "said while mom was away", deliver: false });
     const asked = s.slack.userMessage({ channel: "C0RANDOM", user: "U0ALICE", text: `<@${bot()}> did you miss me?`, deliver: false });
     s.llm.enqueue({ text: "I caught up on what I missed." });
@@ -369,7 +377,7 @@ describe("Slack ingress end to end", () => {
     await s.startIngress();
     await waitForBotText("C0RANDOM", /caught up/);
     const after = await inbound("C0RANDOM");
-    const fresh = after.slice(inBefore);
+    const fresh = after.slice(inBefore).filter((m) => m.id !== sched);
     expect(fresh.map((m) => m.id)).toEqual([plain.ts, asked.ts]);
     expect(fresh[0]).toMatchObject({ text: "said while mom was away", isMention: false, metadata: { backfilled: true } });
     expect(fresh[1]).toMatchObject({ text: "@mom did you miss me?", isMention: true, metadata: { backfilled: true } });

@@ -71,7 +71,6 @@ export async function startSlackStack(opts: SlackStackOptions = {}): Promise<Sla
           ...(entry.dm && { dm: entry.dm }),
           logger,
           maxAttachmentBytes: loaded.config.attachments.maxBytes,
-          workspaceDir: loaded.paths.workspaceDir,
           updateIntervalMs: 200,
           retryConfig: { retries: 5, minTimeout: 20, maxTimeout: 100 },
           ...opts.ingress,

@@ -22,4 +22,4 @@ export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv } fr
 export { type RecordStream, type RecordStreamOptions, type StreamRecord, openRecordStream } from "./record-stream.js";
 export { serviceReadiness } from "./service-readiness.js";
 export { serverCaveat } from "./server-caveat.js";
-export { type RangeStart, type RawMessage, type Watching, readRange, watchNew } from "./read-range.js";
+export { lastPerSubject, type RangeStart, type RawMessage, type Watching, readRange, watchNew } from "./read-range.js";

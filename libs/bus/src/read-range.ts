@@ -61,6 +61,35 @@ export async function readRange(bus: Bus, stream: string, filter: string, start:
   return out;
 }
 
+/**
+ * The newest stored message of every subject matching `filter` (an ordered consumer delivering the
+ * last per subject), e.g. the last inbound message of each channel of one adapter. A user whose
+ * consumer creation is scoped to its own subjects can read exactly those.
+ */
+export async function lastPerSubject(bus: Bus, stream: string, filter: string): Promise<RawMessage[]> {
+  const out: RawMessage[] = [];
+  if ((await bus.jsm.streams.info(stream)).state.messages === 0) return out;
+  const consumer: Consumer = await bus.js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.LastPerSubject });
+  try {
+    if ((await consumer.info()).num_pending === 0) return out;
+    for (;;) {
+      const batch = await consumer.fetch({ max_messages: 500, expires: 2000 });
+      let got = 0;
+      let done = false;
+      for await (const m of batch) {
+        got++;
+        out.push(toRaw(stream, m));
+        if (m.info.pending === 0) done = true;
+        if (done) break;
+      }
+      if (done || got === 0) break;
+    }
+  } finally {
+    await consumer.delete().catch(() => {});
+  }
+  return out;
+}
+
 export interface Watching {
   stop(): Promise<void>;
 }

@@ -1,13 +1,21 @@
-import type { LogEntry } from "@mom/contracts";
+import type { RawMessage } from "@mom/bus";
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import { compareTs, isSlackTs, type SlackMessageEvent } from "./slack-inbound.js";
 
+/** What backfill reads of the inbound stream: only this adapter's own subjects. */
+export interface InboundHistory {
+  /** The newest inbound message of every channel of this adapter. */
+  lastOfEachChannel(): Promise<Array<{ channelId: string; last: RawMessage }>>;
+  /** A channel's inbound messages stored from sequence `fromSeq` on (oldest first). */
+  channelFrom(channelId: string, fromSeq: number): Promise<RawMessage[]>;
+}
+
 export interface BackfillDeps {
   client: WebClient;
-  /** The channel's log (ChannelStore): where mom left off. */
-  store: { readLog(): Promise<{ entries: LogEntry[] }> };
   channel: string;
+  /** The newest Slack message this ingress published for the channel (see lastPublishedTs). */
+  after: string;
   log: Logger;
   /** Hands one missed message on, oldest first. */
   handle: (ev: SlackMessageEvent) => Promise<void>;
@@ -15,28 +23,50 @@ export interface BackfillDeps {
   maxPages?: number;
 }
 
-/** The newest Slack message id in a channel's log (mom's own answers are `<runId>:reply`). */
-export function lastLoggedTs(entries: LogEntry[]): string | undefined {
-  let last: string | undefined;
-  for (const e of entries) if (isSlackTs(e.id) && (!last || compareTs(e.id, last) > 0)) last = e.id;
-  return last;
+/** The Slack ts a stored inbound message carries as its id, if it is a Slack message (not a scheduler event). */
+function slackIdOf(m: RawMessage): string | undefined {
+  try {
+    const id = (JSON.parse(m.text) as { id?: unknown }).id;
+    return typeof id === "string" && isSlackTs(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
- * Hands on the channel's top-level messages newer than the newest one in its log
- * (conversations.history, oldest first). They keep their ts as id, so the runner's log and the
- * bus's duplicate window drop any it already has. Thread replies posted meanwhile are not fetched.
- * Returns how many messages were handed on.
+ * Where mom left off in a channel, read from the bus (the inbound stream is the record of what
+ * reached mom; no other service's disk is read): the newest Slack message published there. Other
+ * messages on the channel's subject (scheduled events) are stepped back over, in windows that
+ * double, as far as the stream keeps history. Undefined when no Slack message of it is stored.
+ */
+export async function lastPublishedTs(history: InboundHistory, channelId: string, last: RawMessage): Promise<string | undefined> {
+  const direct = slackIdOf(last);
+  if (direct) return direct;
+  for (let window = 64; ; window *= 2) {
+    const from = Math.max(1, last.seq - window);
+    const stored = (await history.channelFrom(channelId, from)).filter((m) => m.seq <= last.seq);
+    let newest: string | undefined;
+    for (const m of stored) {
+      const ts = slackIdOf(m);
+      if (ts && (!newest || compareTs(ts, newest) > 0)) newest = ts;
+    }
+    if (newest) return newest;
+    // Read back to the stream's start (what it still keeps of the channel, the server filters) and found none.
+    if (from === 1) return undefined;
+  }
+}
+
+/**
+ * Hands on the channel's top-level messages newer than `after` (conversations.history, oldest
+ * first). They keep their ts as id, so the runner's log and the bus's duplicate window drop any it
+ * already has. Thread replies posted meanwhile are not fetched. Returns how many were handed on.
  */
 export async function backfillChannel(deps: BackfillDeps): Promise<number> {
-  const { entries } = await deps.store.readLog();
-  const oldest = lastLoggedTs(entries);
-  if (!oldest) return 0;
   const missed: SlackMessageEvent[] = [];
   let pages = 0;
-  for await (const page of deps.client.paginate("conversations.history", { channel: deps.channel, oldest, inclusive: false, limit: 200 })) {
+  for await (const page of deps.client.paginate("conversations.history", { channel: deps.channel, oldest: deps.after, inclusive: false, limit: 200 })) {
     for (const m of ((page as { messages?: Array<Omit<SlackMessageEvent, "channel">> }).messages ?? [])) {
-      if (compareTs(m.ts, oldest) > 0) missed.push({ ...m, channel: deps.channel });
+      if (compareTs(m.ts, deps.after) > 0) missed.push({ ...m, channel: deps.channel });
     }
     if (++pages >= (deps.maxPages ?? 20)) {
       deps.log.warn({ channel: deps.channel, pages }, "backfill stopped at its page limit; older missed messages are skipped");
@@ -45,6 +75,6 @@ export async function backfillChannel(deps: BackfillDeps): Promise<number> {
   }
   missed.sort((a, b) => compareTs(a.ts, b.ts));
   for (const m of missed) await deps.handle(m);
-  if (missed.length) deps.log.info({ channel: deps.channel, count: missed.length, after: oldest }, "backfilled messages missed while offline");
+  if (missed.length) deps.log.info({ channel: deps.channel, count: missed.length, after: deps.after }, "backfilled messages missed while offline");
   return missed.length;
 }

@@ -14,6 +14,5 @@ export function slackOptionsFromConfig(adapter: string, loaded: LoadedConfig, lo
     ...(slack.dm && { dm: slack.dm }),
     logger,
     maxAttachmentBytes: loaded.config.attachments.maxBytes,
-    workspaceDir: loaded.paths.workspaceDir,
   };
 }

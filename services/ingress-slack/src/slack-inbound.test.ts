@@ -1,5 +1,4 @@
 import { describe, expect, it } from "@jest/globals";
-import { lastLoggedTs } from "./slack-backfill.js";
 import { compareTs, isConversationMessage, toChannelMessage, tsToIso } from "./slack-inbound.js";
 import { isStopCommand as isStopText } from "@mom/contracts";
 
@@ -44,12 +43,6 @@ describe("ts helpers", () => {
     expect(compareTs("999999999.999999", "1000000000.000000")).toBe(-1);
     expect(compareTs("1.5", "1.500000")).toBe(0);
     expect(tsToIso("1732184400.123456")).toBe("2024-11-21T10:20:00.123Z");
-  });
-
-  it("lastLoggedTs picks the newest Slack id and ignores mom's own reply ids", () => {
-    const entry = (id: string) => ({ id, date: "2024-01-01T00:00:00Z", user: "u", userName: "u", text: "", attachments: [], isBot: false });
-    expect(lastLoggedTs([entry("1732184400.000100"), entry("run-1:reply"), entry("1732184399.999999")])).toBe("1732184400.000100");
-    expect(lastLoggedTs([entry("run-1:reply")])).toBeUndefined();
   });
 });
 

@@ -1,15 +1,14 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
+import { Bus, type Consumption, lastPerSubject, readRange, serviceReadiness } from "@mom/bus";
 import { metrics } from "@mom/observability";
 import type { Attachment, ChannelMessage } from "@mom/contracts";
 import { markdownToMrkdwn } from "@mom/format";
 import { ChannelQueue, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds } from "@mom/render";
-import { WorkspaceLayout } from "@mom/store";
 import { App, SocketModeReceiver } from "@slack/bolt";
 import { type WebClient, WebClientEvent } from "@slack/web-api";
 import type { Logger } from "pino";
 import { boltLogger } from "./bolt-logger.js";
-import { backfillChannel } from "./slack-backfill.js";
+import { backfillChannel, type InboundHistory, lastPublishedTs } from "./slack-backfill.js";
 import { SlackDirectory } from "./slack-directory.js";
 import { downloadSlackFile } from "./slack-files.js";
 import { isConversationMessage, type SlackMessageEvent, toChannelMessage } from "./slack-inbound.js";
@@ -119,7 +118,7 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
       this.log.error({ err }, `slack event handling failed: ${err.message}`);
     });
 
-    this.startBackfill();
+    await this.startBackfill();
     this.app = app;
     await app.start();
     this.unready = serviceReadiness(`ingress-${this.opts.adapter}`, this.bus, () => (receiver.client.websocket?.isActive() ? undefined : "Slack Socket Mode not connected"));
@@ -137,30 +136,43 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
     await this.renderer?.close();
   }
 
-  /** Queues backfill of every channel of this adapter that has a log, ahead of live events there. */
-  private startBackfill(): void {
-    if (!this.opts.workspaceDir) return;
-    let refs;
+  /**
+   * Queues backfill of every channel of this adapter that mom has heard from (its messages on the
+   * inbound stream), ahead of live events there.
+   */
+  private async startBackfill(): Promise<void> {
+    if (this.opts.backfill === false) return;
+    const history = this.inboundHistory();
+    let channels;
     try {
-      refs = new WorkspaceLayout(this.opts.workspaceDir).listChannels().filter((r) => r.adapter === this.opts.adapter);
+      channels = await history.lastOfEachChannel();
     } catch (err) {
-      this.log.warn({ err }, "cannot list channels for backfill");
+      this.log.error({ err }, `backfill is off: cannot read this adapter's messages on the inbound stream: ${(err as Error).message}`);
       return;
     }
-    const layout = new WorkspaceLayout(this.opts.workspaceDir);
-    for (const ref of refs) {
+    for (const { channelId, last } of channels) {
       void this.inbound
-        .push(ref.channelId, () =>
-          backfillChannel({
-            client: this.client,
-            store: layout.channel(ref),
-            channel: ref.channelId,
-            log: this.log,
-            handle: (ev) => this.ingest({ ...ev, channel: ref.channelId }, "backfill"),
-          }),
-        )
-        .catch((err) => this.log.warn({ err, channel: ref.channelId }, "backfill failed"));
+        .push(channelId, async () => {
+          const after = await lastPublishedTs(history, channelId, last);
+          if (!after) return;
+          await backfillChannel({ client: this.client, channel: channelId, after, log: this.log, handle: (ev) => this.ingest({ ...ev, channel: channelId }, "backfill") });
+        })
+        .catch((err) => this.log.warn({ err, channel: channelId }, "backfill failed"));
     }
+  }
+
+  /** This adapter's subjects of the inbound stream (its NATS user may create consumers on those only). */
+  private inboundHistory(): InboundHistory {
+    const stream = this.bus.subjects.stream("IN");
+    const subject = (channelId: string) => this.bus.subjects.channel("in", { adapter: this.opts.adapter, channelId });
+    return {
+      lastOfEachChannel: async () =>
+        (await lastPerSubject(this.bus, stream, this.bus.subjects.wildcard("in", this.opts.adapter))).flatMap((last) => {
+          const ref = this.bus.subjects.parse(last.subject);
+          return ref && ref.adapter === this.opts.adapter ? [{ channelId: ref.channelId, last }] : [];
+        }),
+      channelFrom: (channelId, fromSeq) => readRange(this.bus, stream, subject(channelId), { seq: fromSeq }),
+    };
   }
 
   /** A Socket Mode message or app_mention event: each message once, in order per channel. */

@@ -19,10 +19,11 @@ export interface SlackIngressOptions {
   /** config `attachments.maxBytes` (default 20 MiB): larger files are not downloaded nor uploaded. */
   maxAttachmentBytes?: number;
   /**
-   * The shared workspace dir (`data/workspace`). With it, the service backfills on start the
-   * messages it missed in every channel that already has a log; without it, no backfill.
+   * On start, fetch the messages missed while offline in every channel of this adapter that has
+   * messages on the inbound stream (default true). Needs read access to the adapter's own
+   * subjects of MOM_IN (deploy/nats/auth.conf).
    */
-  workspaceDir?: string;
+  backfill?: boolean;
   /** Backfilled mentions younger than this still get an answer; older ones are only logged (default 10 min). */
   backfillAnswerWindowMs?: number;
   /** At most one chat.update per progress message per this many ms (default 1000). */
