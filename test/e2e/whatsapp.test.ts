@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { eventually } from "../support/discord-stack.js";
 import { inboundMessages } from "../support/inbound.js";
-import { controlMessagesOf } from "../support/streams.js";
+import { controlMessagesOf, receiptsOf } from "../support/streams.js";
 import { startWhatsAppStack, WA, WA_ADAPTER, type WhatsAppStack } from "../support/whatsapp-stack.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -172,6 +172,19 @@ describe("WhatsApp ingress end to end (fake Cloud API + signed webhook posts, re
       await eventually(() => s.whatsapp.failedLater.length > 0 || undefined, "a send reported failed later");
       await s.logs.waitFor(new RegExp(`the 24-hour customer-service window with ${erin} is closed: WhatsApp only delivers template messages`));
       expect(s.logs.text).not.toMatch(new RegExp(`could not deliver a message to ${erin}`));
+      // What reached the person, on the receipts stream: accepted first, then reported undelivered.
+      const deliveries = await eventually(async () => {
+        const r = (await receiptsOf(s.bus, { adapter: WA_ADAPTER, channelId: erin })).filter((x) => x.type.startsWith("delivery."));
+        return r.length >= 2 ? r : undefined;
+      }, "both delivery receipts of erin's answer");
+      const sentId = s.whatsapp.failedLater.at(-1)!;
+      expect(deliveries.map((d) => [d.type, d.actor])).toEqual([
+        ["delivery.succeeded", `ingress-${WA_ADAPTER}`],
+        ["delivery.failed", `ingress-${WA_ADAPTER}`],
+      ]);
+      expect(deliveries[0]!.detail).toBe(`accepted by the platform as ${sentId}`);
+      expect(deliveries[1]!.detail).toMatch(new RegExp(`^${sentId}: the 24-hour customer-service window with ${erin} is closed`));
+      expect(deliveries[1]!.runId).toBe(deliveries[0]!.runId);
     } finally {
       s.whatsapp.windowErrorsLater = false;
     }

@@ -1,5 +1,5 @@
 import type { Bus } from "@mom/bus";
-import { ControlMessage, DeadLetter, OutboundEvent, parsePayload, validator } from "@mom/contracts";
+import { ControlMessage, DeadLetter, OutboundEvent, parsePayload, Receipt, validator } from "@mom/contracts";
 
 /** Every valid outbound event of a channel so far, read back from the OUT stream in order. */
 export async function outboundEvents(bus: Bus, ref = { adapter: "cli", channelId: "local" }): Promise<OutboundEvent[]> {
@@ -41,6 +41,21 @@ export async function deadLetters(bus: Bus): Promise<DeadLetter[]> {
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
     const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
     const r = m ? parsePayload(v, m.data) : undefined;
+    if (r?.ok) out.push(r.value);
+  }
+  return out;
+}
+
+/** Every valid Receipt of a channel on the bus so far (the runner's tool receipts and the ingress's delivery receipts), in stream order. */
+export async function receiptsOf(bus: Bus, ref: { adapter: string; channelId: string }): Promise<Receipt[]> {
+  const stream = bus.subjects.stream("RECEIPTS");
+  const subject = bus.subjects.channel("receipts", ref);
+  const info = await bus.jsm.streams.info(stream);
+  const v = validator(Receipt);
+  const out: Receipt[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
     if (r?.ok) out.push(r.value);
   }
   return out;

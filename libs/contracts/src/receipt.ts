@@ -11,6 +11,8 @@ export const ReceiptType = Type.Union([
   Type.Literal("tool.call.failed"),
   Type.Literal("approval.refused"),
   Type.Literal("auth.profile.rotated"),
+  Type.Literal("delivery.succeeded"),
+  Type.Literal("delivery.failed"),
 ]);
 export type ReceiptType = Static<typeof ReceiptType>;
 
@@ -19,6 +21,10 @@ export type ReceiptType = Static<typeof ReceiptType>;
  * `receiptId`) and in the channel's receipts.jsonl. `approval.refused` records a decision from
  * someone who may not decide. `auth.profile.rotated` records a model call moving to another
  * credential (toolId `auth.profile.rotate`, no toolCallId, detail `<from> -> <to>: <reason>`).
+ * `delivery.succeeded` / `delivery.failed` record what reached the person: the ingress that drew a
+ * run's answer says the platform accepted it (detail: the platform's message ids) or refused it
+ * (detail: the platform's error, also when the platform reports it later); toolId
+ * `chat.deliver`, no toolCallId, argsHash the sha256 of the answer's text, actor `ingress-<adapter>`.
  */
 export const Receipt = Type.Object(
   {

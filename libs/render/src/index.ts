@@ -8,3 +8,4 @@ export * from "./shared-files.js";
 export * from "./presenter.js";
 export * from "./message-layout.js";
 export * from "./ingress-kit.js";
+export * from "./delivery-receipts.js";

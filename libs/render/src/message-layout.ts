@@ -72,22 +72,26 @@ export class MessageLayout implements Layout<MessageRun, string> {
     run.shown = text;
   }
 
-  async finish(channel: string, view: RunView, run: MessageRun | undefined, files: FileOutcome[]): Promise<void> {
+  async finish(channel: string, view: RunView, run: MessageRun | undefined, files: FileOutcome[]): Promise<string[]> {
     const end = view.end!;
     const d = this.dialect;
     if (end.silent) {
       if (run?.progressId) await this.surface.delete?.(channel, run.progressId);
-      return;
+      return [];
     }
     const problems = files.flatMap((f) => ("problem" in f ? [f.problem] : []));
     const tail = [activityLines(end.toolActivity, d).join("\n"), ...problems, d.italic(d.escape(usageLine(end.usage, end.durationMs, d)))];
     const body = answerText(end, d, tail);
     const [first = "", ...rest] = splitMessage(body, d.limit);
     const at = this.at(view);
-    if (run?.progressId && this.surface.edit) await this.surface.edit(channel, run.progressId, first);
-    else await this.surface.post(channel, first, at);
-    for (const chunk of rest) await this.surface.post(channel, chunk, { ...(at.thread && { thread: at.thread }) });
+    const ids: string[] = [];
+    if (run?.progressId && this.surface.edit) {
+      await this.surface.edit(channel, run.progressId, first);
+      ids.push(run.progressId);
+    } else ids.push(await this.surface.post(channel, first, at));
+    for (const chunk of rest) ids.push(await this.surface.post(channel, chunk, { ...(at.thread && { thread: at.thread }) }));
     for (const f of files) if ("file" in f) await this.surface.upload(channel, f.file, { ...(at.thread && { thread: at.thread }) });
+    return ids;
   }
 
   async queued(channel: string, ev: Ev<"run_queued">): Promise<void> {

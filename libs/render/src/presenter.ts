@@ -3,6 +3,7 @@ import { endSpan, metrics, SpanKind, startSpan } from "@mom/observability";
 import { OutboundEvent } from "@mom/contracts";
 import type { Logger } from "pino";
 import { ChannelQueue } from "./channel-queue.js";
+import type { DeliveryReceipts } from "./delivery-receipts.js";
 import type { Dialect } from "./dialect.js";
 import { approvalOutcomeLine, approvalPromptText } from "./notes.js";
 import { RunTracker } from "./run-tracker.js";
@@ -20,8 +21,11 @@ export interface Layout<S, P = unknown> {
   open(channel: string, view: RunView): Promise<S>;
   /** The run's state changed; called at most once per `editIntervalMs` per run. */
   progress(channel: string, view: RunView, state: S): Promise<void>;
-  /** `run_ended` (view.end is set). `files` are the outcomes not yet delivered through `file`. */
-  finish(channel: string, view: RunView, state: S | undefined, files: FileOutcome[]): Promise<void>;
+  /**
+   * `run_ended` (view.end is set). `files` are the outcomes not yet delivered through `file`.
+   * Resolves with the platform's ids of the messages that carry the answer (for its delivery receipt).
+   */
+  finish(channel: string, view: RunView, state: S | undefined, files: FileOutcome[]): Promise<string[] | void>;
   /** When present, each shared file is delivered as it comes rather than with the answer. */
   file?(channel: string, view: RunView, state: S | undefined, f: FileOutcome): Promise<void>;
   queued?(channel: string, ev: Ev<"run_queued">): Promise<void>;
@@ -51,6 +55,8 @@ export interface PresenterOptions {
   log: Logger;
   editIntervalMs: number;
   typingIntervalMs?: number;
+  /** Where each answer's delivery (accepted by the platform, or refused) is recorded. */
+  deliveries?: DeliveryReceipts;
 }
 
 interface LiveRun<S> {
@@ -166,7 +172,15 @@ export class Presenter<S, P = unknown> {
         this.live.delete(e.runId);
         const files: FileOutcome[] = [];
         for (const f of view.files.slice(run.delivered)) files.push(await this.fetch(f));
-        await this.layout.finish(channel, view, run.state, files);
+        const deliveries = ev.silent ? undefined : this.opts.deliveries;
+        let ids: string[] | void;
+        try {
+          ids = await this.layout.finish(channel, view, run.state, files);
+        } catch (err) {
+          await deliveries?.failed(channel, e.runId, ev.finalText, (err as Error)?.message ?? String(err));
+          throw err;
+        }
+        await deliveries?.succeeded(channel, e.runId, ev.finalText, ids ?? []);
         return;
       }
       default:

@@ -39,6 +39,14 @@ describe("the bus view shared by mom replay and mom tail", () => {
     expect(out({ type: "message_update", assistantMessageEvent: { type: "text_delta", delta: "li" } })).toBeUndefined();
   });
 
+  it("shows whether each answer reached the person (delivery receipts)", () => {
+    const receipt = { receiptId: "5d0c1a2b-aaaa:delivery", type: "delivery.succeeded", runId: "5d0c1a2b-aaaa", toolCallId: "", toolId: "chat.deliver", risk: "write", ts: "2026-11-23T10:00:00.000Z", argsHash: "0".repeat(64), detail: "accepted by the platform as 1700.0001", actor: "ingress-slack-acme" };
+    expect(show("mom.receipts.slack-acme.C1", receipt)).toBe("10:00:00    ✓ run 5d0c1a2b's answer delivered (ingress-slack-acme: accepted by the platform as 1700.0001)");
+    expect(show("mom.receipts.slack-acme.C1", { ...receipt, receiptId: "x:delivery-failed", type: "delivery.failed", detail: "channel_not_found\nmore" })).toBe(
+      "10:00:00    ✗ run 5d0c1a2b's answer NOT delivered (ingress-slack-acme): channel_not_found",
+    );
+  });
+
   it("shows dead letters and payloads that break their contract", () => {
     expect(show("mom.dlq.agent-runner", { stage: "agent-runner", subject: "mom.in.cli.local", reason: "/text: expected string", payload: "{}", payloadEncoding: "utf8", rejectedAt: "2026-11-23T10:00:00.000Z" })).toBe(
       "10:00:00  ✗ dead letter from agent-runner (mom.in.cli.local): /text: expected string",

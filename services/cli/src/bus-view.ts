@@ -101,6 +101,9 @@ function describe(e: Exclude<BusEntry, { invalid: string }>): string | undefined
       return control(e.data as ControlMessage);
     case "receipts": {
       const r = e.data as Receipt;
+      // What reached the person: the ingress's word that the platform took the answer (or not).
+      if (r.type === "delivery.succeeded") return `  ✓ run ${short(r.runId)}'s answer delivered (${r.actor ?? "ingress"}: ${r.detail ?? "accepted"})`;
+      if (r.type === "delivery.failed") return `  ✗ run ${short(r.runId)}'s answer NOT delivered (${r.actor ?? "ingress"}): ${firstLine(r.detail ?? "no reason given")}`;
       return `  · receipt ${r.type} ${r.toolId} [${r.risk}]${r.actor ? ` by ${r.actor}` : ""}${r.detail ? ` — ${firstLine(r.detail)}` : ""}`;
     }
     case "dlq": {

@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
 import { metrics } from "@mom/observability";
 import type { ChannelMessage, ChannelRef } from "@mom/contracts";
-import { ChannelQueue, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds, RecentMap, readDownload } from "@mom/render";
+import { busReceipts, ChannelQueue, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds, RecentMap, readDownload } from "@mom/render";
 import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, RESTEvents, Status, type User } from "discord.js";
 import type { Logger } from "pino";
 import { type DiscordApi, RestDiscordApi } from "./discord-api.js";
@@ -60,6 +60,7 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
       editIntervalMs: opts.editIntervalMs ?? 1000,
       typingIntervalMs: opts.typingIntervalMs ?? 8000,
       log: this.log,
+      deliveries: new DeliveryReceipts(opts.adapter, busReceipts(bus, opts.adapter), this.log),
     });
   }
 

@@ -1,5 +1,5 @@
 import { formatDuration, formatUsage, splitMessage } from "@mom/format";
-import { activityLines, answerText, clip, type Dialect, type Ev, fenceSafe, type FileOutcome, firstLine, type Layout, Presenter, progressText, type RunView, type ToolStep, toolSteps, UNICODE_MARKS } from "@mom/render";
+import { activityLines, answerText, clip, type DeliveryReceipts, type Dialect, type Ev, fenceSafe, type FileOutcome, firstLine, type Layout, Presenter, progressText, type RunView, type ToolStep, toolSteps, UNICODE_MARKS } from "@mom/render";
 import type { APIEmbed } from "discord.js";
 import type { Logger } from "pino";
 import type { DiscordApi, OutFile } from "./discord-api.js";
@@ -18,6 +18,8 @@ export interface RendererDeps {
   editIntervalMs: number;
   typingIntervalMs: number;
   log: Logger;
+  /** Where each answer's delivery is recorded (receipts on the bus). */
+  deliveries?: DeliveryReceipts;
 }
 
 /** Where an approval prompt is. */
@@ -205,13 +207,13 @@ export class DiscordLayout implements Layout<DiscordRun, DiscordPrompt> {
     return `<t:${Math.floor(Date.parse(expiresAt) / 1000)}:R>`;
   }
 
-  async finish(channel: string, view: RunView, state: DiscordRun | undefined, outcomes: FileOutcome[]): Promise<void> {
+  async finish(channel: string, view: RunView, state: DiscordRun | undefined, outcomes: FileOutcome[]): Promise<string[]> {
     const end = view.end!;
     const run: DiscordRun = state ?? { target: this.target(channel, view) };
     const { api } = this.deps;
     if (end.silent) {
       if (run.mainId) await api.remove(run.target, run.mainId);
-      return;
+      return [];
     }
     const files: OutFile[] = [];
     const problems: string[] = [];
@@ -235,22 +237,27 @@ export class DiscordLayout implements Layout<DiscordRun, DiscordPrompt> {
     for (const group of fileGroups) messages.push({ content: "", files: group });
     const triggerId = view.trigger?.messageId;
     let first = true;
+    const ids: string[] = [];
     for (const m of messages) {
       const out = { ...m, pingUsers: true };
-      if (first && run.mainId) await this.deliver(run, view, out, run.mainId);
-      else await this.deliver(run, view, { ...out, ...(first && triggerId && { replyTo: triggerId }) });
+      if (first && run.mainId) ids.push(await this.deliver(run, view, out, run.mainId));
+      else ids.push(await this.deliver(run, view, { ...out, ...(first && triggerId && { replyTo: triggerId }) }));
       first = false;
     }
     const tools = toolSteps(view);
     if (tools.length) await this.postDetails(run, view, tools);
+    return ids;
   }
 
-  /** Sends (or edits into `editId`) one message; when its files are refused (too large), sends it without them and says so. */
-  private async deliver(run: DiscordRun, view: RunView, m: { content: string; embeds?: APIEmbed[]; files?: OutFile[]; pingUsers: boolean; replyTo?: string }, editId?: string): Promise<void> {
+  /**
+   * Sends (or edits into `editId`) one message and resolves with its id; when its files are refused
+   * (too large), sends it without them and says so.
+   */
+  private async deliver(run: DiscordRun, view: RunView, m: { content: string; embeds?: APIEmbed[]; files?: OutFile[]; pingUsers: boolean; replyTo?: string }, editId?: string): Promise<string> {
     const { api } = this.deps;
-    const go = (msg: typeof m) => (editId ? api.edit(run.target, editId, msg) : api.send(run.target, msg).then(() => {}));
+    const go = (msg: typeof m) => (editId ? api.edit(run.target, editId, msg).then(() => editId) : api.send(run.target, msg));
     try {
-      await go(m);
+      return await go(m);
     } catch (err) {
       // Someone deleted the progress message: the answer is posted anew instead of being lost.
       if (editId && (err as { code?: unknown }).code === UNKNOWN_MESSAGE) {
@@ -262,8 +269,9 @@ export class DiscordLayout implements Layout<DiscordRun, DiscordPrompt> {
       const note = `📎 ${m.files.map((f) => f.name).join(", ")}: Discord refused the upload (${(err as Error).message}).`;
       const content = m.content ? `${m.content}\n\n${note}` : note;
       const text = content.length > DISCORD_MESSAGE_LIMIT ? m.content : content;
-      await go({ ...m, content: text, files: [] });
+      const id = await go({ ...m, content: text, files: [] });
       if (text === m.content) await api.send(run.target, { content: clip(note, DISCORD_MESSAGE_LIMIT) });
+      return id;
     }
   }
 
@@ -286,6 +294,6 @@ export class DiscordLayout implements Layout<DiscordRun, DiscordPrompt> {
 /** The Presenter with Discord's layout; events of one channel are applied strictly in order. */
 export class DiscordRenderer extends Presenter<DiscordRun, DiscordPrompt> {
   constructor(deps: RendererDeps) {
-    super(new DiscordLayout(deps), { files: { getFile: (k, o) => deps.getFile(k, { maxBytes: o?.maxBytes ?? deps.maxBytes }) }, maxBytes: deps.maxBytes, log: deps.log, editIntervalMs: deps.editIntervalMs, typingIntervalMs: deps.typingIntervalMs });
+    super(new DiscordLayout(deps), { files: { getFile: (k, o) => deps.getFile(k, { maxBytes: o?.maxBytes ?? deps.maxBytes }) }, maxBytes: deps.maxBytes, log: deps.log, editIntervalMs: deps.editIntervalMs, typingIntervalMs: deps.typingIntervalMs, ...(deps.deliveries && { deliveries: deps.deliveries }) });
   }
 }

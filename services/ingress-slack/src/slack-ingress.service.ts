@@ -3,7 +3,7 @@ import { Bus, type Consumption, lastPerSubject, readRange, serviceReadiness } fr
 import { metrics } from "@mom/observability";
 import type { Attachment, ChannelMessage } from "@mom/contracts";
 import { markdownToMrkdwn } from "@mom/format";
-import { ChannelQueue, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds } from "@mom/render";
+import { busReceipts, ChannelQueue, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds } from "@mom/render";
 import { App, SocketModeReceiver } from "@slack/bolt";
 import { type WebClient, WebClientEvent } from "@slack/web-api";
 import type { Logger } from "pino";
@@ -105,6 +105,7 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
       log: this.log,
       updateIntervalMs: this.opts.updateIntervalMs ?? DEFAULT_UPDATE_INTERVAL_MS,
       messageLimit: this.opts.messageLimit ?? DEFAULT_MESSAGE_LIMIT,
+      deliveries: new DeliveryReceipts(this.opts.adapter, busReceipts(this.bus, this.opts.adapter), this.log),
     });
     this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.renderer);
 

@@ -9,6 +9,7 @@ import {
   fenceSafe,
   type FileOutcome,
   type Layout,
+  type DeliveryReceipts,
   Presenter,
   type RunView,
   type Step,
@@ -53,6 +54,8 @@ export interface SlackRendererDeps {
   log: Logger;
   updateIntervalMs: number;
   messageLimit: number;
+  /** Where each answer's delivery is recorded (receipts on the bus). */
+  deliveries?: DeliveryReceipts;
 }
 
 /** Slack's mrkdwn, with emoji shortcodes for the marks. */
@@ -144,22 +147,24 @@ export class SlackLayout implements Layout<SlackRun, SlackPrompt> {
     else await this.deps.api.upload(channel, { filename: f.file.filename, title: f.file.title, bytes: f.file.bytes }, thread);
   }
 
-  async finish(channel: string, view: RunView, run: SlackRun | undefined, _files: FileOutcome[]): Promise<void> {
+  async finish(channel: string, view: RunView, run: SlackRun | undefined, _files: FileOutcome[]): Promise<string[]> {
     const { api } = this.deps;
     const end = view.end!;
     const replyTo = end.replyTo ?? view.replyTo;
     if (end.silent) {
       if (run?.mainTs) await api.delete(channel, run.mainTs);
       for (const m of run?.detailMessages ?? []) if (m.ts) await api.delete(channel, m.ts);
-      return;
+      return [];
     }
     const body = answerText(end, this.dialect, [activityLines(end.toolActivity, this.dialect).join("\n")]) || "_Done._";
     const [first = "", ...rest] = splitMessage(body, this.deps.messageLimit);
     const shown: SlackRun = run ?? { reflected: 0, detailMessages: [] };
     if (shown.mainTs) await api.update(channel, shown.mainTs, first);
     else shown.mainTs = await api.post(channel, first, replyTo);
-    for (const chunk of rest) await api.post(channel, chunk, replyTo);
+    const ids = [shown.mainTs];
+    for (const chunk of rest) ids.push(await api.post(channel, chunk, replyTo));
     await this.flushDetails(channel, { ...view, ...(replyTo && { replyTo }) }, shown, [usageLine(end.usage, end.durationMs, this.dialect)]);
+    return ids;
   }
 
   async queued(channel: string, ev: Ev<"run_queued">): Promise<void> {
@@ -237,6 +242,6 @@ export class SlackLayout implements Layout<SlackRun, SlackPrompt> {
 /** The Presenter with Slack's layout. */
 export class SlackRenderer extends Presenter<SlackRun, SlackPrompt> {
   constructor(deps: SlackRendererDeps) {
-    super(new SlackLayout(deps), { files: deps.files, maxBytes: deps.maxBytes, log: deps.log, editIntervalMs: deps.updateIntervalMs });
+    super(new SlackLayout(deps), { files: deps.files, maxBytes: deps.maxBytes, log: deps.log, editIntervalMs: deps.updateIntervalMs, ...(deps.deliveries && { deliveries: deps.deliveries }) });
   }
 }

@@ -2,7 +2,9 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
 import { metrics } from "@mom/observability";
 import {
+  busReceipts,
   ChannelQueue,
+  DeliveryReceipts,
   DEFAULT_MAX_ATTACHMENT_BYTES,
   DM_REFUSAL,
   decideApproval,
@@ -64,6 +66,7 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
       log: this.log,
       editIntervalMs: opts.editIntervalMs ?? 1500,
       typingIntervalMs: opts.typingIntervalMs ?? 4500,
+      deliveries: new DeliveryReceipts(opts.adapter, busReceipts(bus, opts.adapter), this.log),
     });
   }
 

@@ -1,7 +1,9 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { Bus, type Consumption } from "@mom/bus";
 import {
+  busReceipts,
   ChannelQueue,
+  DeliveryReceipts,
   DEFAULT_MAX_ATTACHMENT_BYTES,
   DM_REFUSAL,
   decideApproval,
@@ -33,6 +35,7 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
   private readonly api: GraphApi;
   private readonly surface: WhatsAppSurface;
   private readonly presenter: Presenter<MessageRun, string>;
+  private readonly deliveries: DeliveryReceipts;
   private readonly inbound = new ChannelQueue();
   private readonly seen = new RecentIds();
   private consumption?: Consumption;
@@ -53,7 +56,8 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
     });
     this.surface = new WhatsAppSurface(this.api, this.log);
     // No edits on WhatsApp: nothing is redrawn, so the interval only paces typing renewals.
-    this.presenter = new Presenter(new MessageLayout(this.surface), { files: bus, maxBytes: this.maxBytes, log: this.log, editIntervalMs: 1000, typingIntervalMs: 20_000 });
+    this.deliveries = new DeliveryReceipts(opts.adapter, busReceipts(bus, opts.adapter), this.log);
+    this.presenter = new Presenter(new MessageLayout(this.surface), { files: bus, maxBytes: this.maxBytes, log: this.log, editIntervalMs: 1000, typingIntervalMs: 20_000, deliveries: this.deliveries });
   }
 
   private get maxBytes(): number {
@@ -73,12 +77,11 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
   /** A verified webhook body: each message is queued behind the earlier ones of its sender. */
   accept(body: unknown): void {
     for (const f of failedDeliveries(body)) {
-      if (f.errors.some((e) => e.code === WINDOW_CLOSED)) {
-        this.log.error({ messageId: f.messageId, to: f.recipient, errors: f.errors }, new WindowClosedError(f.recipient).message);
-        continue;
-      }
-      const why = f.errors.map((e) => `${e.code ?? "?"} ${e.title ?? e.message ?? ""}`.trim()).join("; ") || "no reason given";
-      this.log.error({ messageId: f.messageId, to: f.recipient, errors: f.errors }, `WhatsApp could not deliver a message to ${f.recipient}: ${why}`);
+      const why = f.errors.some((e) => e.code === WINDOW_CLOSED)
+        ? new WindowClosedError(f.recipient).message
+        : `WhatsApp could not deliver a message to ${f.recipient}: ${f.errors.map((e) => `${e.code ?? "?"} ${e.title ?? e.message ?? ""}`.trim()).join("; ") || "no reason given"}`;
+      this.log.error({ messageId: f.messageId, to: f.recipient, errors: f.errors }, why);
+      void this.deliveries.failedLater(f.messageId, why);
     }
     for (const w of webhookMessages(body)) {
       if (w.phoneNumberId && w.phoneNumberId !== this.opts.phoneNumberId) continue;
