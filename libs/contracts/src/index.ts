@@ -12,3 +12,4 @@ export * from "./json-schemas.js";
 export * from "./stop-command.js";
 export * from "./ownership.js";
 export * from "./usage-record.js";
+export * from "./approval-display.js";

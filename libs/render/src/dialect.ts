@@ -2,12 +2,17 @@
 export interface Dialect {
   /** Characters in one message. */
   limit: number;
+  /** Characters an approval prompt may take, when less than `limit` (WhatsApp's button body). */
+  promptLimit?: number;
   /** Makes plain text safe to embed in this dialect's markup. */
   escape(text: string): string;
   bold(text: string): string;
   italic(text: string): string;
   code(text: string): string;
-  /** A fenced block that no text inside can close early. */
+  /**
+   * A fenced block that no text inside can close early, showing `text` as it is: nothing in it
+   * is markup, a link or a mention. May add at most one (invisible) character per ``` in `text`.
+   */
   codeBlock(text: string): string;
   /** A user by platform id, the way that pings them. */
   mention(userId: string): string;

@@ -1,5 +1,5 @@
 // The words every adapter shows, decided once; each platform only supplies its Dialect.
-import type { ToolActivity, Usage } from "@mom/contracts";
+import { type ToolActivity, type Usage, visible } from "@mom/contracts";
 import { formatDuration, formatUsage } from "@mom/format";
 import { clip, type Dialect, fenceSafe, firstLine } from "./dialect.js";
 import type { Activity, Ev, RunView, Step } from "./run-view.js";
@@ -72,17 +72,51 @@ export function approversText(approvers: string[], d: Dialect, none = "nobody is
   return approvers.length ? approvers.map((id) => d.mention(id)).join(", ") : none;
 }
 
+/** Room kept in a prompt for the outcome line added when the approval ends. */
+const OUTCOME_ROOM = 80;
+
+/** The pieces of an approval prompt, in the dialect: `args` is the arguments' text, not yet in its block. */
+export interface ApprovalPromptParts {
+  head: string;
+  args: string;
+  foot: string;
+}
+
 /**
- * The prompt of an approval: what mom wants to run, with which arguments, who may decide and
- * until when. `deadline` is how the platform writes the expiry (` · no decision by 10:05 UTC means deny`).
+ * The approval prompt, decided here for every adapter: what mom wants to run, the arguments as
+ * the runner wrote them (target first, invisible characters spelled out by `visible`, applied
+ * again here so a summary that did not come from the runner cannot hide anything either) in a
+ * code block where nothing is markup, who may decide and until when. The arguments are never
+ * clipped: the runner refuses to ask about a summary longer than the adapter shows
+ * (APPROVAL_TEXT_LIMITS); to fit the prompt limit the approvers' list is shortened instead.
+ * `deadline` is how the platform writes the expiry (`by 10:05 UTC`).
  */
-export function approvalPromptText(ev: Ev<"approval_requested">, d: Dialect, deadline?: (expiresAt: string) => string): string {
+export function approvalPromptParts(ev: Ev<"approval_requested">, d: Dialect, deadline?: (expiresAt: string) => string): ApprovalPromptParts {
   const when = Number.isFinite(Date.parse(ev.expiresAt)) ? ` · no decision ${(deadline ?? defaultDeadline)(ev.expiresAt)} means deny` : "";
-  return [
-    `${d.marks.approval} ${d.bold("Approval needed")}: mom wants to run ${d.code(ev.toolId)} (${ev.risk}), asked by ${d.fromMarkdown(`@${ev.requestedBy.username}`)}`,
-    d.codeBlock(clip(ev.argsSummary, 1200)),
-    `Who can decide: ${approversText(ev.approvers, d)}${when}`,
-  ].join("\n");
+  const oneLine = (s: string, n: number) => visible(clip(s, n), { newlines: false });
+  const head = `${d.marks.approval} ${d.bold("Approval needed")}: mom wants to run ${d.code(oneLine(ev.toolId, 64))} (${ev.risk}), asked by ${d.fromMarkdown(`@${oneLine(ev.requestedBy.username, 40)}`)}`;
+  const args = visible(ev.argsSummary);
+  const limit = (d.promptLimit ?? d.limit) - OUTCOME_ROOM;
+  const fixed = head.length + d.codeBlock(args).length + 2;
+  const foot = (who: string) => `Who can decide: ${who}${when}`;
+  const some = (shown: number) => {
+    const rest = ev.approvers.length - shown;
+    return foot(`${shown ? `${ev.approvers.slice(0, shown).map((id) => d.mention(id)).join(", ")} and ` : ""}${rest} other${rest === 1 ? "" : "s"}`);
+  };
+  let text = foot(approversText(ev.approvers, d));
+  // Named approvers are dropped from the end only when that makes the prompt fit.
+  if (fixed + text.length > limit && ev.approvers.length && fixed + some(0).length <= limit) {
+    let shown = ev.approvers.length - 1;
+    while (shown > 0 && fixed + some(shown).length > limit) shown--;
+    text = some(shown);
+  }
+  return { head, args, foot: text };
+}
+
+/** The prompt of an approval as one message (see `approvalPromptParts`). */
+export function approvalPromptText(ev: Ev<"approval_requested">, d: Dialect, deadline?: (expiresAt: string) => string): string {
+  const p = approvalPromptParts(ev, d, deadline);
+  return [p.head, d.codeBlock(p.args), p.foot].join("\n");
 }
 
 const defaultDeadline = (iso: string) => `by ${iso.slice(11, 16)} UTC`;

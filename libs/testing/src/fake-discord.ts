@@ -99,6 +99,8 @@ export interface FakeDiscordMessage {
   flags: number;
   /** Action rows (buttons) as sent. */
   components: unknown[];
+  /** Who the post notified, as Discord decides from `allowed_mentions` (user ids; `@everyone` for everyone/here). */
+  pinged?: string[];
   /** Set when deleted through the API (the message stays in the store for assertions). */
   deleted?: boolean;
   /** Every content/embeds state it had, oldest first (the first is what was posted). */
@@ -415,6 +417,14 @@ export async function startFakeDiscord(opts: FakeDiscordOptions = {}): Promise<F
     );
   };
 
+  /** Discord's allowed_mentions: no field means everything parsed; `users: [ids]` limits user pings to those. */
+  const pingedBy = (content: string, allowed: { parse?: string[]; users?: string[] } | undefined): string[] => {
+    const parse = allowed ? (allowed.parse ?? []) : ["users", "roles", "everyone"];
+    const out = [...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1]!).filter((id) => parse.includes("users") || (allowed?.users ?? []).includes(id));
+    if (parse.includes("everyone") && /@(everyone|here)\b/.test(content)) out.push("@everyone");
+    return [...new Set(out)];
+  };
+
   const mentionsIn = (content: string): FakeDiscordUser[] => {
     const out: FakeDiscordUser[] = [];
     for (const m of content.matchAll(/<@!?(\d+)>/g)) {
@@ -485,6 +495,7 @@ export async function startFakeDiscord(opts: FakeDiscordOptions = {}): Promise<F
     const attachments = up.map((f) => storeFile(channelId, f.filename, f.bytes, f.contentType));
     const components = checkComponents(body?.components) ?? [];
     const m = newMessage(ch.id, bot, content ?? "", { embeds, attachments, components, ...(reference && { message_reference: reference }) });
+    m.pinged = pingedBy(content ?? "", body?.allowed_mentions);
     dispatchMessage(m);
     return messageJson(m);
   };

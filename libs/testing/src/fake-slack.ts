@@ -395,6 +395,13 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeS
     if (typeof text !== "string" || text === "") throw new SlackError("no_text");
     if (text.length > maxText) throw new SlackError("msg_too_long");
   };
+  /** Block Kit as Slack checks it: at most 50 blocks, a section's text at most 3,000 characters. */
+  const checkBlocks = (blocks: unknown) => {
+    if (!Array.isArray(blocks) || blocks.length > 50) throw new SlackError("invalid_blocks");
+    for (const b of blocks as Array<{ type?: string; text?: { text?: unknown } }>) {
+      if (b?.type === "section" && (typeof b.text?.text !== "string" || b.text.text.length > 3000)) throw new SlackError("invalid_blocks");
+    }
+  };
   const botPost = (m: Omit<FakeSlackMessage, "reactions" | "versions" | "deleted">) => {
     const msg = store(m);
     const c = channels.get(m.channel)!;
@@ -479,7 +486,7 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeS
       checkText(a.text);
       if (a.thread_ts !== undefined && !findMessage(c.id, a.thread_ts)) throw new SlackError("thread_not_found");
       const blocks = a.blocks !== undefined ? json(a.blocks) : undefined;
-      if (blocks !== undefined && !Array.isArray(blocks)) throw new SlackError("invalid_blocks");
+      if (blocks !== undefined) checkBlocks(blocks);
       const msg = botPost({ channel: c.id, ts: nextTs(), text: String(a.text), user: botUserId, bot_id: botId, ...(a.thread_ts && { thread_ts: String(a.thread_ts) }), ...(blocks && { blocks }) });
       return { channel: c.id, ts: msg.ts, message: { ...messageJson(msg), team: teamId } };
     },
@@ -492,7 +499,7 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeS
       checkText(a.text);
       if (a.blocks !== undefined) {
         const blocks = json(a.blocks);
-        if (!Array.isArray(blocks)) throw new SlackError("invalid_blocks");
+        checkBlocks(blocks);
         msg.blocks = blocks;
       }
       msg.text = String(a.text);

@@ -21,6 +21,8 @@ export interface ChannelToolGateDeps {
   /** Who may decide: the adapter's admins, plus the requester when allowed. */
   approvers: (requesterId: string) => string[];
   approvalTimeoutMs: number;
+  /** The longest argument summary the channel's adapter shows whole (`approvalTextLimit` of its type). */
+  approvalTextLimit?: number;
   /** The channel's run in progress. */
   active: ActiveRun;
   log: Logger;
@@ -51,7 +53,7 @@ export class ChannelToolGate implements ToolGate {
         await receipt("tool.call.denied", { detail: "approval needed but no run to ask in" });
         throw new Error(`${call.toolId} needs approval, but there is nobody to ask`);
       }
-      const shown = approvalText(call.toolId, call.args);
+      const shown = approvalText(call.toolId, call.args, this.deps.approvalTextLimit);
       if (!shown.ok) {
         await receipt("tool.call.denied", { detail: shown.reason });
         throw new Error(`${call.toolId} was not run: ${shown.reason}.`);

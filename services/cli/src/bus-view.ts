@@ -18,6 +18,7 @@ import {
   type Subjects,
   type Validator,
   validator,
+  visible,
 } from "@mom/contracts";
 import type { TSchema } from "typebox";
 import { formatDuration, formatUsage } from "@mom/format";
@@ -141,7 +142,7 @@ function outbound(o: OutboundEvent): string | undefined {
     case "compaction_end":
       return `    ${ev.aborted || ev.errorMessage ? "✗" : "✓"} context compacted (${ev.reason})${ev.errorMessage ? `: ${firstLine(ev.errorMessage)}` : ""}`;
     case "approval_requested":
-      return `    ⏸ approval ${ev.approvalId} asked: ${ev.toolId} [${ev.risk}] ${firstLine(ev.argsSummary)} (for ${ev.requestedBy.username}; approvers ${ev.approvers.join(", ") || "none"})`;
+      return `    ⏸ approval ${ev.approvalId} asked: ${ev.toolId} [${ev.risk}] ${firstLine(visible(ev.argsSummary))} (for ${ev.requestedBy.username}; approvers ${ev.approvers.join(", ") || "none"})`;
     case "approval_resolved":
       return `    ${approvalOutcomeLine(ev, TEXT)} (approval ${ev.approvalId})`;
     case "attachment":

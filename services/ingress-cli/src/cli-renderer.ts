@@ -1,9 +1,16 @@
-import { MAX_EVENT_TEXT, type OutboundEvent } from "@mom/contracts";
+import { MAX_EVENT_TEXT, type OutboundEvent, spellCodePoint } from "@mom/contracts";
 import { formatUsage } from "@mom/format";
 import { AnswerStream } from "./answer-stream.js";
 import { activityLines, approvalOutcomeLine, approvalPromptText, endNotes, plainDialect, RunTracker, statusText, stepLine } from "@mom/render";
 
 const TERMINAL = plainDialect();
+
+/**
+ * Text from the model, tools or the bus as the terminal shows it: control characters (escape
+ * sequences, carriage returns, backspaces…) spelled out (`\x1b`, `\r`), so nothing written
+ * before or after an approval prompt can move the cursor, erase it or hide it.
+ */
+export const forTerminal = (text: string): string => text.replace(/[^\P{Cc}\n\t]/gu, spellCodePoint);
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -41,7 +48,7 @@ export class CliRenderer {
         const text = this.answer.delta(`${e.runId}:${d.contentIndex ?? 0}`, d.delta);
         if (text) {
           this.clearStatus();
-          this.out.write(text);
+          this.out.write(forTerminal(text));
         }
         break;
       }
@@ -72,9 +79,9 @@ export class CliRenderer {
         this.clearStatus();
         this.endAnswer();
         if (ev.silent) break; // a scheduled check with nothing to report: no trace at all
-        if (ev.finalText && !this.answer.showed(ev.finalText)) this.out.write(`${ev.finalText}\n`);
-        for (const note of endNotes(ev, TERMINAL)) this.out.write(`${note}\n`);
-        for (const a of activityLines(ev.toolActivity, TERMINAL)) this.out.write(`  ${a}\n`);
+        if (ev.finalText && !this.answer.showed(ev.finalText)) this.out.write(`${forTerminal(ev.finalText)}\n`);
+        for (const note of endNotes(ev, TERMINAL)) this.out.write(`${forTerminal(note)}\n`);
+        for (const a of activityLines(ev.toolActivity, TERMINAL)) this.out.write(`  ${forTerminal(a)}\n`);
         this.out.write(`  ${formatUsage(ev.usage, ev.durationMs)}\n`);
         break;
       case "approval_requested":
@@ -109,7 +116,7 @@ export class CliRenderer {
       const text = this.answer.complete(`${runId}:${i}`, block.text);
       if (text) {
         this.clearStatus();
-        this.out.write(text);
+        this.out.write(forTerminal(text));
       }
     });
   }
@@ -122,6 +129,7 @@ export class CliRenderer {
 
   private setStatus(text: string): void {
     this.endAnswer();
+    text = forTerminal(text);
     if (!this.out.isTTY) {
       if (text !== this.status) this.out.write(`${text}\n`);
       this.status = text;
@@ -150,6 +158,7 @@ export class CliRenderer {
 
   private line(text: string): void {
     this.endAnswer();
+    text = forTerminal(text);
     if (this.out.isTTY && this.status !== undefined) this.out.write(`\r\x1b[2K${text}\n`), this.draw();
     else this.out.write(`${text}\n`);
   }

@@ -13,8 +13,11 @@ export interface OutMessage {
   files?: OutFile[];
   /** Reply to this message of the same channel (dropped silently when it is gone). */
   replyTo?: string;
-  /** Let `<@id>` mentions in the content ping those users (answers); progress pings nobody. */
-  pingUsers?: boolean;
+  /**
+   * Let `<@id>` mentions in the content ping those users (answers), or only these users (an
+   * approval prompt pings its approvers, whatever its arguments say); progress pings nobody.
+   */
+  pingUsers?: boolean | string[];
   /** Action rows (buttons); `[]` removes them on an edit. */
   components?: unknown[];
 }
@@ -37,7 +40,11 @@ function payload(m: OutMessage, edit: boolean): Record<string, unknown> {
   return {
     ...(m.content !== undefined && { content: m.content }),
     ...((m.embeds !== undefined || edit) && { embeds: m.embeds ?? [] }),
-    allowed_mentions: m.pingUsers ? { parse: ["users"], replied_user: false } : { parse: [], replied_user: false },
+    allowed_mentions: Array.isArray(m.pingUsers)
+      ? { parse: [], users: m.pingUsers.filter((id) => SNOWFLAKE.test(id)).slice(0, 100), replied_user: false }
+      : m.pingUsers
+        ? { parse: ["users"], replied_user: false }
+        : { parse: [], replied_user: false },
     ...(!edit && m.replyTo && SNOWFLAKE.test(m.replyTo) && { message_reference: { message_id: m.replyTo, fail_if_not_exists: false } }),
     ...(m.files?.length && { attachments: m.files.map((f, id) => ({ id, filename: f.name })) }),
     ...(m.components !== undefined && { components: m.components }),

@@ -195,7 +195,7 @@ export class DiscordLayout implements Layout<DiscordRun, DiscordPrompt> {
       },
     ];
     const content = clip(text, DISCORD_MESSAGE_LIMIT);
-    const messageId = await this.deps.api.send(target, { content, components, pingUsers: true, ...(run?.mainId && target === runTarget && { replyTo: run.mainId }) });
+    const messageId = await this.deps.api.send(target, { content, components, pingUsers: ev.approvers, ...(run?.mainId && target === runTarget && { replyTo: run.mainId }) });
     return { messageChannelId: target, messageId };
   }
 

@@ -3,6 +3,7 @@ import { escapeMrkdwn, splitMessage } from "@mom/format";
 import {
   activityLines,
   answerText,
+  approvalPromptParts,
   type Dialect,
   describeArgs,
   type Ev,
@@ -36,10 +37,51 @@ export interface SlackPoster {
 /** A Block Kit block, as JSON. */
 export type SlackBlock = Record<string, unknown>;
 
-/** Where an approval prompt is, for the button handler's private answer. */
+/** Where an approval prompt is, for the button handler's private answer, and its sections. */
 export interface SlackPrompt {
   ts: string;
   threadTs?: string;
+  /** The prompt's text blocks (without the buttons), kept when the outcome is added. */
+  sections?: SlackBlock[];
+}
+
+/** Characters in the text of one section block. */
+export const SLACK_SECTION_LIMIT = 3000;
+
+const section = (text: string): SlackBlock => ({ type: "section", text: { type: "mrkdwn", text: clip(text, SLACK_SECTION_LIMIT) } });
+
+/**
+ * `text` in code blocks of at most SLACK_SECTION_LIMIT characters each, escapes included, cut
+ * at line breaks where it can (a line longer than a section goes on in the next block); nothing
+ * is dropped or clipped.
+ */
+export function codeSections(text: string, d: Dialect, limit = SLACK_SECTION_LIMIT): string[] {
+  const fits = (t: string) => d.codeBlock(t).length <= limit;
+  if (fits(text)) return [d.codeBlock(text)];
+  const out: string[] = [];
+  let cur = "";
+  const push = () => {
+    if (cur) out.push(d.codeBlock(cur));
+    cur = "";
+  };
+  for (const line of text.split("\n")) {
+    const joined = cur ? `${cur}\n${line}` : line;
+    if (fits(joined)) {
+      cur = joined;
+      continue;
+    }
+    push();
+    if (fits(line)) {
+      cur = line;
+      continue;
+    }
+    for (const ch of line) {
+      if (!fits(cur + ch)) push();
+      cur += ch;
+    }
+  }
+  push();
+  return out;
 }
 
 export const APPROVAL_ALLOW = "mom_approval_allow";
@@ -181,8 +223,11 @@ export class SlackLayout implements Layout<SlackRun, SlackPrompt> {
   /** Allow once / Deny buttons in the run's thread. */
   async prompt(channel: string, view: RunView, run: SlackRun | undefined, ev: Ev<"approval_requested">, text: string): Promise<SlackPrompt> {
     const thread = ev.replyTo ?? view.replyTo ?? run?.mainTs;
+    // The arguments can be longer than one section: they are spread over several, never clipped.
+    const p = approvalPromptParts(ev, this.dialect, this.deadline.bind(this));
+    const sections = [p.head, ...codeSections(p.args, this.dialect), p.foot].map(section);
     const blocks: SlackBlock[] = [
-      { type: "section", text: { type: "mrkdwn", text } },
+      ...sections,
       {
         type: "actions",
         block_id: `mom_approval:${ev.approvalId}`.slice(0, 255),
@@ -193,11 +238,12 @@ export class SlackLayout implements Layout<SlackRun, SlackPrompt> {
       },
     ];
     const ts = await this.deps.api.post(channel, text, thread, blocks);
-    return { ts, ...(thread && { threadTs: thread }) };
+    return { ts, ...(thread && { threadTs: thread }), sections };
   }
 
   async resolvePrompt(channel: string, prompt: SlackPrompt, text: string): Promise<void> {
-    await this.deps.api.update(channel, prompt.ts, text, [{ type: "section", text: { type: "mrkdwn", text } }]);
+    const outcome = text.slice(text.lastIndexOf("\n") + 1);
+    await this.deps.api.update(channel, prompt.ts, text, prompt.sections ? [...prompt.sections, section(outcome)] : [section(text)]);
   }
 
   deadline(expiresAt: string): string {

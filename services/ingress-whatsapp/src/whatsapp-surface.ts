@@ -5,6 +5,8 @@ import { markdownToWhatsApp } from "./whatsapp-format.js";
 import { WHATSAPP_MESSAGE_LIMIT } from "./whatsapp-options.js";
 
 const WINDOW_MS = 24 * 60 * 60 * 1000;
+/** Characters in the body of an interactive (reply-button) message. */
+export const WHATSAPP_BUTTON_BODY_LIMIT = 1024;
 /** Reply-button ids: `mom:allow:<approvalId>` / `mom:deny:<approvalId>`. */
 export const approvalButtonId = (decision: "allow" | "deny", approvalId: string) => `mom:${decision}:${approvalId}`;
 
@@ -16,6 +18,8 @@ export function parseApprovalButton(id: string): { decision: "allow-once" | "den
 /** WhatsApp's markup: no escaping exists, so text goes as it is. */
 export const whatsappDialect: Dialect = {
   limit: WHATSAPP_MESSAGE_LIMIT,
+  // An approval prompt is the body of a reply-button message.
+  promptLimit: WHATSAPP_BUTTON_BODY_LIMIT,
   escape: (t) => t,
   bold: (t) => `*${t}*`,
   italic: (t) => `_${t}_`,
@@ -102,7 +106,7 @@ export class WhatsAppSurface implements ChatSurface {
       { type: "reply", reply: { id: approvalButtonId("allow", approvalId), title: "Allow once" } },
       { type: "reply", reply: { id: approvalButtonId("deny", approvalId), title: "Deny" } },
     ];
-    const body = { type: "interactive", interactive: { type: "button", body: { text: clip(text, 1024) }, action: { buttons } } };
+    const body = { type: "interactive", interactive: { type: "button", body: { text: clip(text, WHATSAPP_BUTTON_BODY_LIMIT) }, action: { buttons } } };
     const id = await this.send(channel, body, at);
     for (const approver of approvers.filter((a) => a !== channel)) {
       await this.send(approver, body, {}).catch((err: unknown) => this.log.warn({ err, approver }, `could not show an approval prompt to approver ${approver}: ${(err as Error).message}`));
