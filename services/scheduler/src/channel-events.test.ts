@@ -110,6 +110,15 @@ describe("the scheduler and channels' own events directories", () => {
     expect(existsSync(join(eventsOf(s, "cli/local"), "smuggle.json"))).toBe(true);
   });
 
+  it("watches a channel's events/ for file notifications, found at start or later", async () => {
+    const s = (h = await harness({ watch: "events", pollIntervalMs: 60_000 }));
+    mkdirSync(eventsOf(s, "cli/local"), { recursive: true });
+    await s.start();
+    put(s, "cli/local", "now.json", { type: "immediate", text: "seen without a poll" });
+    const [m] = await s.waitForInbound(1, 3000);
+    expect(m!.text).toContain("seen without a poll");
+  });
+
   it("a FIFO in a channel's events/ never blocks the scheduler", async () => {
     const s = (h = await harness());
     mkdirSync(eventsOf(s, "cli/local"), { recursive: true });

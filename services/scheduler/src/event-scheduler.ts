@@ -204,6 +204,8 @@ export class EventScheduler {
   private startWatcher(): void {
     try {
       this.watcher = watch(this.dir.dir, { persistent: false }, () => this.requestScan());
+      // The channels' directories found by the first scan (later ones are watched when found).
+      for (const source of this.channelSources.values()) this.watchChannel(source);
       this.watcher.on("error", (err) => {
         this.log.warn({ err, eventsDir: this.dir.dir }, "file notifications failed; polling only");
         this.watcher?.close();
@@ -325,7 +327,7 @@ export class EventScheduler {
   }
 
   private watchChannel(source: Source): void {
-    if (this.o.settings.watch !== "events" || !this.watcher || this.stopped) return;
+    if (this.o.settings.watch !== "events" || !this.watcher || this.stopped || this.channelWatchers.has(source.key)) return;
     try {
       const w = watch(source.dir.dir, { persistent: false }, () => this.requestScan());
       // Polling still finds what a lost watch would have told.
