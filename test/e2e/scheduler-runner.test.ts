@@ -28,6 +28,9 @@ describe("scheduled events end to end", () => {
 
   it("the agent schedules a reminder with its tools; it fires, runs and is answered in the terminal", async () => {
     const at = `$(date -u -d '+2 seconds' +%Y-%m-%dT%H:%M:%SZ)`;
+    // In the channel's own events/ (its working directory), as the system prompt says: the
+    // operator's workspace/events/ is not the channel's to write (issue 30).
+    const channelEvents = join(s.loaded.paths.workspaceDir, "channels", "cli", "local", "events");
     s.llm.enqueue(
       {
         toolCalls: [
@@ -35,7 +38,7 @@ describe("scheduled events end to end", () => {
             name: "bash",
             arguments: {
               label: "Schedule the reminder",
-              command: `printf '{"type":"one-shot","channelId":"cli/local","text":"Remind @tester to stretch","at":"%s"}' "${at}" > ${eventsDir}/stretch-$(date +%s).json`,
+              command: `mkdir -p ${channelEvents} && printf '{"type":"one-shot","channelId":"cli/local","text":"Remind @tester to stretch","at":"%s"}' "${at}" > ${channelEvents}/stretch-$(date +%s).json`,
             },
           },
         ],
@@ -47,7 +50,7 @@ describe("scheduled events end to end", () => {
     await s.output.waitFor("I will remind you in two seconds.");
     await s.output.waitForAnswer("Time to stretch, @tester!", 15_000);
     expect(lastUserText(2)).toMatch(/\[@scheduler\]: \[EVENT:stretch-\d+\.json:one-shot:\d{4}-[^\]]+Z\] Remind @tester to stretch/);
-    expect(readdirSync(eventsDir).filter((f) => f.endsWith(".json"))).toEqual([]);
+    expect(readdirSync(channelEvents).filter((f) => f.endsWith(".json"))).toEqual([]);
     const log = readFileSync(join(s.loaded.paths.workspaceDir, "channels", "cli", "local", "log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
     expect(log.map((e) => e.userName)).toEqual(["tester", "mom", "scheduler", "mom"]);
     expect(log[2]).toMatchObject({ isBot: true, isMention: true, text: expect.stringContaining("[EVENT:stretch-") });

@@ -48,7 +48,10 @@ export interface ChannelAgentOptions {
   thinkingLevel?: ThinkingLevel;
   /** Where pi may keep its own files; never the operator's ~/.pi. */
   agentDir: string;
-  /** The workspace's channels for the prompt (qualified ids). */
+  /**
+   * The workspace's channels for the prompt (qualified ids), when the operator opted in
+   * (`runner.listChannels`); without it the prompt names no other channel.
+   */
   listChannels?: () => Promise<string[]>;
   retries?: number;
   /** More tools (e.g. invoke_tool for custom host tools), already labelled and gated. */
@@ -228,7 +231,8 @@ export class ChannelAgent {
         memory,
         sandbox: this.opts.sandbox.description,
         users: await this.users(),
-        channels: (await this.opts.listChannels?.()) ?? [],
+        ...(this.opts.listChannels && { channels: await this.opts.listChannels() }),
+        sharedWritable: this.opts.sandbox.sharedWritable,
         now: new Date(),
         timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
         extra: this.opts.extraPrompt?.(),

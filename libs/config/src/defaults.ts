@@ -8,7 +8,7 @@ export function defaultConfig(): MomConfig {
     nats: { url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 168, duplicateWindowSeconds: 120, replicas: 1 } },
     adapters: { cli: { type: "cli" } },
     sandbox: { type: "auto" },
-    runner: { idleEvictMinutes: 30, maxConcurrentRuns: 16, runTimeoutMinutes: 30, leaseSeconds: 20, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90 },
+    runner: { idleEvictMinutes: 30, maxConcurrentRuns: 16, runTimeoutMinutes: 30, leaseSeconds: 20, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90, listChannels: false },
     attachments: { maxBytes: 20 * 1024 * 1024 },
     scheduler: { graceMinutes: 60, maxQueuedPerChannel: 100, maxPerMinutePerChannel: 10, watch: "events", pollIntervalMs: 2000 },
     channels: {},

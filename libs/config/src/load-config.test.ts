@@ -45,8 +45,8 @@ describe("loadConfig", () => {
       thinkingLevel: "high",
       nats: { url: "nats://nats:4222", namespace: "mom-test", streams: { maxAgeHours: 24, duplicateWindowSeconds: 60, replicas: 3 } },
       adapters: { cli: { type: "cli", admins: ["alice"], dm: ["alice", "bob"], busy: "steer" }, "cli-2": { type: "cli", dm: "none" } },
-      sandbox: { type: "bwrap", network: true, env: { GIT_AUTHOR_NAME: "mom" }, shared: ["skills"], maxOutputBytes: 1000, maxProcesses: 64 },
-      runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10, leaseSeconds: 10, shutdownGraceSeconds: 5, maxCrashes: 2, publishRetrySeconds: 30 },
+      sandbox: { type: "bwrap", network: true, env: { GIT_AUTHOR_NAME: "mom" }, shared: ["skills"], sharedWriters: ["cli/local", "cli-2/ops"], maxOutputBytes: 1000, maxProcesses: 64 },
+      runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10, leaseSeconds: 10, shutdownGraceSeconds: 5, maxCrashes: 2, publishRetrySeconds: 30, listChannels: true },
       attachments: { maxBytes: 1024 },
       scheduler: { graceMinutes: 0, maxQueuedPerChannel: 5, maxPerMinutePerChannel: 2, watch: "poll", pollIntervalMs: 500 },
       channels: { "cli/local": { model: "fake/other", thinkingLevel: "low" }, "slack-acme/C0A34FL8PMH": {} },
@@ -75,7 +75,7 @@ describe("loadConfig", () => {
     writeFileSync(file, JSON.stringify({ nats: { streams: { maxAgeHours: 1 } }, runner: { maxConcurrentRuns: 4 }, adapters: { term: { type: "cli" } } }));
     const { config } = loadConfig(dataDir, {});
     expect(config.nats).toEqual({ url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 1, duplicateWindowSeconds: 120, replicas: 1 } });
-    expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30, leaseSeconds: 20, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90 });
+    expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30, leaseSeconds: 20, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90, listChannels: false });
     expect(config.adapters).toEqual({ term: { type: "cli" } });
   });
 
@@ -121,7 +121,7 @@ describe("ConfigError messages name file, path and expectation", () => {
   it("unknown key, with a hint for near misses", () => {
     expect(errorFor(JSON.stringify({ runner: { maxConcurentRuns: 3 } })).message).toBe(
       `${file}: /runner/maxConcurentRuns: unknown key "maxConcurentRuns" (did you mean "maxConcurrentRuns"?); ` +
-        'allowed keys: "idleEvictMinutes", "maxConcurrentRuns", "runTimeoutMinutes", "leaseSeconds", "shutdownGraceSeconds", "maxCrashes", "publishRetrySeconds"',
+        'allowed keys: "idleEvictMinutes", "maxConcurrentRuns", "runTimeoutMinutes", "leaseSeconds", "shutdownGraceSeconds", "maxCrashes", "publishRetrySeconds", "listChannels"',
     );
     expect(errorFor(JSON.stringify({ foo: 1 })).message).toMatch(new RegExp(`^${escape(file)}: /foo: unknown key "foo"; allowed keys: "model", `));
     expect(errorFor(JSON.stringify({ adapters: { cli: { type: "cli", admin: ["a"] } } })).message).toContain(
@@ -236,6 +236,26 @@ describe("NATS URLs with credentials", () => {
     } catch (err) {
       expect(String(err)).not.toContain("s3cret");
     }
+  });
+});
+
+describe("shared writers and the channel list (issue 30)", () => {
+  it("trusts no channel with the shared paths and lists no channel by default", () => {
+    const { config } = loadConfig(dataDir, {});
+    expect(config.runner.listChannels).toBe(false);
+    expect((config.sandbox as { sharedWriters?: string[] }).sharedWriters).toBeUndefined();
+  });
+
+  it("names a shared writer that is not a qualified channel id, or whose adapter is not configured", () => {
+    const err = errorFor(JSON.stringify({ adapters: { slack: { type: "cli" } }, sandbox: { type: "auto", sharedWriters: ["C0123", "slack/C1", "slak/C2"] } }));
+    expect(err.message.split("\n")).toEqual([
+      `${file}: /sandbox/sharedWriters/0: expected a qualified channel id "<adapter>/<channelId>", e.g. "slack/C0123", got "C0123"`,
+      `${file}: /sandbox/sharedWriters/2: no adapter "slak" in adapters (adapters: slack), got "slak/C2"`,
+    ]);
+    expect(errorFor(JSON.stringify({ sandbox: { type: "auto", sharedWriters: "cli/local" } })).message).toBe(
+      `${file}: /sandbox/sharedWriters: expected an array of qualified channel ids like "slack/C0123", got "cli/local"`,
+    );
+    expect(errorFor(JSON.stringify({ runner: { listChannels: "yes" } })).message).toBe(`${file}: /runner/listChannels: expected boolean, got "yes"`);
   });
 });
 

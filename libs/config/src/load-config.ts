@@ -1,7 +1,7 @@
 import { join, resolve } from "node:path";
 import { Compile } from "typebox/compile";
 import { ConfigError } from "./config-error.js";
-import { withDefaults } from "./defaults.js";
+import { defaultConfig, withDefaults } from "./defaults.js";
 import { readJsonFile, schemaChecker } from "./json-file.js";
 import { isNatsUrl, NATS_URL_EXPECTED, redactNatsUrl } from "./nats-url.js";
 import { MomConfig, MomConfigFile } from "./schema.js";
@@ -65,11 +65,24 @@ function readConfigFile(file: string, shown: string): MomConfigFile {
 
 // Rules JSON Schema cannot say well; checked even when the schema failed, so one run lists all.
 function semanticProblems(raw: unknown): Issue[] {
-  const url = (raw as { nats?: { url?: unknown } } | null)?.nats?.url;
+  const issues: Issue[] = [];
+  const r = raw as { nats?: { url?: unknown }; adapters?: unknown; sandbox?: { sharedWriters?: unknown } } | null;
+  const url = r?.nats?.url;
   if (typeof url === "string" && url !== "" && !isNatsUrl(url)) {
-    return [{ path: "/nats/url", message: `expected ${NATS_URL_EXPECTED}, got ${show(redactNatsUrl(url))}` }];
+    issues.push({ path: "/nats/url", message: `expected ${NATS_URL_EXPECTED}, got ${show(redactNatsUrl(url))}` });
   }
-  return [];
+  // A trusted writer of another deployment's adapter (a typo) would trust nobody, silently.
+  const writers = r?.sandbox?.sharedWriters;
+  const adapters = r?.adapters && typeof r.adapters === "object" ? Object.keys(r.adapters) : Object.keys(defaultConfig().adapters);
+  if (Array.isArray(writers)) {
+    writers.forEach((w, i) => {
+      const adapter = typeof w === "string" ? w.split("/")[0] : undefined;
+      if (adapter && w.includes("/") && !adapters.includes(adapter)) {
+        issues.push({ path: `/sandbox/sharedWriters/${i}`, message: `no adapter "${adapter}" in adapters (adapters: ${adapters.join(", ") || "none"}), got ${show(w)}` });
+      }
+    });
+  }
+  return issues;
 }
 
 const ENV_REF = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;

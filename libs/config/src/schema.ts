@@ -152,7 +152,16 @@ const sandboxCommon = {
     }),
   ),
   shared: Type.Optional(
-    Type.Array(Type.String({ minLength: 1 }), { expected: 'an array of workspace-relative paths like "MEMORY.md", "skills"', description: "What every channel may write besides its own directory" }),
+    Type.Array(Type.String({ minLength: 1 }), {
+      expected: 'an array of workspace-relative paths like "MEMORY.md", "skills"',
+      description: 'What every channel sees besides its own directory (default "MEMORY.md", "skills"): read-only, writable only by sharedWriters',
+    }),
+  ),
+  sharedWriters: Type.Optional(
+    Type.Array(Type.String({ pattern: "^[a-z0-9-]+/.+$", expected: 'a qualified channel id "<adapter>/<channelId>", e.g. "slack/C0123"' }), {
+      expected: 'an array of qualified channel ids like "slack/C0123"',
+      description: "Channels trusted to write the shared paths (global memory, skills); every other channel sees them read-only",
+    }),
   ),
   maxOutputBytes: Type.Optional(positiveInt("Most output one command may print (more stops it), and the largest file read returns")),
   maxProcesses: Type.Optional(positiveInt("Most processes one command may have at once, where a pids cgroup can be made")),
@@ -195,6 +204,7 @@ export const RunnerConfig = Type.Object(
     shutdownGraceSeconds: Type.Integer({ minimum: 0, description: "On SIGTERM, how long running runs may finish before they are handed over mid-run" }),
     maxCrashes: positiveInt("Attempts at one message that may end with the runner dying before the message is dead-lettered"),
     publishRetrySeconds: positiveInt("How long an outbound event (or a model call's usage record) is retried through a NATS outage before the run counts as failed"),
+    listChannels: Type.Boolean({ description: "Every system prompt lists every channel mom knows (their ids reach every channel); default false" }),
   },
   closed,
 );

@@ -7,7 +7,8 @@ import { Sandbox } from "./sandbox.js";
 import { makeDataDir } from "./test-support.js";
 
 const dirs = makeDataDir();
-const { files } = new Sandbox({ type: "host", maxOutputBytes: 1024 * 1024 }, dirs).forChannel(dirs.channelA);
+// A shared writer (sandbox.sharedWriters), so the shared paths are writable; shared-writers.test.ts has the others.
+const { files } = new Sandbox({ type: "host", maxOutputBytes: 1024 * 1024, sharedWriters: ["cli/a"] }, dirs).forChannel(dirs.channelA, [], "cli/a");
 afterAll(() => rmSync(dirs.dataDir, { recursive: true, force: true }));
 
 const HIDDEN = /not visible to this channel/;

@@ -121,7 +121,7 @@ describe("bwrap executor isolation", () => {
 
   beforeAll(async () => {
     process.env.MOM_TEST_SECRET = SECRET;
-    executor = new Sandbox({ type: "bwrap" }, dirs).forChannel(dirs.channelA).executor;
+    executor = new Sandbox({ type: "bwrap", sharedWriters: ["cli/a"] }, dirs).forChannel(dirs.channelA, [], "cli/a").executor;
     server = createServer((s) => s.end("hello from the host\n"));
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     port = (server.address() as { port: number }).port;

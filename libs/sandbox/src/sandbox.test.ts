@@ -22,7 +22,9 @@ describe("Sandbox", () => {
   it("describes the bwrap sandbox for the system prompt, network and shared paths included", () => {
     const closed = new Sandbox({ type: "bwrap" }, dirs, () => true).forChannel(dirs.channelA).description;
     expect(closed).toMatch(/^bubblewrap — .*other channels hidden.*without network/);
-    expect(closed).toContain("(MEMORY.md, skills, events) writable");
-    expect(new Sandbox({ type: "bwrap", network: true, shared: ["skills"] }, dirs, () => true).forChannel(dirs.channelA).description).toMatch(/\(skills\) writable.*with the host's network/);
+    expect(closed).toContain("the shared workspace files (MEMORY.md, skills) read-only (only the operator and the channels in sandbox.sharedWriters change them)");
+    const writer = new Sandbox({ type: "bwrap", network: true, shared: ["skills"], sharedWriters: ["cli/a"] }, dirs, () => true).forChannel(dirs.channelA, [], "cli/a");
+    expect(writer.description).toMatch(/\(skills\) writable.*with the host's network/);
+    expect(writer.sharedWritable).toBe(true);
   });
 });

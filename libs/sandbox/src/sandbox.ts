@@ -8,7 +8,7 @@ import { ConfinedFiles } from "./confined-files.js";
 import { DEFAULT_MAX_OUTPUT_BYTES, type Executor, type ExecutorKind } from "./executor.js";
 import { HostExecutor } from "./host-executor.js";
 import { pidsCgroupBase } from "./pids-cgroup.js";
-import { channelView, sharedContainerView } from "./view.js";
+import { channelView, OPERATOR_EVENTS_DIR, sharedContainerView } from "./view.js";
 
 /** config.json `sandbox`, with `env:` references already resolved by the runner. */
 export interface SandboxSettings {
@@ -25,8 +25,10 @@ export interface SandboxSettings {
   network?: boolean;
   /** Variables every command gets on top of PATH, HOME and LANG. */
   env?: Record<string, string>;
-  /** Workspace-relative paths every channel may write. Default DEFAULT_SHARED. */
+  /** Workspace-relative paths every channel sees; writable only by `sharedWriters`. Default DEFAULT_SHARED. */
   shared?: string[];
+  /** Qualified channel ids (`slack/C0123`) that may write the shared paths; the others see them read-only. */
+  sharedWriters?: string[];
   maxOutputBytes?: number;
   /** Most processes one command may have at once (a fork bomb stops there). Default DEFAULT_MAX_PROCESSES. */
   maxProcesses?: number;
@@ -34,8 +36,12 @@ export interface SandboxSettings {
 
 export const DEFAULT_MAX_PROCESSES = 512;
 
-/** What every channel may change besides its own directory: global memory, skills, event files. */
-export const DEFAULT_SHARED = ["MEMORY.md", "skills", "events"];
+/**
+ * What every channel sees besides its own directory: global memory and skills. Read-only but for
+ * the channels in `sharedWriters`. (The operator's events/ is not shared: a channel schedules in
+ * its own events/ directory, docs/scheduler.md.)
+ */
+export const DEFAULT_SHARED = ["MEMORY.md", "skills"];
 
 /** One channel's executor and the file access that goes with it. */
 export interface ChannelSandbox {
@@ -43,6 +49,8 @@ export interface ChannelSandbox {
   files: ConfinedFiles;
   /** For the system prompt: what the agent's commands can and cannot do. */
   description: string;
+  /** This channel may write the shared paths (global memory, skills): it is in `sandbox.sharedWriters`. */
+  sharedWritable: boolean;
 }
 
 /**
@@ -92,17 +100,24 @@ export class Sandbox {
     return this.settings.shared ?? DEFAULT_SHARED;
   }
 
+  /** Whether the channel (qualified id) may write the shared paths. */
+  sharedWriter(channel: string | undefined): boolean {
+    return channel !== undefined && (this.settings.sharedWriters ?? []).includes(channel);
+  }
+
   /**
    * `runnerFiles`: files in the channel's directory that only the runner writes (log.jsonl,
    * context.jsonl, receipts.jsonl). They are created when missing and are read-only to the
    * channel's tools, so a command can neither change them nor swap in a symlink to another
-   * channel's file for the runner to read or append to.
+   * channel's file for the runner to read or append to. `channel`: the qualified channel id, which
+   * decides whether the shared paths are writable (`sharedWriters`); without it they are read-only.
    */
-  forChannel(channelDir: string, runnerFiles: string[] = []): ChannelSandbox {
+  forChannel(channelDir: string, runnerFiles: string[] = [], channel?: string): ChannelSandbox {
     mkdirSync(channelDir, { recursive: true });
     this.ensureShared();
     for (const f of runnerFiles) closeSync(openSync(f, "a"));
-    const view = channelView({ ...this.paths, channelDir, shared: this.shared, readOnly: runnerFiles });
+    const sharedWritable = this.sharedWriter(channel);
+    const view = channelView({ ...this.paths, channelDir, shared: this.shared, sharedWritable, readOnly: runnerFiles });
     const o = {
       view,
       env: this.settings.env ?? {},
@@ -125,7 +140,7 @@ export class Sandbox {
               limits: { ...(this.settings.memoryMb && { memoryBytes: this.settings.memoryMb * 1024 * 1024 }), ...(this.settings.cpus && { cpus: this.settings.cpus }) },
             })
           : new HostExecutor(o);
-    return { executor, files: new ConfinedFiles(view, o.maxOutputBytes), description: this.describe() };
+    return { executor, files: new ConfinedFiles(view, o.maxOutputBytes), description: this.describe(sharedWritable), sharedWritable };
   }
 
   /** What stops commands from running, found now (the docker engine or image), or undefined. */
@@ -145,23 +160,30 @@ export class Sandbox {
     return undefined;
   }
 
-  /** One line for the system prompt: what the agent's commands can and cannot do. */
-  describe(): string {
+  /**
+   * One line for the system prompt: what the agent's commands can and cannot do. `sharedWritable`:
+   * said to a channel in `sharedWriters` (the shared paths are writable for it).
+   */
+  describe(sharedWritable = false): string {
+    const list = this.shared.join(", ");
     if (this.kind === "host") {
-      return "none — commands run directly on the runner's host as the runner's user (development mode). The file tools still only reach this channel's directory, the shared workspace files and the system.";
+      return `none — commands run directly on the runner's host as the runner's user (development mode). The file tools still only reach this channel's directory, the shared workspace files (${list}${sharedWritable ? "" : ", read-only"}) and the system.`;
     }
     const net = this.settings.network ? "with the host's network" : "without network";
+    const shared = sharedWritable ? `the shared workspace files (${list}) writable` : `the shared workspace files (${list}) read-only (only the operator and the channels in sandbox.sharedWriters change them)`;
     if (this.kind === "docker" && this.settings.scope === "workspace") {
-      return `docker — commands run in one container shared by every channel of this workspace (image ${this.settings.image}), starting in this channel's directory: the channels' directories and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace read-only, a read-only root with a private /tmp shared by the channels, ${net}. Other channels' directories are reachable from bash; the file tools still reach only this channel's. Background processes end with the command.`;
+      return `docker — commands run in one container shared by every channel of this workspace (image ${this.settings.image}), starting in this channel's directory: the channels' directories writable, the shared workspace files (${list}) and the rest of the workspace read-only, a read-only root with a private /tmp shared by the channels, ${net}. Other channels' directories are reachable from bash; the file tools still reach only this channel's. Background processes end with the command.`;
     }
     if (this.kind === "docker") {
-      return `docker — commands run in this channel's own container (image ${this.settings.image}): this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace read-only, other channels hidden, a read-only root with a private /tmp, ${net}. Background processes end with the command.`;
+      return `docker — commands run in this channel's own container (image ${this.settings.image}): this channel's directory writable, ${shared}, the rest of the workspace read-only, other channels hidden, a read-only root with a private /tmp, ${net}. Background processes end with the command.`;
     }
-    return `bubblewrap — each command runs in a fresh sandbox: this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace and the system read-only, other channels hidden, a private /tmp emptied after every command, ${net}. Background processes end with the command.`;
+    return `bubblewrap — each command runs in a fresh sandbox: this channel's directory writable, ${shared}, the rest of the workspace and the system read-only, other channels hidden, a private /tmp emptied after every command, ${net}. Background processes end with the command.`;
   }
 
-  // bwrap binds only what exists; a shared path must be there to be writable.
+  // bwrap binds only what exists; a shared path must be there to be bound (read-only or writable),
+  // and the operator's events/ to be hidden.
   private ensureShared(): void {
+    mkdirSync(join(this.paths.workspaceDir, OPERATOR_EVENTS_DIR), { recursive: true });
     for (const p of this.shared) {
       const full = join(this.paths.workspaceDir, p);
       if (existsSync(full)) continue;

@@ -24,8 +24,13 @@ export interface ViewInput {
   dataDir: string;
   workspaceDir: string;
   channelDir: string;
-  /** Workspace-relative paths every channel may change (global memory, skills, events). */
+  /** Workspace-relative paths every channel sees (global memory, skills): read-only, or writable with `sharedWritable`. */
   shared: readonly string[];
+  /**
+   * This channel may change the shared paths (it is in `sandbox.sharedWriters`). Default false:
+   * the shared paths are bound read-only, so no channel can put text into another channel's prompt.
+   */
+  sharedWritable?: boolean;
   /** Files inside the channel's directory that stay read-only (the runner's own). */
   readOnly?: readonly string[];
 }
@@ -35,21 +40,29 @@ export const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
 /** Files under the system dirs that hold other secrets of the host (password hashes). */
 export const MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-"];
 
+/** The operator's event files (any channel may be their target): hidden from channels unless shared. */
+export const OPERATOR_EVENTS_DIR = "events";
+
 /**
  * The view of one channel, in bwrap's order (parents before children): the system read-only,
  * the data dir (config.json, models.json, auth.json) hidden, the workspace read-only, every
- * channel hidden, then this channel and the shared paths writable.
+ * channel and the operator's events/ hidden, the shared paths read-only (writable for a shared
+ * writer), then this channel writable.
  */
 export function channelView(input: ViewInput): SandboxView {
   const workspaceDir = resolve(input.workspaceDir);
   const channelDir = resolve(input.channelDir);
+  const shared = input.shared.map((p) => resolve(workspaceDir, p)).filter((p) => inside(workspaceDir, p));
+  const operatorEvents = join(workspaceDir, OPERATOR_EVENTS_DIR);
   const mounts: Mount[] = [
     ...SYSTEM_DIRS.filter((d) => existsSync(d)).map((path) => ({ path, mode: "ro" as const })),
     ...MASKED_FILES.filter((f) => existsSync(f)).map((path) => ({ path, mode: "hidden" as const })),
     { path: resolve(input.dataDir), mode: "hidden" },
     { path: workspaceDir, mode: "ro" },
     { path: join(workspaceDir, "channels"), mode: "hidden" },
-    ...input.shared.map((p) => ({ path: resolve(workspaceDir, p), mode: "rw" as const })).filter((m) => inside(workspaceDir, m.path)),
+    // Its files name other channels (a private DM's id) and say what runs there.
+    ...(shared.includes(operatorEvents) ? [] : [{ path: operatorEvents, mode: "hidden" as const }]),
+    ...shared.map((path) => ({ path, mode: input.sharedWritable ? ("rw" as const) : ("ro" as const) })),
     { path: channelDir, mode: "rw" },
     ...(input.readOnly ?? []).map((f) => ({ path: resolve(f), mode: "ro" as const })).filter((m) => inside(channelDir, m.path)),
   ];
@@ -59,12 +72,13 @@ export function channelView(input: ViewInput): SandboxView {
 /**
  * What one container shared by every channel of the workspace mounts (docker `scope:
  * "workspace"`): like a channel's view, but with every channel's directory writable, the runner's
- * files included, since a container's mounts cannot differ per command.
+ * files included, since a container's mounts cannot differ per command. For the same reason the
+ * shared paths are read-only there for every channel, shared writers included.
  */
-export function sharedContainerView(input: Omit<ViewInput, "channelDir" | "readOnly">): SandboxView {
+export function sharedContainerView(input: Omit<ViewInput, "channelDir" | "readOnly" | "sharedWritable">): SandboxView {
   const workspaceDir = resolve(input.workspaceDir);
   const channels = join(workspaceDir, "channels");
-  const mounts = channelView({ ...input, channelDir: channels }).mounts.filter((m) => !(m.path === channels && m.mode === "hidden"));
+  const mounts = channelView({ ...input, channelDir: channels, sharedWritable: false }).mounts.filter((m) => !(m.path === channels && m.mode === "hidden"));
   return { mounts, channelDir: channels };
 }
 

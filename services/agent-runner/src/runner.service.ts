@@ -490,7 +490,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           resolved,
           thinkingLevel,
           agentDir: join(loaded.paths.dataDir, ".pi"),
-          listChannels: () => this.channelList.get(),
+          // Off by default: every channel's prompt would carry every channel's id (a private DM's too).
+          ...(loaded.config.runner.listChannels && { listChannels: () => this.channelList.get() }),
           attach: {
             maxBytes: loaded.config.attachments.maxBytes,
             send: attachmentSender({ bus: this.bus, ref, active, log }),

@@ -24,7 +24,10 @@ export function workspaceSandbox(loaded: LoadedConfig, log: Logger): Sandbox {
   return sandbox;
 }
 
-/** One channel's sandbox; the runner's own files in the channel stay read-only to its tools. */
+/**
+ * One channel's sandbox; the runner's own files in the channel stay read-only to its tools, and
+ * the shared paths (global memory, skills) too unless the channel is in `sandbox.sharedWriters`.
+ */
 export function channelSandbox(sandbox: Sandbox, store: ChannelStore): ChannelSandbox {
-  return sandbox.forChannel(store.dir, [store.logFile, store.contextFile, store.receiptsFile]);
+  return sandbox.forChannel(store.dir, [store.logFile, store.contextFile, store.receiptsFile], store.qualifiedId);
 }

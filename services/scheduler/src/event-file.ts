@@ -1,4 +1,4 @@
-import { type ChannelRef, parseQualifiedChannelId } from "@mom/contracts";
+import { type ChannelRef, parseQualifiedChannelId, qualifiedChannelId } from "@mom/contracts";
 import { CronSchedule, isTimeZone, parseIsoWithOffset } from "./schedule.js";
 
 // The format of workspace/events/*.json, as the system prompt describes it to the agent:
@@ -7,6 +7,10 @@ import { CronSchedule, isTimeZone, parseIsoWithOffset } from "./schedule.js";
 //   {"type": "periodic",  "channelId": ..., "text": ..., "schedule": "0 9 * * 1-5", "timezone": "Europe/Vienna"}
 // Other keys are ignored (the agent may keep a note in the file). This is a workspace file format,
 // not a bus payload, so it lives here and not in @mom/contracts.
+//
+// Where a file lies decides what it may target: the operator's workspace/events/ any channel, a
+// channel's own channels/<adapter>/<channel>/events/ only that channel (its "owner"; channelId may
+// then be left out). A file there that names another channel is refused and reported to the owner.
 
 export type EventType = "immediate" | "one-shot" | "periodic";
 export const EVENT_TYPES: readonly EventType[] = ["immediate", "one-shot", "periodic"];
@@ -74,15 +78,33 @@ export const MAX_EVENT_FILE_BYTES = 64 * 1024;
 
 const show = (v: unknown) => (typeof v === "string" ? JSON.stringify(v) : v === undefined ? "nothing" : JSON.stringify(v) ?? String(v));
 
-/** Validates one event file's name and text. Pure apart from the context's lookups. */
-export function parseEventFile(file: string, text: string, ctx: EventFileContext): ParsedEventFile {
-  const parsed = parseEventText(file, text, ctx);
+/**
+ * Validates one event file's name and text. Pure apart from the context's lookups. `owner`: the
+ * channel whose events directory holds the file (undefined: the operator's events/). Such a file
+ * can only target its owner, and every problem with it is reported to its owner, never to the
+ * channel it names.
+ */
+export function parseEventFile(file: string, text: string, ctx: EventFileContext, owner?: ChannelRef): ParsedEventFile {
+  const parsed = parseEventText(file, text, ctx, owner);
+  if (owner) {
+    if (!parsed.ok) return { ok: false, reason: parsed.reason, ref: owner };
+    if (!sameChannel(parsed.event.ref, owner)) {
+      const mine = qualifiedChannelId(owner);
+      return {
+        ok: false,
+        reason: `"channelId" is ${show(parsed.event.channelId)}, but this file is in the events directory of ${mine}, and a channel's events can only target that channel (write "channelId": ${show(mine)} or leave it out)`,
+        ref: owner,
+      };
+    }
+  }
   if (!HAS_CONTROL_CHAR.test(file)) return parsed;
   const ref = parsed.ok ? parsed.event.ref : parsed.ref;
   return { ok: false, reason: `the file name ${JSON.stringify(file)} has control characters (a newline, a tab…); name event files with printable characters`, ...(ref && { ref }) };
 }
 
-function parseEventText(file: string, text: string, ctx: EventFileContext): ParsedEventFile {
+const sameChannel = (a: ChannelRef, b: ChannelRef) => a.adapter === b.adapter && a.channelId === b.channelId;
+
+function parseEventText(file: string, text: string, ctx: EventFileContext, owner?: ChannelRef): ParsedEventFile {
   let raw: unknown;
   try {
     raw = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
@@ -93,6 +115,7 @@ function parseEventText(file: string, text: string, ctx: EventFileContext): Pars
   const o = raw as Record<string, unknown>;
 
   // The channel first: every later problem can then be reported in it.
+  if (owner && o.channelId === undefined) o.channelId = qualifiedChannelId(owner);
   if (typeof o.channelId !== "string" || o.channelId === "") {
     return { ok: false, reason: `"channelId" must be "<adapter>/<channelId>", got ${show(o.channelId)}` };
   }

@@ -6,12 +6,15 @@ import { formatDuration } from "./schedule.js";
 export const SCHEDULER_SENDER = { id: "scheduler", username: "scheduler", isBot: true } as const;
 
 /**
- * The Nats-Msg-Id (and ChannelMessage id) of one firing: `<file>@<fire time>`. The fire time comes
- * from the file alone — the tick of a periodic event, the `at` of a one-shot, the modification time
- * of an immediate file — so every replica computes the same id and JetStream keeps one message.
+ * The Nats-Msg-Id (and ChannelMessage id) of one firing: `<file>@<fire time>`, for a channel's own
+ * events `<dir>/<file>@<fire time>` (`channels/<adapter>/<escaped id>/events/…`: two channels'
+ * files of the same name never share an id, which JetStream would drop as a duplicate). The fire
+ * time comes from the file alone — the tick of a periodic event, the `at` of a one-shot, the
+ * modification time of an immediate file — so every replica computes the same id and JetStream
+ * keeps one message.
  */
-export function firingId(file: string, fireTimeMs: number): string {
-  return `${file}@${new Date(fireTimeMs).toISOString()}`;
+export function firingId(file: string, fireTimeMs: number, dir?: string): string {
+  return `${dir ? `${dir}/` : ""}${file}@${new Date(fireTimeMs).toISOString()}`;
 }
 
 export interface Firing {
@@ -20,6 +23,8 @@ export interface Firing {
   firedAtMs: number;
   /** Minutes late (one-shots fired after their time), when at least one. */
   lateMinutes?: number;
+  /** The channel's own events directory it came from (workspace-relative); unset for the operator's events/. */
+  dir?: string;
 }
 
 /** The `<schedule>` part of `[EVENT:<file>:<type>:<schedule>]`. */
@@ -32,7 +37,7 @@ export function firingMessage(f: Firing): ChannelMessage {
   const e = f.event;
   const late = f.lateMinutes ? `[late by ${formatDuration(f.lateMinutes * 60_000)}] ` : "";
   return {
-    id: firingId(e.file, f.fireTimeMs),
+    id: firingId(e.file, f.fireTimeMs, f.dir),
     channelId: e.ref.channelId,
     timestamp: new Date(f.firedAtMs).toISOString(),
     sender: { ...SCHEDULER_SENDER },
@@ -63,6 +68,8 @@ export interface Report {
   /** For a missed one-shot: when it was due and what it would have said. */
   at?: string;
   text?: string;
+  /** The channel's own events directory the file was in (workspace-relative); unset for the operator's. */
+  dir?: string;
 }
 
 function reportLine(r: Report): string {
@@ -92,7 +99,7 @@ export function reportMessage(ref: ChannelRef, reports: Report[], nowMs: number)
     ? "Tell the people in this channel in a sentence or two. If you wrote such a file, write a corrected one."
     : "Tell the people in this channel in a sentence or two.";
   return {
-    id: `${first.file}@${first.kind}@${new Date(nowMs).toISOString()}`,
+    id: `${first.dir ? `${first.dir}/` : ""}${first.file}@${first.kind}@${new Date(nowMs).toISOString()}`,
     channelId: ref.channelId,
     timestamp: new Date(nowMs).toISOString(),
     sender: { ...SCHEDULER_SENDER },

@@ -1,6 +1,8 @@
 import type { ChannelMessage, ChannelRef } from "@mom/contracts";
-import { qualifiedChannelId } from "@mom/contracts";
+import { ADAPTER_NAME_PATTERN, qualifiedChannelId, unescapeChannelToken } from "@mom/contracts";
 import { type FSWatcher, watch } from "node:fs";
+import { lstat, readdir } from "node:fs/promises";
+import { join } from "node:path";
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "./clock.js";
 import { type EventFileContext, type EventFileProblem, parseEventFile, printableFileName, type ScheduledEvent, MAX_EVENT_FILE_BYTES } from "./event-file.js";
@@ -27,7 +29,13 @@ export interface PublishOutcome {
 }
 
 export interface EventSchedulerOptions {
+  /** The operator's events/: its files may target any channel. */
   eventsDir: string;
+  /**
+   * workspace/channels: each channel's `<adapter>/<escaped id>/events/` is read too, and a file
+   * there may target only that channel. Unset: the operator's events/ only.
+   */
+  channelsDir?: string;
   settings: SchedulerSettings;
   context: EventFileContext;
   /** Publishes on the channel's inbound subject with Nats-Msg-Id = message id. */
@@ -40,8 +48,20 @@ export interface EventSchedulerOptions {
   retryMs?: number;
 }
 
-/** One file in events/ as last read. */
+/** One events directory: the operator's, or a channel's own. */
+interface Source {
+  /** Workspace-relative: "events", or "channels/<adapter>/<escaped id>/events". */
+  key: string;
+  dir: EventsDir;
+  /** The channel whose directory it is; undefined for the operator's events/. */
+  owner?: ChannelRef;
+}
+
+/** One file in an events directory as last read. */
 interface Entry {
+  /** `<source key>/<name>`: what entries are keyed by. */
+  key: string;
+  source: Source;
   name: string;
   stamp: FileStamp;
   hash: string;
@@ -63,6 +83,7 @@ interface Entry {
 }
 
 export interface ScheduledSummary {
+  /** The file's name; for a channel's own events, its path in the workspace (channels/…/events/<name>). */
   file: string;
   type: ScheduledEvent["type"];
   channel: string;
@@ -79,6 +100,10 @@ const RACY_MS = 2500;
  */
 export class EventScheduler {
   private readonly dir: EventsDir;
+  private readonly operator: Source;
+  /** Channels' own events directories found so far, by key. */
+  private readonly channelSources = new Map<string, Source>();
+  private readonly channelWatchers = new Map<string, FSWatcher>();
   private readonly clock: Clock;
   private readonly limit: ChannelRateLimit;
   private readonly entries = new Map<string, Entry>();
@@ -96,6 +121,7 @@ export class EventScheduler {
 
   constructor(private readonly o: EventSchedulerOptions) {
     this.dir = new EventsDir(o.eventsDir);
+    this.operator = { key: "events", dir: this.dir };
     this.clock = o.clock ?? systemClock;
     this.limit = new ChannelRateLimit(o.settings.maxPerMinutePerChannel);
     this.settleMs = o.settleMs ?? 1000;
@@ -121,6 +147,8 @@ export class EventScheduler {
     this.stopped = true;
     clearInterval(this.pollTimer);
     this.watcher?.close();
+    for (const w of this.channelWatchers.values()) w.close();
+    this.channelWatchers.clear();
     this.cancelWake?.();
     for (const e of this.entries.values()) clearTimeout(e.settleTimer);
     await this.idle();
@@ -144,9 +172,9 @@ export class EventScheduler {
   scheduled(): ScheduledSummary[] {
     return [...this.entries.values()]
       .filter((e) => e.event)
-      .sort((a, b) => (a.fireTime ?? Infinity) - (b.fireTime ?? Infinity) || a.name.localeCompare(b.name))
+      .sort((a, b) => (a.fireTime ?? Infinity) - (b.fireTime ?? Infinity) || a.key.localeCompare(b.key))
       .map((e) => ({
-        file: e.name,
+        file: shownName(e),
         type: e.event!.type,
         channel: e.channel!,
         ...(e.fireTime !== undefined && { next: new Date(e.fireTime).toISOString() }),
@@ -176,6 +204,8 @@ export class EventScheduler {
   private startWatcher(): void {
     try {
       this.watcher = watch(this.dir.dir, { persistent: false }, () => this.requestScan());
+      // The channels' directories found by the first scan (later ones are watched when found).
+      for (const source of this.channelSources.values()) this.watchChannel(source);
       this.watcher.on("error", (err) => {
         this.log.warn({ err, eventsDir: this.dir.dir }, "file notifications failed; polling only");
         this.watcher?.close();
@@ -208,73 +238,150 @@ export class EventScheduler {
   // ------------------------------------------------------------------ watching
 
   private async scan(): Promise<void> {
-    let listing: Map<string, FileStamp>;
+    const listed = new Map<string, { source: Source; name: string; stamp: FileStamp }>();
+    // Sources that could not be read this time: what they had stays scheduled.
+    const unreadable = new Set<string>();
     try {
-      listing = await this.dir.list();
+      for (const [name, stamp] of await this.dir.list()) listed.set(`${this.operator.key}/${name}`, { source: this.operator, name, stamp });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         await this.dir.ensure();
-        listing = new Map();
       } else {
         // A shared volume that hiccups (ESTALE, EIO) must not cancel every event: keep the state.
         this.log.warn({ err, eventsDir: this.dir.dir }, "cannot read the events directory; keeping what is scheduled");
         return;
       }
     }
-    for (const name of [...this.entries.keys()]) if (!listing.has(name)) this.forget(name, "deleted");
+    for (const source of await this.findChannelSources()) {
+      try {
+        for (const [name, stamp] of await source.dir.list()) listed.set(`${source.key}/${name}`, { source, name, stamp });
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP") {
+          // Gone, or no longer a directory (a symlink is never followed): none of its files count.
+          if (code !== "ENOENT") this.log.warn({ dir: source.key, channel: qualifiedChannelId(source.owner!) }, "a channel's events directory is not a directory (a symlink?); ignored");
+          this.dropChannelSource(source.key);
+        } else {
+          this.log.warn({ err, dir: source.key }, "cannot read a channel's events directory; keeping what is scheduled from it");
+          unreadable.add(source.key);
+        }
+      }
+    }
+    for (const [key, e] of [...this.entries]) if (!listed.has(key) && !unreadable.has(e.source.key)) this.forget(key, "deleted");
     // Oldest first, so that every replica fills a channel's queue in the same order.
-    const files = [...listing].sort(([a, x], [b, y]) => x.mtimeMs - y.mtimeMs || a.localeCompare(b));
+    const files = [...listed].sort(([a, x], [b, y]) => x.stamp.mtimeMs - y.stamp.mtimeMs || a.localeCompare(b));
     const realNow = Date.now();
-    for (const [name, stamp] of files) {
-      const e = this.entries.get(name);
+    for (const [key, { source, name, stamp }] of files) {
+      const e = this.entries.get(key);
       const unchanged = e && e.stamp.mtimeMs === stamp.mtimeMs && e.stamp.size === stamp.size && e.stamp.ino === stamp.ino;
       // Same stamp: skip, unless it was read so soon after its modification that a second write in
       // the same mtime tick could hide behind it (then read again, at most every 500 ms).
       if (unchanged && (e.readAt - stamp.mtimeMs > RACY_MS || realNow - e.readAt < 500)) continue;
-      await this.consider(name, await this.dir.read(name));
+      await this.consider(source, name, await source.dir.read(name));
     }
   }
 
-  private async consider(name: string, content: FileContent | undefined): Promise<void> {
-    if (!content) return this.forget(name, "deleted");
-    const old = this.entries.get(name);
+  /**
+   * Every channel's own events directory (`channels/<adapter>/<escaped id>/events`), found by
+   * listing the channels each scan; one that is not a real directory (a symlink) is skipped. New
+   * ones are watched when file notifications are on.
+   */
+  private async findChannelSources(): Promise<Source[]> {
+    const root = this.o.channelsDir;
+    if (!root) return [];
+    const found: Source[] = [];
+    for (const adapter of await subdirs(root)) {
+      if (!ADAPTER_NAME_PATTERN.test(adapter)) continue;
+      for (const token of await subdirs(join(root, adapter))) {
+        let channelId: string;
+        try {
+          channelId = unescapeChannelToken(token);
+        } catch {
+          continue; // not a directory mom made
+        }
+        const dir = join(root, adapter, token, "events");
+        try {
+          if (!(await lstat(dir)).isDirectory()) continue;
+        } catch {
+          continue;
+        }
+        const key = `channels/${adapter}/${token}/events`;
+        let source = this.channelSources.get(key);
+        if (!source) {
+          source = { key, dir: new EventsDir(dir, true), owner: { adapter, channelId } };
+          this.channelSources.set(key, source);
+          this.watchChannel(source);
+        }
+        found.push(source);
+      }
+    }
+    const live = new Set(found.map((f) => f.key));
+    for (const key of [...this.channelSources.keys()]) if (!live.has(key)) this.dropChannelSource(key);
+    return found;
+  }
+
+  private dropChannelSource(key: string): void {
+    this.channelSources.delete(key);
+    this.channelWatchers.get(key)?.close();
+    this.channelWatchers.delete(key);
+  }
+
+  private watchChannel(source: Source): void {
+    if (this.o.settings.watch !== "events" || !this.watcher || this.stopped || this.channelWatchers.has(source.key)) return;
+    try {
+      const w = watch(source.dir.dir, { persistent: false }, () => this.requestScan());
+      // Polling still finds what a lost watch would have told.
+      w.on("error", () => {
+        w.close();
+        if (this.channelWatchers.get(source.key) === w) this.channelWatchers.delete(source.key);
+      });
+      this.channelWatchers.set(source.key, w);
+    } catch {
+      // e.g. out of inotify watches: polling covers it
+    }
+  }
+
+  private async consider(source: Source, name: string, content: FileContent | undefined): Promise<void> {
+    const key = `${source.key}/${name}`;
+    if (!content) return this.forget(key, "deleted");
+    const old = this.entries.get(key);
     if (old && old.hash === content.hash) {
       old.stamp = content.stamp;
       old.readAt = Date.now();
       return;
     }
     if (old) clearTimeout(old.settleTimer);
-    const entry: Entry = { name, stamp: content.stamp, hash: content.hash, readAt: Date.now() };
+    const entry: Entry = { key, source, name, stamp: content.stamp, hash: content.hash, readAt: Date.now() };
     const parsed =
       content.text === undefined
-        ? { ok: false as const, reason: `too large: ${content.stamp.size} bytes (an event file has at most ${MAX_EVENT_FILE_BYTES} bytes)` }
-        : parseEventFile(name, content.text, this.o.context);
+        ? { ok: false as const, reason: `too large: ${content.stamp.size} bytes (an event file has at most ${MAX_EVENT_FILE_BYTES} bytes)`, ...(source.owner && { ref: source.owner }) }
+        : parseEventFile(name, content.text, this.o.context, source.owner);
     if (!parsed.ok) {
       // Maybe a write in progress: judge it only once it has stayed the same for settleMs.
       entry.problem = { reason: parsed.reason, ...(parsed.ref && { ref: parsed.ref }) };
-      entry.settleTimer = setTimeout(() => void this.enqueue(() => this.settle(name, content.hash)), this.settleMs);
+      entry.settleTimer = setTimeout(() => void this.enqueue(() => this.settle(key, content.hash)), this.settleMs);
       entry.settleTimer.unref();
-      this.entries.set(name, entry);
-      if (old?.event) this.log.info({ file: name, channel: old.channel }, "event file changed and does not parse; its schedule is suspended");
+      this.entries.set(key, entry);
+      if (old?.event) this.log.info({ file: shownName(entry), channel: old.channel }, "event file changed and does not parse; its schedule is suspended");
       return;
     }
     await this.accept(entry, parsed.event, old?.event !== undefined);
   }
 
-  private async settle(name: string, hash: string): Promise<void> {
-    const e = this.entries.get(name);
+  private async settle(key: string, hash: string): Promise<void> {
+    const e = this.entries.get(key);
     if (!e || e.hash !== hash || !e.problem) return;
-    const content = await this.dir.read(name);
-    if (!content || content.hash !== hash) return this.consider(name, content);
+    const content = await e.source.dir.read(e.name);
+    if (!content || content.hash !== hash) return this.consider(e.source, e.name, content);
     await this.reject(e, e.problem);
   }
 
-  private forget(name: string, why: string): void {
-    const e = this.entries.get(name);
+  private forget(key: string, why: string): void {
+    const e = this.entries.get(key);
     if (!e) return;
     clearTimeout(e.settleTimer);
-    this.entries.delete(name);
-    if (e.event && e.fireTime !== undefined) this.log.info({ file: name, channel: e.channel }, `event cancelled (file ${why})`);
+    this.entries.delete(key);
+    if (e.event && e.fireTime !== undefined) this.log.info({ file: shownName(e), channel: e.channel }, `event cancelled (file ${why})`);
   }
 
   // ------------------------------------------------------------------ deciding
@@ -286,7 +393,7 @@ export class EventScheduler {
     if (event.type === "one-shot" && event.atMs < now - graceMinutes * 60_000) {
       return this.missed(entry, event, now);
     }
-    const queued = [...this.entries.values()].filter((x) => x.name !== entry.name && x.event && x.channel === channel).length;
+    const queued = [...this.entries.values()].filter((x) => x.key !== entry.key && x.event && x.channel === channel).length;
     if (queued >= maxQueuedPerChannel) {
       return this.reject(entry, {
         reason: `too many scheduled events for ${channel}: it already has ${queued} (limit ${maxQueuedPerChannel}, scheduler.maxQueuedPerChannel)`,
@@ -302,27 +409,29 @@ export class EventScheduler {
       fireTime = tick.getTime();
     }
     Object.assign(entry, { event, channel, fireTime, dueAt: event.type === "immediate" ? now : fireTime });
-    this.entries.set(entry.name, entry);
-    this.log.info({ file: entry.name, channel, type: event.type, next: new Date(fireTime).toISOString() }, rescheduled ? "event rescheduled" : "event scheduled");
+    this.entries.set(entry.key, entry);
+    this.log.info({ file: shownName(entry), channel, type: event.type, next: new Date(fireTime).toISOString() }, rescheduled ? "event rescheduled" : "event scheduled");
   }
 
   private async reject(entry: Entry, problem: EventFileProblem): Promise<void> {
-    this.entries.delete(entry.name);
+    this.entries.delete(entry.key);
     const now = this.clock.now();
     const note = `${problem.reason}\n\nThe scheduler moved this file here from events/${entry.name} at ${new Date(now).toISOString()}; it will not fire.\nWrite a corrected file into events/ to schedule it.\n`;
     const channel = problem.ref ? qualifiedChannelId(problem.ref) : undefined;
     const moved = await this.moveAside(entry, "invalid", note, problem.reason);
     if (!moved) {
-      this.log.debug({ file: entry.name, channel }, "invalid event file was moved or changed by someone else");
+      this.log.debug({ file: shownName(entry), channel }, "invalid event file was moved or changed by someone else");
       return;
     }
+    // Relative to the directory the events/ is in: the workspace, or the channel's own directory
+    // (the agent's working directory).
     const movedTo = `events/invalid/${moved}`;
-    this.log.warn({ file: entry.name, channel, reason: problem.reason, movedTo }, `invalid event file: ${problem.reason}`);
-    if (problem.ref) this.queueReport(problem.ref, { kind: "invalid", file: printableFileName(entry.name), movedTo, reason: problem.reason }, now);
+    this.log.warn({ file: shownName(entry), dir: entry.source.key, channel, reason: problem.reason, movedTo }, `invalid event file: ${problem.reason}`);
+    if (problem.ref) this.queueReport(problem.ref, { kind: "invalid", file: printableFileName(entry.name), movedTo, reason: problem.reason, ...(entry.source.owner && { dir: entry.source.key }) }, now);
   }
 
   private async missed(entry: Entry, event: Extract<ScheduledEvent, { type: "one-shot" }>, now: number): Promise<void> {
-    this.entries.delete(entry.name);
+    this.entries.delete(entry.key);
     const { graceMinutes } = this.o.settings;
     const reason = `it was due at ${event.at}, ${formatDuration(now - event.atMs)} before the scheduler saw it, which is more than the grace period of ${graceMinutes} minutes (scheduler.graceMinutes)`;
     const note = `missed: ${reason}\n\nThe scheduler moved this file here from events/${entry.name} at ${new Date(now).toISOString()}; it did not fire.\n`;
@@ -330,8 +439,8 @@ export class EventScheduler {
     if (!moved) return;
     const movedTo = `events/missed/${moved}`;
     const channel = qualifiedChannelId(event.ref);
-    this.log.warn({ file: entry.name, channel, at: event.at, movedTo }, `missed one-shot event: ${reason}`);
-    this.queueReport(event.ref, { kind: "missed", file: entry.name, movedTo, reason, at: event.at, text: event.text }, now);
+    this.log.warn({ file: shownName(entry), channel, at: event.at, movedTo }, `missed one-shot event: ${reason}`);
+    this.queueReport(event.ref, { kind: "missed", file: entry.name, movedTo, reason, at: event.at, text: event.text, ...(entry.source.owner && { dir: entry.source.key }) }, now);
   }
 
   /**
@@ -341,10 +450,11 @@ export class EventScheduler {
    */
   private async moveAside(entry: Entry, kind: "invalid" | "missed", note: string, reason: string): Promise<string | undefined> {
     try {
-      return await this.dir.moveAside(entry.name, kind, note, entry.hash);
+      return await entry.source.dir.moveAside(entry.name, kind, note, entry.hash);
     } catch (err) {
-      this.log.error({ err, file: entry.name, reason }, `cannot move the event file to events/${kind}/; it stays and is ignored until it changes`);
-      this.entries.set(entry.name, { name: entry.name, stamp: entry.stamp, hash: entry.hash, readAt: entry.readAt, problem: { reason } });
+      this.log.error({ err, file: shownName(entry), reason }, `cannot move the event file to events/${kind}/; it stays and is ignored until it changes`);
+      const { key, source, name, stamp, hash, readAt } = entry;
+      this.entries.set(key, { key, source, name, stamp, hash, readAt, problem: { reason } });
       return undefined;
     }
   }
@@ -380,13 +490,13 @@ export class EventScheduler {
     }
     const due = [...this.entries.values()]
       .filter((e) => e.event && e.dueAt !== undefined && e.dueAt <= now)
-      .sort((a, b) => a.dueAt! - b.dueAt! || a.name.localeCompare(b.name));
+      .sort((a, b) => a.dueAt! - b.dueAt! || a.key.localeCompare(b.key));
     for (const e of due) {
-      if (this.entries.get(e.name) !== e) continue;
+      if (this.entries.get(e.key) !== e) continue;
       const event = e.event!;
       if (event.type === "periodic" && now - e.fireTime! > LATE_AFTER_MS) {
         // The process was stalled or suspended past a tick: no replay, carry on from now.
-        this.log.warn({ file: e.name, channel: e.channel, tick: new Date(e.fireTime!).toISOString() }, `tick skipped: ${formatDuration(now - e.fireTime!)} overdue (periodic events do not replay missed ticks)`);
+        this.log.warn({ file: shownName(e), channel: e.channel, tick: new Date(e.fireTime!).toISOString() }, `tick skipped: ${formatDuration(now - e.fireTime!)} overdue (periodic events do not replay missed ticks)`);
         this.nextTick(e, event, now);
         continue;
       }
@@ -398,7 +508,7 @@ export class EventScheduler {
           e.skipped = (e.skipped ?? 0) + 1;
           if (e.skipLoggedAt === undefined || now - e.skipLoggedAt >= 60_000) {
             this.log.warn(
-              { file: e.name, channel: e.channel, tick: new Date(e.fireTime!).toISOString(), skipped: e.skipped },
+              { file: shownName(e), channel: e.channel, tick: new Date(e.fireTime!).toISOString(), skipped: e.skipped },
               `tick skipped: ${e.channel} reached ${maxPerMinutePerChannel} messages per minute (scheduler.maxPerMinutePerChannel)`,
             );
             e.skipLoggedAt = now;
@@ -407,7 +517,7 @@ export class EventScheduler {
           this.nextTick(e, event, now);
         } else {
           e.dueAt = slot;
-          if (!e.deferredLogged) this.log.warn({ file: e.name, channel: e.channel, until: new Date(slot).toISOString() }, `event deferred: ${e.channel} reached ${maxPerMinutePerChannel} messages per minute (scheduler.maxPerMinutePerChannel)`);
+          if (!e.deferredLogged) this.log.warn({ file: shownName(e), channel: e.channel, until: new Date(slot).toISOString() }, `event deferred: ${e.channel} reached ${maxPerMinutePerChannel} messages per minute (scheduler.maxPerMinutePerChannel)`);
           e.deferredLogged = true;
         }
         continue;
@@ -420,12 +530,12 @@ export class EventScheduler {
     const now = this.clock.now();
     const lateMs = event.type === "one-shot" ? now - event.atMs : 0;
     const lateMinutes = lateMs >= LATE_AFTER_MS ? Math.floor(lateMs / 60_000) : undefined;
-    const message = firingMessage({ event, fireTimeMs: e.fireTime!, firedAtMs: now, ...(lateMinutes && { lateMinutes }) });
+    const message = firingMessage({ event, fireTimeMs: e.fireTime!, firedAtMs: now, ...(lateMinutes && { lateMinutes }), ...(e.source.owner && { dir: e.source.key }) });
     let outcome: PublishOutcome;
     try {
       outcome = await this.o.publish(event.ref, message);
     } catch (err) {
-      this.log.error({ err, file: e.name, channel: e.channel, msgId: message.id }, "could not publish the event; will retry");
+      this.log.error({ err, file: shownName(e), channel: e.channel, msgId: message.id }, "could not publish the event; will retry");
       e.dueAt = now + this.retryMs;
       if (event.type === "periodic") {
         const following = event.cron.nextAfter(new Date(e.fireTime!));
@@ -435,18 +545,18 @@ export class EventScheduler {
     }
     this.limit.record(e.channel!, now);
     this.log.info(
-      { file: e.name, channel: e.channel, msgId: message.id, type: event.type, duplicate: outcome.duplicate, ...(lateMinutes && { lateMinutes }) },
+      { file: shownName(e), channel: e.channel, msgId: message.id, type: event.type, duplicate: outcome.duplicate, ...(lateMinutes && { lateMinutes }) },
       outcome.duplicate ? "event fired (already published by another replica)" : "event fired",
     );
     if (event.type === "periodic") return this.nextTick(e, event, Math.max(now, e.fireTime!));
     // Fired: remove the file, unless it was written again meanwhile (then it is a new event).
     e.fireTime = e.dueAt = undefined;
     try {
-      await this.dir.removeIfUnchanged(e.name, e.hash);
-      this.entries.delete(e.name);
+      await e.source.dir.removeIfUnchanged(e.name, e.hash);
+      this.entries.delete(e.key);
     } catch (err) {
       // Keep the entry (same content = not fired again) and say why the file stays.
-      this.log.error({ err, file: e.name }, "event fired but its file could not be deleted");
+      this.log.error({ err, file: shownName(e) }, "event fired but its file could not be deleted");
     }
   }
 
@@ -456,9 +566,25 @@ export class EventScheduler {
     e.deferredLogged = false;
     if (!tick) {
       e.fireTime = e.dueAt = undefined;
-      this.log.warn({ file: e.name, channel: e.channel }, "periodic event has no further ticks");
+      this.log.warn({ file: shownName(e), channel: e.channel }, "periodic event has no further ticks");
       return;
     }
     e.fireTime = e.dueAt = tick.getTime();
+  }
+}
+
+/** How logs and `scheduled()` name a file: its name in the operator's events/, its workspace path in a channel's. */
+function shownName(e: Entry): string {
+  return e.source.owner ? `${e.source.key}/${e.name}` : e.name;
+}
+
+async function subdirs(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir, { withFileTypes: true }))
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
+  } catch {
+    return [];
   }
 }

@@ -1,10 +1,10 @@
 import type { LoadedConfig } from "@mom/config";
 import { qualifiedChannelId } from "@mom/contracts";
+import type { ChannelRef } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { isEventFileName, parseEventFile, printableFileName } from "./event-file.js";
-import { EventsDir } from "./events-dir.js";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { type EventFileContext, isEventFileName, MAX_EVENT_FILE_BYTES, parseEventFile, printableFileName } from "./event-file.js";
 import { formatDuration } from "./schedule.js";
 
 export interface ListedEvent {
@@ -28,27 +28,45 @@ export interface EventListing {
   eventsDir: string;
   now: string;
   scheduled: ListedEvent[];
-  /** Files in events/ that a running scheduler will move to invalid/. */
+  /** Files in an events/ that a running scheduler will move to invalid/. */
   pending: ListedProblem[];
   invalid: ListedProblem[];
   missed: ListedProblem[];
 }
 
-/** `mom events`: what events/ holds, read from the files alone (no NATS, no running scheduler needed). */
+/** An events directory: the operator's (`prefix` "") or a channel's own (`prefix` its workspace path). */
+interface ListedDir {
+  dir: string;
+  prefix: string;
+  owner?: ChannelRef;
+}
+
+/**
+ * `mom events`: what the operator's events/ and every channel's own events/ hold, read from the
+ * files alone (no NATS, no running scheduler needed). A channel's files are shown by their path in
+ * the workspace (`channels/<adapter>/<channel>/events/<file>`).
+ */
 export function listEvents(loaded: LoadedConfig, nowMs = Date.now()): EventListing {
   const layout = new WorkspaceLayout(loaded.paths.workspaceDir);
-  const dir = new EventsDir(layout.eventsDir);
   const context = { adapters: new Set(Object.keys(loaded.config.adapters)) };
   const graceMs = loaded.config.scheduler.graceMinutes * 60_000;
   const listing: EventListing = { eventsDir: layout.eventsDir, now: new Date(nowMs).toISOString(), scheduled: [], pending: [], invalid: [], missed: [] };
-  for (const file of files(layout.eventsDir).filter(isEventFileName)) {
-    let text: string;
-    try {
-      text = readFileSync(join(layout.eventsDir, file), "utf8");
-    } catch {
-      continue;
-    }
-    const parsed = parseEventFile(file, text, context);
+  const dirs: ListedDir[] = [{ dir: layout.eventsDir, prefix: "" }];
+  for (const owner of layout.listChannels()) {
+    const dir = join(layout.channelDir(owner), "events");
+    if (isRealDir(dir)) dirs.push({ dir, prefix: `${relative(layout.workspaceDir, dir)}/`, owner });
+  }
+  for (const d of dirs) listDir(d, listing, context, graceMs, nowMs);
+  listing.scheduled.sort((a, b) => (a.next ?? "").localeCompare(b.next ?? "") || a.file.localeCompare(b.file));
+  return listing;
+}
+
+function listDir({ dir, prefix, owner }: ListedDir, listing: EventListing, context: EventFileContext, graceMs: number, nowMs: number): void {
+  for (const name of files(dir).filter(isEventFileName)) {
+    const text = readSmall(join(dir, name));
+    if (text === undefined) continue;
+    const file = `${prefix}${name}`;
+    const parsed = parseEventFile(name, text, context, owner);
     if (!parsed.ok) {
       listing.pending.push({ file, reason: parsed.reason });
       continue;
@@ -78,25 +96,48 @@ export function listEvents(loaded: LoadedConfig, nowMs = Date.now()): EventListi
       });
     }
   }
-  listing.scheduled.sort((a, b) => (a.next ?? "").localeCompare(b.next ?? "") || a.file.localeCompare(b.file));
   for (const kind of ["invalid", "missed"] as const) {
-    const asideDir = dir.asideDir(kind);
-    for (const file of files(asideDir).filter((f) => f.endsWith(".json"))) {
-      let reason = "(no .error note)";
-      try {
-        reason = readFileSync(join(asideDir, `${file}.error`), "utf8").split("\n")[0]!.replace(/^missed: /, "") || reason;
-      } catch {
-        // keep the placeholder
-      }
-      listing[kind].push({ file, reason });
+    const asideDir = join(dir, kind);
+    if (!isRealDir(asideDir)) continue;
+    for (const name of files(asideDir).filter((f) => f.endsWith(".json"))) {
+      const note = readSmall(join(asideDir, `${name}.error`));
+      const reason = note?.split("\n")[0]!.replace(/^missed: /, "") || "(no .error note)";
+      listing[kind].push({ file: `${prefix}${name}`, reason });
     }
   }
-  return listing;
+}
+
+/** A directory, not a symlink to one (a channel's events/ is its commands' to change). */
+function isRealDir(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** A regular file's text, read without following a symlink or waiting on a FIFO; undefined otherwise. */
+function readSmall(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_EVENT_FILE_BYTES) return undefined;
+    return readFileSync(fd, "utf8");
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The listing as text for a terminal. */
 export function formatEventListing(l: EventListing): string {
-  const out: string[] = [`Events in ${l.eventsDir} (now ${l.now})`, ""];
+  const out: string[] = [`Events in ${l.eventsDir} and the channels' own events/ directories (now ${l.now})`, ""];
   const table = (rows: string[][]) => {
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
     return rows.map((r) => `  ${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")}`.trimEnd());

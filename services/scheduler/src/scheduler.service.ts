@@ -6,7 +6,7 @@ import { WorkspaceLayout } from "@mom/store";
 import { EventScheduler } from "./event-scheduler.js";
 import { SCHEDULER_OPTIONS, type SchedulerOptions } from "./scheduler-options.js";
 
-/** The scheduler service: an EventScheduler over workspace/events/ that publishes through the bus. */
+/** The scheduler service: an EventScheduler over workspace/events/ and every channel's own events/ that publishes through the bus. */
 @Injectable()
 export class SchedulerService implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly scheduler: EventScheduler;
@@ -20,6 +20,7 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
     const layout = new WorkspaceLayout(paths.workspaceDir);
     this.scheduler = new EventScheduler({
       eventsDir: layout.eventsDir,
+      channelsDir: layout.channelsDir,
       settings: config.scheduler,
       context: { adapters: new Set(Object.keys(config.adapters)) },
       publish: (ref, message) => this.publish(ref, message),
