@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { plainDialect } from "./dialect.js";
-import { FileRefused, importAttachment, inboundMsgId, mayDirectMessage, readDownload } from "./ingress-kit.js";
+import { pino } from "pino";
+import { FileRefused, importAttachment, InboundIntake, inboundMsgId, mayDirectMessage, readDownload } from "./ingress-kit.js";
 import { notApproverText } from "./notes.js";
 
 const ref = { adapter: "tg", channelId: "-100" };
@@ -46,5 +47,39 @@ describe("ingress kit", () => {
   it("tells non-approvers who can decide", () => {
     expect(notApproverText(["u9", "u8"], plainDialect())).toBe("Only @u9, @u8 can decide this.");
     expect(notApproverText([], plainDialect())).toBe("Only nobody (adapters.<name>.admins is empty) can decide this.");
+  });
+});
+
+describe("InboundIntake (the inbound steps every ingress shares)", () => {
+  const quiet = pino({ level: "silent" });
+
+  it("handles each message once, in order per chat, chats side by side", async () => {
+    const intake = new InboundIntake("Test", quiet);
+    const done: string[] = [];
+    const slow = (id: string, ms: number) => async () => {
+      await new Promise((r) => setTimeout(r, ms));
+      done.push(id);
+    };
+    expect(intake.take("a", "1", slow("a1", 30))).toBe(true);
+    expect(intake.take("a", "2", slow("a2", 1))).toBe(true);
+    expect(intake.take("b", "1", slow("b1", 1))).toBe(true); // same id, another chat
+    expect(intake.take("a", "1", slow("a1 again", 1))).toBe(false);
+    await intake.idle();
+    expect(done).toEqual(["b1", "a1", "a2"]);
+  });
+
+  it("forgets a message whose handling failed, so the platform's redelivery is handled", async () => {
+    const intake = new InboundIntake("Test", quiet);
+    let attempts = 0;
+    const handle = async () => {
+      if (++attempts === 1) throw new Error("NATS unreachable");
+    };
+    intake.take("a", "1", handle);
+    await intake.idle();
+    await new Promise((r) => setImmediate(r));
+    expect(intake.take("a", "1", handle)).toBe(true);
+    await intake.idle();
+    expect(attempts).toBe(2);
+    expect(intake.take("a", "1", handle)).toBe(false); // handled now: a third delivery is a duplicate
   });
 });

@@ -5,7 +5,9 @@ import type { Attachment, ChannelMessage, ChannelRef, ControlMessage } from "@mo
 import { endSpan, metrics, SpanKind, startSpan, traceparentOf } from "@mom/observability";
 import { formatSizeOverLimit, guessMimeType } from "@mom/store";
 import type { Logger } from "pino";
+import { ChannelQueue } from "./channel-queue.js";
 import type { Dialect } from "./dialect.js";
+import { RecentIds } from "./recent.js";
 import { notApproverText } from "./notes.js";
 import type { PendingApproval } from "./presenter.js";
 
@@ -146,4 +148,46 @@ export async function decideApproval(
   await deps.bus.publish(deps.bus.subjects.channel("ctl", ref), decision, `${deps.adapter}:${click.approvalId}:${click.decision}:${click.user.id}`, { retryForMs: 30_000 });
   deps.log.info({ approvalId: click.approvalId, decision: click.decision, by: click.user.username, approver: !refusal }, "approval decision sent");
   return { ...(refusal && { refusal }), sent: true };
+}
+
+/**
+ * The inbound side every ingress shares: each platform message handled once (a redelivery, a
+ * replayed gateway event, `app_mention` + `message` for one mention), messages of one chat in
+ * the order they came, chats side by side. A message whose handling failed is forgotten, so the
+ * platform's redelivery of it is handled again; the failure is logged with the platform's name.
+ */
+export class InboundIntake {
+  private readonly queue = new ChannelQueue();
+  private readonly seen = new RecentIds();
+
+  constructor(
+    private readonly platform: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** Queues `handle` behind the chat's earlier messages; false (and nothing queued) when `id` was taken already. */
+  take(chat: string, id: string, handle: () => Promise<unknown>): boolean {
+    const key = `${chat}:${id}`;
+    if (!this.seen.add(key)) return false;
+    void this.queue.push(chat, handle).catch((err: unknown) => {
+      this.seen.delete(key);
+      this.log.error({ err, chat, id }, `could not hand a ${this.platform} message to mom: ${(err as Error)?.message ?? err}`);
+    });
+    return true;
+  }
+
+  /** Marks `id` as taken without handling it here (handled on another path, e.g. a backfill that queues its own work). */
+  note(chat: string, id: string): void {
+    this.seen.add(`${chat}:${id}`);
+  }
+
+  /** Queues work of the chat that is no platform message (a backfill) ahead of what comes later. */
+  queueFor<T>(chat: string, task: () => Promise<T>): Promise<T> {
+    return this.queue.push(chat, task);
+  }
+
+  /** Resolves when everything queued so far has settled. */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
 import { metrics } from "@mom/observability";
 import type { ChannelMessage, ChannelRef } from "@mom/contracts";
-import { busReceipts, ChannelQueue, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds, RecentMap, readDownload } from "@mom/render";
+import { busReceipts, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, InboundIntake, mayDirectMessage, publishInbound, RecentMap, readDownload } from "@mom/render";
 import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, RESTEvents, Status, type User } from "discord.js";
 import type { Logger } from "pino";
 import { type DiscordApi, RestDiscordApi } from "./discord-api.js";
@@ -31,12 +31,12 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
   private readonly renderer: DiscordRenderer;
   private readonly log: Logger;
   private consumption?: Consumption;
-  private readonly seen = new RecentIds();
   /** Message id -> the Discord channel (or thread) it was posted in, for notices about it. */
   private readonly messageChannels = new RecentMap<string>();
   /** Lower-case username -> user id, learnt from messages, for turning `@name` into `<@id>`. */
   private readonly userIds = new RecentMap<string>();
-  private readonly inboundQueue = new ChannelQueue();
+  /** Each message once, in order per Discord channel (attachments take time to download). */
+  private readonly intake: InboundIntake;
   private closing = false;
 
   constructor(
@@ -44,6 +44,7 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     @Inject(DISCORD_OPTIONS) private readonly opts: DiscordIngressOptions,
   ) {
     this.log = opts.logger;
+    this.intake = new InboundIntake("Discord", this.log);
     this.client = new Client({
       intents: DISCORD_INTENTS,
       // DMs arrive for channels discord.js has not cached.
@@ -110,7 +111,7 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     this.unready?.();
     this.closing = true;
     await this.consumption?.stop();
-    await this.inboundQueue.idle();
+    await this.intake.idle();
     await this.renderer.close();
     await this.client.destroy();
   }
@@ -127,7 +128,8 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
   /** Messages of one Discord channel are handled in order (attachments take time to download). */
   private inbound(m: Message): void {
     if (this.closing) return;
-    void this.inboundQueue.push(m.channelId, () => this.onMessage(m)).catch((err: unknown) => this.log.error({ err, msgId: m.id }, "could not hand a Discord message to mom"));
+    // A resumed gateway may replay what we already had; the bus dedupes too (msg-id), this saves the work.
+    this.intake.take(m.channelId, m.id, () => this.onMessage(m));
   }
 
   /** One Discord message -> one ChannelMessage. */
@@ -135,8 +137,6 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     const me = this.client.user;
     if (!me || msg.author.id === me.id) return undefined;
     if (msg.system || (msg.type !== MessageType.Default && msg.type !== MessageType.Reply)) return undefined;
-    // A resumed gateway may replay what we already had; the bus dedupes too (msg-id), this saves the work.
-    if (!this.seen.add(msg.id)) return undefined;
     this.learn(msg.author);
     for (const u of msg.mentions.users.values()) this.learn(u);
 

@@ -3,7 +3,7 @@ import { Bus, type Consumption, lastPerSubject, readRange, serviceReadiness } fr
 import { metrics } from "@mom/observability";
 import type { Attachment, ChannelMessage } from "@mom/contracts";
 import { markdownToMrkdwn } from "@mom/format";
-import { busReceipts, ChannelQueue, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, publishInbound, RecentIds } from "@mom/render";
+import { busReceipts, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, InboundIntake, publishInbound } from "@mom/render";
 import { App, SocketModeReceiver } from "@slack/bolt";
 import { type WebClient, WebClientEvent } from "@slack/web-api";
 import type { Logger } from "pino";
@@ -44,9 +44,8 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
   private consumption?: Consumption;
   private botUserId = "";
   private botId = "";
-  private readonly inbound = new ChannelQueue();
-  /** channel:ts of messages already handled (or being handled), so app_mention + message and retries count once. */
-  private readonly seen = new RecentIds();
+  /** Each message once (app_mention + message, retries), in order per channel. */
+  private readonly inbound: InboundIntake;
   private stopping = false;
 
   constructor(
@@ -54,6 +53,7 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
     @Inject(SLACK_OPTIONS) private readonly opts: SlackIngressOptions,
   ) {
     this.log = opts.logger;
+    this.inbound = new InboundIntake("Slack", this.log);
   }
 
   get adapter(): string {
@@ -153,7 +153,7 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
     }
     for (const { channelId, last } of channels) {
       void this.inbound
-        .push(channelId, async () => {
+        .queueFor(channelId, async () => {
           const after = await lastPublishedTs(history, channelId, last);
           if (!after) return;
           await backfillChannel({ client: this.client, channel: channelId, after, log: this.log, handle: (ev) => this.ingest({ ...ev, channel: channelId }, "backfill") });
@@ -179,13 +179,8 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
   /** A Socket Mode message or app_mention event: each message once, in order per channel. */
   private onEvent(ev: SlackMessageEvent): Promise<void> {
     if (!isConversationMessage(ev) || this.isOwn(ev)) return Promise.resolve();
-    const key = `${ev.channel}:${ev.ts}`;
-    if (!this.seen.add(key)) return Promise.resolve();
     // Not awaited by Bolt's listener chain beyond queueing: a slow download must not hold the socket.
-    void this.inbound.push(ev.channel, () => this.ingest(ev, "event")).catch((err) => {
-      this.seen.delete(key);
-      this.log.error({ err, channel: ev.channel, ts: ev.ts }, `could not hand a Slack message to mom: ${(err as Error).message}`);
-    });
+    this.inbound.take(ev.channel, ev.ts, () => this.ingest(ev, "event"));
     return Promise.resolve();
   }
 
@@ -222,7 +217,7 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
   private async ingest(ev: SlackMessageEvent, source: "event" | "backfill"): Promise<void> {
     if (this.stopping && source === "backfill") return;
     if (!isConversationMessage(ev) || this.isOwn(ev)) return;
-    if (source === "backfill") this.seen.add(`${ev.channel}:${ev.ts}`);
+    if (source === "backfill") this.inbound.note(ev.channel, ev.ts);
     const sender = ev.user
       ? await this.directory.resolveUser(ev.user)
       : { id: ev.bot_id ?? "unknown", username: ev.username || ev.bot_id || "bot", isBot: true };

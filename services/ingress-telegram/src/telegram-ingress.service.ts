@@ -3,8 +3,8 @@ import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
 import { metrics } from "@mom/observability";
 import {
   busReceipts,
-  ChannelQueue,
   DeliveryReceipts,
+  InboundIntake,
   DEFAULT_MAX_ATTACHMENT_BYTES,
   DM_REFUSAL,
   decideApproval,
@@ -15,7 +15,6 @@ import {
   mayDirectMessage,
   Presenter,
   publishInbound,
-  RecentIds,
   readDownload,
 } from "@mom/render";
 import { autoRetry } from "@grammyjs/auto-retry";
@@ -37,8 +36,7 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
   readonly bot: Bot;
   private readonly log: Logger;
   private readonly presenter: Presenter<MessageRun, string>;
-  private readonly inbound = new ChannelQueue();
-  private readonly seen = new RecentIds();
+  private readonly inbound: InboundIntake;
   private consumption?: Consumption;
   private updates?: UpdateSource;
   private me!: BotIdentity;
@@ -49,6 +47,7 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
     @Inject(TELEGRAM_OPTIONS) private readonly opts: TelegramIngressOptions,
   ) {
     this.log = opts.logger;
+    this.inbound = new InboundIntake("Telegram", this.log);
     this.getUpdates = getUpdatesHealth(this.log);
     this.bot = new Bot(opts.botToken, { client: { ...(opts.apiUrl && { apiRoot: opts.apiUrl }) } });
     // Installed first, so it sits under auto-retry and sees every 429 attempt, not only the last.
@@ -106,11 +105,8 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
 
   /** Not awaited by grammY beyond queueing: a slow download must not hold the other chats. */
   private onMessage(msg: Message): void {
-    if (msg.from?.id === this.me.id || !this.seen.add(`${msg.chat.id}:${msg.message_id}`)) return;
-    void this.inbound.push(String(msg.chat.id), () => this.ingest(msg)).catch((err: unknown) => {
-      this.seen.delete(`${msg.chat.id}:${msg.message_id}`);
-      this.log.error({ err, chat: msg.chat.id, messageId: msg.message_id }, `could not hand a Telegram message to mom: ${(err as Error).message}`);
-    });
+    if (msg.from?.id === this.me.id) return;
+    this.inbound.take(String(msg.chat.id), String(msg.message_id), () => this.ingest(msg));
   }
 
   private async ingest(msg: Message): Promise<void> {

@@ -2,19 +2,18 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { Bus, type Consumption } from "@mom/bus";
 import {
   busReceipts,
-  ChannelQueue,
   DeliveryReceipts,
   DEFAULT_MAX_ATTACHMENT_BYTES,
   DM_REFUSAL,
   decideApproval,
   drawOutbound,
   importAttachment,
+  InboundIntake,
   MessageLayout,
   type MessageRun,
   mayDirectMessage,
   Presenter,
   publishInbound,
-  RecentIds,
 } from "@mom/render";
 import { metrics } from "@mom/observability";
 import type { Logger } from "pino";
@@ -36,8 +35,7 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
   private readonly surface: WhatsAppSurface;
   private readonly presenter: Presenter<MessageRun, string>;
   private readonly deliveries: DeliveryReceipts;
-  private readonly inbound = new ChannelQueue();
-  private readonly seen = new RecentIds();
+  private readonly inbound: InboundIntake;
   private consumption?: Consumption;
 
   constructor(
@@ -45,6 +43,7 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
     @Inject(WHATSAPP_OPTIONS) private readonly opts: WhatsAppIngressOptions,
   ) {
     this.log = opts.logger;
+    this.inbound = new InboundIntake("WhatsApp", this.log);
     this.api = new GraphApi({
       root: opts.apiUrl ?? "https://graph.facebook.com",
       version: opts.graphVersion ?? DEFAULT_GRAPH_VERSION,
@@ -85,12 +84,8 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
     }
     for (const w of webhookMessages(body)) {
       if (w.phoneNumberId && w.phoneNumberId !== this.opts.phoneNumberId) continue;
-      if (!this.seen.add(w.message.id)) continue;
       this.surface.wrote(w.message.from, Number(w.message.timestamp) * 1000 || Date.now());
-      void this.inbound.push(w.message.from, () => this.handle(w)).catch((err: unknown) => {
-        this.seen.delete(w.message.id);
-        this.log.error({ err, from: w.message.from, id: w.message.id }, `could not hand a WhatsApp message to mom: ${(err as Error).message}`);
-      });
+      this.inbound.take(w.message.from, w.message.id, () => this.handle(w));
     }
   }
 
