@@ -1,3 +1,4 @@
+import { approvalTextLimit } from "@mom/contracts";
 import type { LoadedConfig } from "./load-config.js";
 import type { AdapterConfig } from "./schema.js";
 
@@ -6,4 +7,10 @@ export function adapterEntry<T extends AdapterConfig["type"]>(loaded: LoadedConf
   const entry = loaded.config.adapters[name];
   if (!entry || entry.type !== type) throw new Error(`${loaded.paths.configFile}: /adapters/${name}: not a ${type} adapter`);
   return entry as Extract<AdapterConfig, { type: T }>;
+}
+
+/** How many characters of a tool call's arguments the adapter's approval prompt shows whole (an external adapter says so itself). */
+export function adapterApprovalLimit(entry: AdapterConfig | undefined): number {
+  if (entry?.type === "external") return entry.approvalTextLimit ?? approvalTextLimit(undefined);
+  return approvalTextLimit(entry?.type);
 }

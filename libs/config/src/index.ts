@@ -9,4 +9,4 @@ export { createLogger, type Logger, type LoggerOptions } from "./logger.js";
 export { AUTH_PROFILE_ID_PATTERN, AuthProfile, AuthProfilesFile, loadAuthProfiles, saveAuthProfiles } from "./auth-profiles-file.js";
 export { readJsonFile, schemaChecker } from "./json-file.js";
 export { editConfigFile } from "./edit-config.js";
-export { adapterEntry } from "./adapter-entry.js";
+export { adapterApprovalLimit, adapterEntry } from "./adapter-entry.js";

@@ -141,7 +141,7 @@ describe("ConfigError messages name file, path and expectation", () => {
       `${file}: /adapters/Slack_Acme: invalid adapter name "Slack_Acme": expected lower-case letters, digits and '-' ([a-z0-9-]+)`,
     );
     expect(errorFor(JSON.stringify({ adapters: { acme: { type: "irc" } } })).message).toBe(
-      `${file}: /adapters/acme/type: expected one of "cli", "slack", "discord", "telegram", "whatsapp", got "irc"`,
+      `${file}: /adapters/acme/type: expected one of "cli", "slack", "discord", "telegram", "whatsapp", "external", got "irc"`,
     );
     expect(errorFor(JSON.stringify({ adapters: { acme: {} } })).message).toContain('/adapters/acme/type: missing required key "type"');
     expect(errorFor(JSON.stringify({ adapters: { acme: { type: "cli", dm: "some" } } })).message).toContain(

@@ -138,8 +138,27 @@ export const WhatsAppAdapterConfig = Type.Object(
 );
 export type WhatsAppAdapterConfig = Static<typeof WhatsAppAdapterConfig>;
 
+/**
+ * A platform whose ingress mom does not ship: deployed on its own (docs/ingress-sdk.md), it
+ * publishes and draws this adapter's subjects. mom needs only the settings every adapter has;
+ * `settings` is the ingress's own, validated by the ingress (mom passes it through untouched).
+ */
+export const ExternalAdapterConfig = Type.Object(
+  {
+    type: Type.Literal("external"),
+    platform: Type.String({ pattern: "^[a-z][a-z0-9-]*$", expected: 'the platform\'s name in lower case, e.g. "matrix"', description: "Which platform the ingress serves (for logs and docs)" }),
+    approvalTextLimit: Type.Optional(
+      Type.Integer({ minimum: 200, maximum: 100_000, description: "How many characters of a tool call's arguments the ingress's approval prompt shows whole (default: the smallest of the built-in adapters)" }),
+    ),
+    settings: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "The ingress's own settings; it validates them" })),
+    ...adapterAccess,
+  },
+  closed,
+);
+export type ExternalAdapterConfig = Static<typeof ExternalAdapterConfig>;
+
 /** Discriminated by `type`. */
-export const AdapterConfig = Type.Union([CliAdapterConfig, SlackAdapterConfig, DiscordAdapterConfig, TelegramAdapterConfig, WhatsAppAdapterConfig]);
+export const AdapterConfig = Type.Union([CliAdapterConfig, SlackAdapterConfig, DiscordAdapterConfig, TelegramAdapterConfig, WhatsAppAdapterConfig, ExternalAdapterConfig]);
 export type AdapterConfig = Static<typeof AdapterConfig>;
 
 const sandboxCommon = {

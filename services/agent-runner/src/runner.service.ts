@@ -2,7 +2,8 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
 import { Bus, type Consumption, type Delivery, type Following, RejectedInput, serviceReadiness } from "@mom/bus";
 import { reportQueueDepth } from "@mom/observability";
-import { approvalTextLimit, ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
+import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
+import { adapterApprovalLimit } from "@mom/config";
 import {
   createHostToolApi,
   createInvokeTool,
@@ -452,7 +453,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       policy: () => policy,
       approvers: (requesterId) => approversFor(loaded.config, ref, requesterId),
       approvalTimeoutMs: loaded.config.policy.approvalTimeoutSeconds * 1000,
-      approvalTextLimit: approvalTextLimit(loaded.config.adapters[ref.adapter]?.type),
+      approvalTextLimit: adapterApprovalLimit(loaded.config.adapters[ref.adapter]),
       active,
       log,
     });

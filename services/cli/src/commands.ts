@@ -186,6 +186,10 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
       const whatsapp = await startWhatsAppIngress(whatsappOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
       return shutdownOn([() => whatsapp.close()]);
     }
+    case "external":
+      throw new Error(
+        `${loaded.paths.configFile}: /adapters/${adapter}: an external ${entry.platform} adapter: its ingress is a service of its own (docs/ingress-sdk.md), not part of mom; deploy and start it there`,
+      );
     default:
       throw new Error(`adapter type "${(entry as { type: string }).type}" has no ingress service in this build`);
   }
