@@ -35,6 +35,8 @@ export interface ClusterStartOptions {
   cluster?: number;
   /** With MOM_CLUSTER_LOGS, keep this cluster's logs in this folder of it (several clusters in one file). */
   logsSubdir?: string;
+  /** config.json `adapters` (default: the terminal's `cli` only). */
+  adapters?: Record<string, object>;
 }
 
 /** The mention text for message n of a channel, and the answer the fake model gives to it. */
@@ -100,6 +102,7 @@ export class RunnerCluster {
           nats: { url: nats.url, namespace: nats.namespace, ...(replicas !== undefined && { streams: { replicas } }) },
           runner: { leaseSeconds: 4, shutdownGraceSeconds: 5, maxConcurrentRuns: 64, ...runner },
           log: { level: "info" },
+          ...(opts.adapters && { adapters: opts.adapters }),
         }),
       );
       bus = await Bus.connect({
