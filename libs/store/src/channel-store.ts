@@ -105,6 +105,7 @@ export class ChannelStore {
    * channel to an agent, before the sandbox mounts these files read-only for the channel's tools.
    */
   async prepareFiles(): Promise<void> {
+    this.writeGuard?.();
     await this.makeDirs();
     for (const f of RUNNER_FILES) await (await this.openRunnerFile(f)).close();
   }
