@@ -109,111 +109,143 @@ function beneath(real: string, rootReal: string): boolean {
 }
 
 /**
- * The directory `rel` beneath `root`, opened (a descriptor the caller closes), or undefined when
- * it is missing and `createDirs` is off.
+ * A directory opened beneath a root (see above), from which further steps are taken relative to
+ * its descriptor: a walk over a tree opens each directory once. Close it when done.
  */
-export async function openDirBeneath(root: string, rel: string, opts: BeneathOptions = {}): Promise<FileHandle | undefined> {
-  const parts = components(rel);
-  const r = await walk(root, rel, parts, opts.createDirs ?? false, opts.beforeStep);
-  return r?.dir;
-}
+export class DirBeneath {
+  private constructor(
+    readonly fh: FileHandle,
+    /** The root's real path when it was opened. */
+    readonly rootReal: string,
+    /** Its path relative to the root. */
+    readonly rel: string,
+  ) {}
 
-/** Opens each directory of `parts` below root; the last one is returned with the root's real path. */
-async function walk(
-  root: string,
-  rel: string,
-  parts: string[],
-  create: boolean,
-  beforeStep: BeneathOptions["beforeStep"],
-): Promise<{ dir: FileHandle; rootReal: string } | undefined> {
-  let dir: FileHandle;
-  try {
-    dir = await openRoot(root, create);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
-  try {
-    const rootReal = await realOf(dir);
-    for (let i = 0; i < parts.length; i++) {
-      const name = parts[i]!;
-      const sofar = parts.slice(0, i + 1).join("/");
-      await beforeStep?.(sofar);
-      let next: FileHandle;
-      try {
-        next = await open(fdPath(dir, name), DIR_FLAGS);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === "ENOENT" && !create) {
-          await dir.close();
-          return undefined;
-        }
-        if (code === "ENOENT") {
-          // mkdir never follows a symlink in its last component: one planted meanwhile gives EEXIST.
-          await mkdir(fdPath(dir, name), 0o755).catch((e: NodeJS.ErrnoException) => {
-            if (e.code !== "EEXIST") throw e;
-          });
-          next = await open(fdPath(dir, name), DIR_FLAGS).catch(async (e: NodeJS.ErrnoException) => {
-            if (e.code === "ELOOP" || e.code === "ENOTDIR") throw new RefusedPathError(sofar, await whatIs(dir, name, "directory"));
-            throw e;
-          });
-        } else if (code === "ELOOP" || code === "ENOTDIR") {
-          throw new RefusedPathError(sofar, await whatIs(dir, name, "directory"));
-        } else {
-          throw err;
-        }
-      }
-      await dir.close();
-      dir = next;
+  /** The directory `rel` beneath `root`, or undefined when it (or one on the way) is missing and `createDirs` is off. */
+  static async open(root: string, rel: string, opts: BeneathOptions = {}): Promise<DirBeneath | undefined> {
+    const parts = components(rel);
+    let at: DirBeneath;
+    try {
+      const fh = await openRoot(root, opts.createDirs ?? false);
+      at = new DirBeneath(fh, await realOf(fh).catch(async (err) => {
+        await fh.close();
+        throw err;
+      }), "");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
     }
-    if (!beneath(await realOf(dir), rootReal)) throw new RefusedPathError(rel || ".", "was moved out of the channel's directory while being opened");
-    return { dir, rootReal };
-  } catch (err) {
-    await dir.close().catch(() => undefined);
-    throw err;
+    try {
+      for (const name of parts) {
+        const next = await at.step(name, opts.createDirs ?? false, opts.beforeStep);
+        await at.close();
+        if (!next) return undefined;
+        at = next;
+      }
+      if (!beneath(await realOf(at.fh), at.rootReal)) throw new RefusedPathError(rel || ".", "was moved out of the channel's directory while being opened");
+      return at;
+    } catch (err) {
+      await at.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private path(name: string): string {
+    return this.rel ? `${this.rel}/${name}` : name;
+  }
+
+  /** The subdirectory `name` (one component), never through a symlink; undefined when missing. */
+  dir(name: string): Promise<DirBeneath | undefined> {
+    return this.step(components(name).length === 1 ? name : "", false, undefined);
+  }
+
+  private async step(name: string, create: boolean, beforeStep: BeneathOptions["beforeStep"]): Promise<DirBeneath | undefined> {
+    const rel = this.path(name);
+    if (!name) throw new RefusedPathError(rel, "not a single name");
+    await beforeStep?.(rel);
+    const refuse = async (e: NodeJS.ErrnoException): Promise<never> => {
+      if (e.code === "ELOOP" || e.code === "ENOTDIR") throw new RefusedPathError(rel, await whatIs(this.fh, name, "directory"));
+      throw e;
+    };
+    try {
+      return new DirBeneath(await open(fdPath(this.fh, name), DIR_FLAGS), this.rootReal, rel);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code !== "ENOENT") return refuse(e);
+      if (!create) return undefined;
+    }
+    // mkdir never follows a symlink in its last component: one planted meanwhile gives EEXIST.
+    await mkdir(fdPath(this.fh, name), 0o755).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "EEXIST") throw e;
+    });
+    return new DirBeneath(await open(fdPath(this.fh, name), DIR_FLAGS).catch(refuse), this.rootReal, rel);
+  }
+
+  /**
+   * The file `name` in this directory, opened in `mode` after the checks above; undefined when it
+   * is missing and the mode does not create it. For "write" the caller truncates: O_TRUNC would
+   * empty a hard-linked file before the link count is seen.
+   */
+  async file(name: string, mode: OpenMode, beforeStep?: BeneathOptions["beforeStep"]): Promise<FileHandle | undefined> {
+    const rel = this.path(name);
+    if (components(name).length !== 1) throw new RefusedPathError(rel, "not a single name");
+    await beforeStep?.(rel);
+    let fh: FileHandle;
+    try {
+      fh = await open(fdPath(this.fh, name), FILE_FLAGS[mode], 0o644);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" && mode === "read") return undefined;
+      // ELOOP: a symlink (O_NOFOLLOW); ENXIO: a FIFO with no reader or a socket (O_NONBLOCK); EISDIR; ENOTDIR.
+      if (code === "ELOOP" || code === "ENXIO" || code === "EISDIR" || code === "ENOTDIR" || code === "EOPNOTSUPP") {
+        throw new RefusedPathError(rel, await whatIs(this.fh, name, "regular file"));
+      }
+      throw err;
+    }
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) throw new RefusedPathError(rel, `is ${kindOf(st)}, not a regular file`);
+      if (mode !== "read" && st.nlink > 1) throw new RefusedPathError(rel, `has ${st.nlink} hard links (it may be another channel's file); the runner writes only to files with one`);
+      if (!beneath(await realOf(fh), this.rootReal)) throw new RefusedPathError(rel, "is not beneath the channel's directory");
+      return fh;
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+  }
+
+  /** At most `maxEntries` entries (see listDir). */
+  list(maxEntries: number): Promise<{ entries: ListedEntry[]; truncated: boolean }> {
+    return listDir(this.fh, maxEntries);
+  }
+
+  close(): Promise<void> {
+    return this.fh.close();
   }
 }
 
 /**
+ * The directory `rel` beneath `root`, opened (a descriptor the caller closes), or undefined when
+ * it is missing and `createDirs` is off.
+ */
+export async function openDirBeneath(root: string, rel: string, opts: BeneathOptions = {}): Promise<FileHandle | undefined> {
+  return (await DirBeneath.open(root, rel, opts))?.fh;
+}
+
+/**
  * The file `rel` beneath `root`, opened in `mode` after the checks above; undefined when it (or
- * a directory on the way) is missing and the mode does not create it. For "write" the caller
- * truncates: O_TRUNC would empty a hard-linked file before the link count is seen.
+ * a directory on the way) is missing and the mode does not create it.
  */
 export async function openBeneath(root: string, rel: string, mode: OpenMode, opts: BeneathOptions = {}): Promise<FileHandle | undefined> {
   const parts = components(rel);
   const name = parts.pop();
   if (name === undefined) throw new RefusedPathError(rel, "not a file name");
-  const creating = mode !== "read";
-  const r = await walk(root, rel, parts, opts.createDirs ?? creating, opts.beforeStep);
-  if (!r) return undefined;
-  const { dir, rootReal } = r;
-  let fh: FileHandle;
+  const dir = await DirBeneath.open(root, parts.join("/"), { ...opts, createDirs: opts.createDirs ?? mode !== "read" });
+  if (!dir) return undefined;
   try {
-    await opts.beforeStep?.(rel);
-    fh = await open(fdPath(dir, name), FILE_FLAGS[mode], 0o644);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    try {
-      if (code === "ENOENT" && !creating) return undefined;
-      // ELOOP: a symlink (O_NOFOLLOW); ENXIO: a FIFO with no reader or a socket (O_NONBLOCK); EISDIR; ENOTDIR.
-      if (code === "ELOOP" || code === "ENXIO" || code === "EISDIR" || code === "ENOTDIR" || code === "EOPNOTSUPP") {
-        throw new RefusedPathError(rel, await whatIs(dir, name, "regular file"));
-      }
-      throw err;
-    } finally {
-      await dir.close();
-    }
-  }
-  await dir.close();
-  try {
-    const st = await fh.stat();
-    if (!st.isFile()) throw new RefusedPathError(rel, `is ${kindOf(st)}, not a regular file`);
-    if (mode !== "read" && st.nlink > 1) throw new RefusedPathError(rel, `has ${st.nlink} hard links (it may be another channel's file); the runner writes only to files with one`);
-    if (!beneath(await realOf(fh), rootReal)) throw new RefusedPathError(rel, "is not beneath the channel's directory");
-    return fh;
-  } catch (err) {
-    await fh.close();
-    throw err;
+    return await dir.file(name, mode, opts.beforeStep);
+  } finally {
+    await dir.close();
   }
 }
 
@@ -293,14 +325,14 @@ export async function writeNewFileBeneath(root: string, relDir: string, name: st
 export async function moveAsideBeneath(root: string, rel: string): Promise<string> {
   const parts = components(rel);
   const name = parts.pop()!;
-  const r = await walk(root, rel, parts, false, undefined);
-  if (!r) throw new RefusedPathError(rel, "its directory is missing");
+  const dir = await DirBeneath.open(root, parts.join("/"));
+  if (!dir) throw new RefusedPathError(rel, "its directory is missing");
   try {
     const aside = `${name}.refused-${Date.now()}`;
-    await rename(fdPath(r.dir, name), fdPath(r.dir, aside));
+    await rename(fdPath(dir.fh, name), fdPath(dir.fh, aside));
     return aside;
   } finally {
-    await r.dir.close();
+    await dir.close();
   }
 }
 
