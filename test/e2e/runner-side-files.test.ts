@@ -128,8 +128,8 @@ describe("runner-side file access cannot be turned against the host or other cha
     const system = String(request.messages.find((m) => m.role === "system")?.content);
     expect(system).toContain("Sandbox: bubblewrap");
     expect(system).toContain("## Workspace files mom skipped or cut");
-    expect(system).toMatch(/skills\/\.gitignore: not a regular file/);
-    expect(system).toMatch(/skills\/host: a symlink/);
+    expect(system).toMatch(/skills\/\.gitignore: is not a regular file/);
+    expect(system).toMatch(/skills\/host: is a symlink/);
     expect(runner!.err.text).toMatch(/attachment not materialised/);
   }, 30_000);
 

@@ -52,10 +52,10 @@ describe("loadMomSkills", () => {
     expect(skills.map((s) => s.name)).toEqual(["ok"]);
     expect(problems).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/skills\/\.gitignore: not a regular file/),
-        expect.stringMatching(/skills\/\.ignore: not a regular file/),
-        expect.stringMatching(/skills\/\.fdignore: not a regular file/),
-        expect.stringMatching(/skills\/piped\/SKILL\.md: not a regular file/),
+        expect.stringMatching(/skills\/\.gitignore: is not a regular file/),
+        expect.stringMatching(/skills\/\.ignore: is not a regular file/),
+        expect.stringMatching(/skills\/\.fdignore: is not a regular file/),
+        expect.stringMatching(/skills\/piped\/SKILL\.md: is a FIFO, not a regular file/),
       ]),
     );
   });
@@ -71,7 +71,7 @@ describe("loadMomSkills", () => {
     expect(Date.now() - started).toBeLessThan(2000);
     expect(skills).toEqual([]);
     expect(problems.sort()).toEqual(
-      [`${join(channel, "skills", "host")}: a symlink`, `${join(channel, "skills", "linked", "SKILL.md")}: a symlink`, `${join(channel, "skills", "secret")}: a symlink`].map((p) =>
+      [`${join(channel, "skills", "host")}: is a symlink`, `${join(channel, "skills", "linked", "SKILL.md")}: is a symlink`, `${join(channel, "skills", "secret")}: is a symlink`].map((p) =>
         expect.stringContaining(p),
       ),
     );

@@ -1,5 +1,5 @@
 import { createSyntheticSourceInfo, parseFrontmatter, type Skill } from "@mariozechner/pi-coding-agent";
-import { listDir, openDirBeneath, readBeneath, RefusedPathError } from "@mom/store";
+import { DirBeneath, readRange, RefusedPathError } from "@mom/store";
 import { basename, dirname, join } from "node:path";
 
 export interface LoadedSkills {
@@ -42,7 +42,7 @@ export async function loadMomSkills(workspaceDir: string, channelDir: string): P
     [channelDir, "channel"],
   ] as const) {
     const found: Skill[] = [];
-    await walk({ root, source, found, problems, entries: 0, bytes: 0 }, "skills", 0);
+    await walkRoot({ root, source, found, problems, entries: 0, bytes: 0 });
     for (const s of found) byName.set(s.name, s);
   }
   return { skills: [...byName.values()], problems };
@@ -59,17 +59,30 @@ interface Walk {
   bytes: number;
 }
 
-async function walk(w: Walk, rel: string, depth: number): Promise<void> {
-  const where = join(w.root, rel);
-  let listed: Awaited<ReturnType<typeof listDir>>;
+/** Walks `skills/` beneath the root: each directory is opened once, relative to its parent's descriptor. */
+async function walkRoot(w: Walk): Promise<void> {
+  let dir: DirBeneath | undefined;
   try {
-    const dir = await openDirBeneath(w.root, rel);
-    if (!dir) return;
-    try {
-      listed = await listDir(dir, SKILL_MAX_ENTRIES - w.entries);
-    } finally {
-      await dir.close();
-    }
+    dir = await DirBeneath.open(w.root, "skills");
+  } catch (err) {
+    w.problems.push(`${join(w.root, "skills")}: ${reason(err)}; skipped`);
+    return;
+  }
+  if (!dir) return;
+  try {
+    await walk(w, dir, 0);
+  } finally {
+    await dir.close();
+  }
+}
+
+async function walk(w: Walk, dir: DirBeneath, depth: number): Promise<void> {
+  const where = join(w.root, dir.rel);
+  // A directory with a SKILL.md is a skill: opened straight away (no listing), and not walked further.
+  if (await load(w, dir, "SKILL.md")) return;
+  let listed: Awaited<ReturnType<DirBeneath["list"]>>;
+  try {
+    listed = await dir.list(SKILL_MAX_ENTRIES - w.entries);
   } catch (err) {
     w.problems.push(`${where}: ${reason(err)}; skipped`);
     return;
@@ -77,62 +90,79 @@ async function walk(w: Walk, rel: string, depth: number): Promise<void> {
   w.entries += listed.entries.length;
   if (listed.truncated) w.problems.push(`${where}: more than ${SKILL_MAX_ENTRIES} entries under the skills directory; the rest were not looked at`);
   const entries = listed.entries.sort((a, b) => a.name.localeCompare(b.name));
-  const skillFile = entries.find((e) => e.name === "SKILL.md");
-  if (skillFile) {
-    if (skillFile.kind === "file") await load(w, `${rel}/SKILL.md`);
-    else w.problems.push(`${where}/SKILL.md: ${kindProblem(skillFile.kind)}; skipped`);
-    return;
-  }
   for (const e of entries) {
     if (w.found.length >= SKILL_MAX_COUNT) {
       w.problems.push(`${where}: more than ${SKILL_MAX_COUNT} skills; the rest were not loaded`);
       return;
     }
-    const path = `${rel}/${e.name}`;
+    const path = join(where, e.name);
     if (e.kind === "symlink" || e.kind === "other") {
-      w.problems.push(`${join(w.root, path)}: ${kindProblem(e.kind)}; skipped`);
+      w.problems.push(`${path}: ${kindProblem(e.kind)}; skipped`);
       continue;
     }
     if (e.name.startsWith(".") || e.name === "node_modules") continue;
     if (e.kind === "directory") {
-      if (depth + 1 > SKILL_MAX_DEPTH) w.problems.push(`${join(w.root, path)}: more than ${SKILL_MAX_DEPTH} directories deep; not looked into`);
-      else await walk(w, path, depth + 1);
+      if (depth + 1 > SKILL_MAX_DEPTH) {
+        w.problems.push(`${path}: more than ${SKILL_MAX_DEPTH} directories deep; not looked into`);
+        continue;
+      }
+      let sub: DirBeneath | undefined;
+      try {
+        sub = await dir.dir(e.name);
+      } catch (err) {
+        w.problems.push(`${path}: ${reason(err)}; skipped`);
+        continue;
+      }
+      if (!sub) continue;
+      try {
+        await walk(w, sub, depth + 1);
+      } finally {
+        await sub.close();
+      }
     } else if (depth === 0 && e.name.endsWith(".md")) {
-      await load(w, path);
+      await load(w, dir, e.name);
     }
   }
 }
 
-function kindProblem(kind: "symlink" | "other" | "directory" | "file"): string {
-  if (kind === "symlink") return "a symlink (mom does not follow symlinks in skill directories)";
-  if (kind === "directory") return "a directory, not a file";
-  return "not a regular file (a FIFO, socket or device)";
+function kindProblem(kind: "symlink" | "other"): string {
+  return kind === "symlink" ? "is a symlink (the runner never follows symlinks in a channel's directory)" : "is not a regular file or directory (a FIFO, socket or device)";
 }
 
 function reason(err: unknown): string {
   return err instanceof RefusedPathError ? err.why : (err as Error).message;
 }
 
-/** One skill file, validated as pi does (its warnings kept); skipped without a description. */
-async function load(w: Walk, rel: string): Promise<void> {
-  const filePath = join(w.root, rel);
+/**
+ * One skill file, validated as pi does (its warnings kept); skipped without a description. False
+ * when there is no such file; true when there is an entry of that name, loaded or not.
+ */
+async function load(w: Walk, dir: DirBeneath, file: string): Promise<boolean> {
+  const filePath = join(w.root, dir.rel, file);
   let text: string;
   const budget = Math.min(SKILL_FILE_MAX_BYTES, SKILL_MAX_TOTAL_BYTES - w.bytes);
   try {
-    const bytes = await readBeneath(w.root, rel, budget);
-    if (!bytes) return;
-    w.bytes += bytes.length;
-    text = bytes.toString("utf8");
+    const fh = await dir.file(file, "read");
+    if (!fh) return false;
+    try {
+      const { size } = await fh.stat();
+      if (size > budget) throw new RefusedPathError(file, `is ${size} bytes, more than the ${budget} the runner reads`);
+      const bytes = await readRange(fh, 0, budget);
+      w.bytes += bytes.length;
+      text = bytes.toString("utf8");
+    } finally {
+      await fh.close();
+    }
   } catch (err) {
     w.problems.push(`${filePath}: ${reason(err)}; skipped`);
-    return;
+    return true;
   }
   let frontmatter: Record<string, unknown>;
   try {
     frontmatter = parseFrontmatter<Record<string, unknown>>(text).frontmatter;
   } catch (err) {
     w.problems.push(`${filePath}: ${(err as Error).message}`);
-    return;
+    return true;
   }
   const baseDir = dirname(filePath);
   const parent = basename(baseDir);
@@ -141,7 +171,7 @@ async function load(w: Walk, rel: string): Promise<void> {
   for (const m of nameProblems(name, parent)) w.problems.push(`${filePath}: ${m}`);
   if (!description.trim()) {
     w.problems.push(`${filePath}: description is required`);
-    return;
+    return true;
   }
   w.found.push({
     name,
@@ -151,6 +181,7 @@ async function load(w: Walk, rel: string): Promise<void> {
     sourceInfo: createSyntheticSourceInfo(filePath, { source: w.source, baseDir }),
     disableModelInvocation: frontmatter["disable-model-invocation"] === true,
   });
+  return true;
 }
 
 // The Agent Skills spec's rules, as pi checks them (warnings: the skill still loads).
