@@ -92,6 +92,10 @@ describe("attachments as the model sees them", () => {
     mkdirSync(join(t.cwd, "attachments"));
     writeFileSync(join(t.cwd, "attachments", "1-a.png"), "PNGDATA");
     writeFileSync(join(t.cwd, "attachments", "1-b.txt"), "text");
+    // Another channel's image, and a symlink the agent made to it: neither reaches this channel's model.
+    mkdirSync(join(t.workspaceDir, "channels", "cli", "other", "attachments"), { recursive: true });
+    writeFileSync(join(t.workspaceDir, "channels", "cli", "other", "attachments", "1-o.png"), "THEIRS");
+    symlinkSync(join(t.workspaceDir, "channels", "cli", "other", "attachments", "1-o.png"), join(t.cwd, "attachments", "1-linked.png"));
     const images = await loadTriggerImages(
       [
         { filename: "a.png", localPath: "channels/cli/local/attachments/1-a.png", mimeType: "image/png" },
@@ -99,8 +103,11 @@ describe("attachments as the model sees them", () => {
         { filename: "c.jpg", localPath: "" },
         { filename: "gone.gif", localPath: "channels/cli/local/attachments/gone.gif" },
         { filename: "escape.png", localPath: "../config.json" },
+        { filename: "other.png", localPath: "channels/cli/other/attachments/1-o.png" },
+        { filename: "linked.png", localPath: "channels/cli/local/attachments/1-linked.png" },
       ],
       t.workspaceDir,
+      t.cwd,
     );
     expect(images).toEqual([{ type: "image", data: Buffer.from("PNGDATA").toString("base64"), mimeType: "image/png" }]);
   });

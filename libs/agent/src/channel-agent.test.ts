@@ -202,7 +202,7 @@ describe("ChannelAgent", () => {
     expect(problems).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/MEMORY\.md: 2700025 bytes, more than the 16384 a prompt takes; only its end is shown$/),
-        expect.stringMatching(/MEMORY\.md: not a regular file .*; memory skipped$/),
+        expect.stringMatching(/MEMORY\.md: is a directory, not a regular file; memory skipped$/),
         expect.stringMatching(/SKILL\.md: description of 200000 characters cut to 1024 in the prompt$/),
       ]),
     );

@@ -4,7 +4,8 @@ import { type AgentSession, createAgentSession, SessionManager, SettingsManager,
 import type { LogEntry, OutboundEventBody, StopReason, Usage } from "@mom/contracts";
 import { type LogSender, senderOf } from "@mom/store";
 import type { ChannelSandbox } from "@mom/sandbox";
-import { mkdirSync, statSync, unlinkSync } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type AttachOptions, createAttachTool } from "./attach-tool.js";
 import { createMomTools, MOM_TOOL_NAMES, withLabel } from "./labelled-tools.js";
@@ -27,6 +28,11 @@ export interface AgentChannelStore {
   /** Throws when this process may no longer write the channel's files; checked before each write to context.jsonl. */
   readonly writeGuard?: () => void;
   readonly contextFile: string;
+  /**
+   * context.jsonl opened beneath the channel's directory, never through a symlink, FIFO or hard
+   * link (ChannelStore.openContext): pi reads and writes the session through this descriptor.
+   */
+  openContext(): Promise<FileHandle>;
   readonly scratchDir: string;
   readonly skillsDir: string;
   /**
@@ -125,18 +131,24 @@ export class ChannelAgent {
     private readonly session: AgentSession,
     private readonly sessionManager: SessionManager,
     private readonly loader: MomResourceLoader,
+    private readonly context: FileHandle,
   ) {}
 
   static async create(opts: ChannelAgentOptions): Promise<ChannelAgent> {
-    mkdirSync(opts.store.dir, { recursive: true });
-    // The sandbox creates context.jsonl empty (so it can be mounted read-only for the tools). pi
-    // starts a new session in an empty file by writing its header, then writes the header again
-    // with the first answer; a missing file gets it once. No tool runs before that first answer.
-    removeIfEmpty(opts.store.contextFile);
+    await mkdir(opts.store.dir, { recursive: true });
+    // pi reads and writes the session file synchronously, by name. It is handed the descriptor's
+    // /proc/self/fd path instead: every open pi makes lands on the very file mom opened and checked
+    // (a regular file of one link beneath the channel's directory), whatever the channel's commands
+    // do to the name meanwhile — no symlink to follow, no FIFO to block on.
+    const context = await opts.store.openContext();
+    const empty = (await context.stat()).size === 0;
     // SessionManager.open reads and parses the whole file for its header's cwd, then again to load
     // it; the cwd is ours, so one read does (a 10,000-entry context.jsonl: ~90 ms less per cold start).
     const sessionManager = SessionManager.create(opts.store.dir, opts.store.dir);
-    sessionManager.setSessionFile(opts.store.contextFile);
+    sessionManager.setSessionFile(`/proc/self/fd/${context.fd}`);
+    // pi starts a new session in an empty file by writing its header, then writes the header again
+    // with the first answer; emptied again, the file gets it once. No tool runs before that answer.
+    if (empty) await context.truncate(0);
     linearGetBranch(sessionManager);
     fenceSessionWrites(sessionManager, () => opts.store.writeGuard?.());
     const loader = new MomResourceLoader();
@@ -165,7 +177,7 @@ export class ChannelAgent {
     // final answer is written knowing what really happened.
     const base = session.agent.transformContext;
     session.agent.transformContext = async (messages, signal) => withNote(base ? await base(messages, signal) : messages, opts.receiptsNote?.());
-    const agent = new ChannelAgent(opts, session, sessionManager, loader);
+    const agent = new ChannelAgent(opts, session, sessionManager, loader, context);
     if (opts.modelAccess) {
       session.agent.streamFn = guardedStreamFn(session.agent.streamFn, opts.modelAccess, opts.resolved.modelRegistry, (why) => (agent.stoppedBecause = why));
       loader.compactWith = guardedCompaction(session.agent.streamFn, opts.resolved.modelRegistry);
@@ -218,7 +230,7 @@ export class ChannelAgent {
         if (added.length) this.session.agent.state.messages = [...this.session.agent.state.messages, ...added];
         for (const { entry } of entries) this.notePerson(senderOf(entry));
       }
-      const loaded = loadMomSkills(join(this.opts.workspaceDir, "skills"), this.opts.store.skillsDir, this.opts.sandbox.files);
+      const loaded = await loadMomSkills(this.opts.workspaceDir, this.opts.store.dir);
       const { skills, problems } = boundedSkills(loaded.skills);
       problems.unshift(...loaded.problems);
       const memory = await this.readMemory(problems);
@@ -235,7 +247,7 @@ export class ChannelAgent {
         sharedWritable: this.opts.sandbox.sharedWritable,
         now: new Date(),
         timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
-        extra: this.opts.extraPrompt?.(),
+        extra: [this.opts.extraPrompt?.(), skippedNote(problems)].filter(Boolean).join("\n\n") || undefined,
       });
       // pi rebuilds its base prompt from the loader only when the tool set is (re)applied.
       this.session.setActiveToolsByName(this.opts.activeTools?.() ?? MOM_TOOL_NAMES);
@@ -265,19 +277,19 @@ export class ChannelAgent {
     return true;
   }
 
-  // Through the sandbox's file access: a MEMORY.md the agent turned into a symlink to another
-  // channel's memory must not put that memory into this channel's prompt.
+  // Never through a symlink: a MEMORY.md the agent turned into a symlink to another channel's
+  // memory must not put that memory into this channel's prompt.
   private async readMemory(problems: string[]): Promise<{ global: string; channel: string }> {
-    const read = async (file: string) => {
-      const { text, problem } = await readMemoryFile(this.opts.sandbox.files, file);
+    const read = async (root: string) => {
+      const { text, problem } = await readMemoryFile(root);
       if (problem) problems.push(problem);
       return text;
     };
-    return { global: await read(join(this.opts.workspaceDir, "MEMORY.md")), channel: await read(join(this.opts.store.dir, "MEMORY.md")) };
+    return { global: await read(this.opts.workspaceDir), channel: await read(this.opts.store.dir) };
   }
 
   private async imagesOf(trigger: RunTrigger): Promise<ImageContent[] | undefined> {
-    const images = trigger.images ?? (await loadTriggerImages(trigger.attachments, this.opts.workspaceDir));
+    const images = trigger.images ?? (await loadTriggerImages(trigger.attachments, this.opts.workspaceDir, this.opts.store.dir));
     return images.length ? images : undefined;
   }
 
@@ -307,6 +319,7 @@ export class ChannelAgent {
 
   dispose(): void {
     this.session.dispose();
+    void this.context.close().catch(() => undefined);
   }
 
   private outcome(assistants: AssistantMessage[], thrown: Error | undefined): RunOutcome {
@@ -335,14 +348,17 @@ export class ChannelAgent {
   }
 }
 
-function gatedIf(tool: Parameters<typeof gated>[0], gate: ToolGate | undefined) {
-  return gate ? gated(tool, gate) : tool;
+/** Most skipped files the prompt names (the runner's log has them all). */
+const SKIPPED_NOTE_MAX = 10;
+
+/** What the model is told about workspace files mom skipped, so it can fix them (or say why a skill is missing). */
+function skippedNote(problems: string[]): string | undefined {
+  if (!problems.length) return undefined;
+  const shown = problems.slice(0, SKIPPED_NOTE_MAX).map((p) => `- ${p.length > 300 ? `${p.slice(0, 300)}…` : p}`);
+  const more = problems.length > SKIPPED_NOTE_MAX ? `\n- … and ${problems.length - SKIPPED_NOTE_MAX} more` : "";
+  return `## Workspace files mom skipped or cut\nmom reads skills and memory only as regular files inside their directories, never through a symlink, and within size limits:\n${shown.join("\n")}${more}`;
 }
 
-function removeIfEmpty(file: string): void {
-  try {
-    if (statSync(file).size === 0) unlinkSync(file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-  }
+function gatedIf(tool: Parameters<typeof gated>[0], gate: ToolGate | undefined) {
+  return gate ? gated(tool, gate) : tool;
 }

@@ -1,5 +1,6 @@
 import type { Skill } from "@mariozechner/pi-coding-agent";
-import type { ConfinedFiles } from "@mom/sandbox";
+import { readTailBeneath, RefusedPathError } from "@mom/store";
+import { join } from "node:path";
 
 /** Most bytes of one MEMORY.md (global or channel) that go into the system prompt. */
 export const MEMORY_MAX_BYTES = 16 * 1024;
@@ -15,18 +16,20 @@ export interface PromptFile {
 /**
  * A MEMORY.md as the prompt gets it. Notes are appended, so the end of an oversized file is the
  * newest: only its last MEMORY_MAX_BYTES are read (never the whole file), after a note saying
- * what was left out and where it is. A missing file is an empty memory; one that cannot be read
- * (a directory, a symlink out of the channel's view) is skipped and reported.
+ * what was left out and where it is. A missing file is an empty memory; one that is not a
+ * regular file directly in `root` (a directory, a FIFO, a symlink — never followed, so never to
+ * another channel's memory) is skipped and reported.
  */
-export async function readMemoryFile(files: ConfinedFiles, path: string): Promise<PromptFile> {
-  let got: { data: Buffer; size: number };
+export async function readMemoryFile(root: string, name = "MEMORY.md"): Promise<PromptFile> {
+  const path = join(root, name);
+  let got: { data: Buffer; size: number } | undefined;
   try {
-    got = await files.readTail(path, MEMORY_MAX_BYTES);
+    got = await readTailBeneath(root, name, MEMORY_MAX_BYTES);
   } catch (err) {
-    const message = (err as Error).message;
-    if (message.endsWith(": no such file or directory")) return { text: "" };
-    return { text: "", problem: `${message}; memory skipped` };
+    const why = err instanceof RefusedPathError ? err.why : (err as Error).message;
+    return { text: "", problem: `${path}: ${why}; memory skipped` };
   }
+  if (!got) return { text: "" };
   if (got.size <= MEMORY_MAX_BYTES) return { text: got.data.toString("utf8") };
   const nl = got.data.indexOf(0x0a);
   const tail = (nl === -1 ? got.data : got.data.subarray(nl + 1)).toString("utf8");

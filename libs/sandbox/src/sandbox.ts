@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, constants, lstatSync, mkdirSync, openSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type Dockerode from "dockerode";
@@ -115,7 +115,7 @@ export class Sandbox {
   forChannel(channelDir: string, runnerFiles: string[] = [], channel?: string): ChannelSandbox {
     mkdirSync(channelDir, { recursive: true });
     this.ensureShared();
-    for (const f of runnerFiles) closeSync(openSync(f, "a"));
+    for (const f of runnerFiles) touch(f);
     const sharedWritable = this.sharedWriter(channel);
     const view = channelView({ ...this.paths, channelDir, shared: this.shared, sharedWritable, readOnly: runnerFiles });
     const o = {
@@ -186,10 +186,20 @@ export class Sandbox {
     mkdirSync(join(this.paths.workspaceDir, OPERATOR_EVENTS_DIR), { recursive: true });
     for (const p of this.shared) {
       const full = join(this.paths.workspaceDir, p);
-      if (existsSync(full)) continue;
+      // lstat, not exists: a dangling symlink left there is not made into a file wherever it points.
+      if (lstatSync(full, { throwIfNoEntry: false })) continue;
       // A name with an extension (MEMORY.md) is a file, anything else a directory.
-      if (/\.[a-z0-9]+$/i.test(p)) closeSync(openSync(full, "a"));
+      if (/\.[a-z0-9]+$/i.test(p)) touch(full);
       else mkdirSync(full, { recursive: true });
     }
   }
+}
+
+// Makes a file when missing, never through a symlink (O_NOFOLLOW) and never waiting on a FIFO
+// (O_NONBLOCK: no reader gives ENXIO at once). The runner's own files were already made and
+// checked beneath the channel's directory (@mom/store ChannelStore.prepareFiles); this is for
+// callers that did not.
+function touch(file: string): void {
+  const { O_WRONLY, O_CREAT, O_APPEND, O_NOFOLLOW, O_NONBLOCK } = constants;
+  closeSync(openSync(file, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0o644));
 }

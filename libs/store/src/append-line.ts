@@ -1,4 +1,4 @@
-import { open } from "node:fs/promises";
+import { type FileHandle, open } from "node:fs/promises";
 
 /**
  * Appends one line with a single write on an O_APPEND handle, so a crash can at worst leave a torn
@@ -6,10 +6,11 @@ import { open } from "node:fs/promises";
  * stays on a line of its own (reported and skipped by readers) and the new line is intact.
  * Resolves with the file's size after the line. `wholeAt`: the file's size, from a caller that
  * knows the file ends with a whole line (its own last append; the size unchanged since): the look
- * for a torn line, two file operations of the five, is skipped.
+ * for a torn line, two file operations of the five, is skipped. `file`: a path, or a function
+ * that opens the file for appending and reading (a channel's files: see beneath.ts).
  */
-export async function appendLine(file: string, line: string, wholeAt?: number): Promise<number> {
-  const handle = await open(file, wholeAt === undefined ? "a+" : "a");
+export async function appendLine(file: string | (() => Promise<FileHandle>), line: string, wholeAt?: number): Promise<number> {
+  const handle = typeof file === "string" ? await open(file, wholeAt === undefined ? "a+" : "a") : await file();
   try {
     if (wholeAt !== undefined) return wholeAt + (await writeAll(handle, `${line}\n`));
     let { size } = await handle.stat();
@@ -24,7 +25,7 @@ export async function appendLine(file: string, line: string, wholeAt?: number): 
   }
 }
 
-async function writeAll(handle: import("node:fs/promises").FileHandle, text: string): Promise<number> {
+async function writeAll(handle: FileHandle, text: string): Promise<number> {
   const bytes = Buffer.from(text, "utf8");
   const { bytesWritten } = await handle.write(bytes, 0, bytes.length);
   // A short write (disk full) leaves a torn line; the next append repairs it as above.

@@ -1,5 +1,6 @@
-import { mkdir, writeFile } from "node:fs/promises";
-import { extname, join } from "node:path";
+import { mkdir } from "node:fs/promises";
+import { extname } from "node:path";
+import { writeNewFileBeneath } from "./beneath.js";
 
 const MAX_NAME_LENGTH = 120;
 
@@ -29,21 +30,13 @@ export function safeFileName(name: string): string {
 /**
  * Writes `bytes` to a new file in `dir` named `name`, or `name-2.ext`, `name-3.ext`, … when that
  * exists: the existing file is never overwritten (exclusive create, so concurrent writers cannot
- * race into one name). `name` must already be safe (see safeFileName). Returns the file name used.
+ * race into one name), and never through a symlink (see writeNewFileBeneath). `name` must
+ * already be safe (see safeFileName). Returns the file name used. For a directory a channel's
+ * agent can change, use writeNewFileBeneath with the channel's directory as the root.
  */
 export async function writeNewFile(dir: string, name: string, bytes: Uint8Array): Promise<string> {
   await mkdir(dir, { recursive: true });
-  const ext = extname(name);
-  const stem = name.slice(0, name.length - ext.length);
-  for (let n = 1; ; n++) {
-    const candidate = n === 1 ? name : `${stem}-${n}${ext}`;
-    try {
-      await writeFile(join(dir, candidate), bytes, { flag: "wx" });
-      return candidate;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || n >= 10_000) throw err;
-    }
-  }
+  return writeNewFileBeneath(dir, ".", name, bytes);
 }
 
 const MIME_BY_EXTENSION: Record<string, string> = {

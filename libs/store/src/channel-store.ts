@@ -1,7 +1,8 @@
-import { mkdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
+import type { FileHandle } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { qualifiedChannelId, type ChannelRef, type LogEntry, type Receipt } from "@mom/contracts";
 import { appendLine } from "./append-line.js";
+import { moveAsideBeneath, openBeneath, openDirBeneath, type OpenMode, readBeneath, RefusedPathError } from "./beneath.js";
 import { fileSize, type LogCursor, type PlacedEntry, readLogSince, readLogTail } from "./log-reader.js";
 import { logEntryValidator, parseJsonLines, parseLogLines, receiptValidator, type SkippedLine } from "./log-lines.js";
 
@@ -19,6 +20,14 @@ export interface ReadLogResult {
   afterIdFound?: boolean;
 }
 
+/** The files in a channel's directory that only the runner writes (read-only to the channel's tools). */
+export const RUNNER_FILES = ["log.jsonl", "context.jsonl", "receipts.jsonl"] as const;
+/** The directories the runner makes in a channel's directory. */
+const CHANNEL_DIRS = ["attachments", "skills", "scratch"] as const;
+
+/** A MEMORY.md larger than this is refused by readMemory (the prompt reads only its tail: prompt-files.ts). */
+const MEMORY_READ_MAX = 1 << 20;
+
 /** Ids kept in memory for deduplication before the set is rebuilt from the log's tail. */
 const MAX_RECENT_IDS = 20_000;
 
@@ -26,7 +35,9 @@ const MAX_RECENT_IDS = 20_000;
  * One channel's files. The runner that owns the channel is its only writer (see docs/scaling.md);
  * within a process, appends are serialised. Nothing here reads the whole log on the path of a
  * message: deduplication looks at the log's last MiB (a message read again after a takeover was
- * logged moments before), and readers move forward from a cursor.
+ * logged moments before), and readers move forward from a cursor. Every file is opened beneath
+ * the channel's directory without following a symlink (beneath.ts): whatever the channel's agent
+ * did to its directory, nothing read or written here is outside it.
  */
 export class ChannelStore {
   readonly logFile: string;
@@ -42,6 +53,9 @@ export class ChannelStore {
    * channel to another: its fencing check). Checked before every write, queued behind the others.
    */
   writeGuard?: () => void;
+
+  /** Told about an entry of the channel's directory the runner refused or moved aside (a symlink, FIFO, hard link), for its log. */
+  onFileProblem?: (problem: string) => void;
 
   private queue: Promise<unknown> = Promise.resolve();
   private ids?: Set<string>;
@@ -76,13 +90,60 @@ export class ChannelStore {
   /** Creates the channel directory tree once; appendLog calls it, others may too. */
   ensureDirs(): Promise<void> {
     if (!this.dirsReady) {
-      this.dirsReady = (async () => {
-        for (const d of [this.attachmentsDir, this.skillsDir, this.scratchDir]) await mkdir(d, { recursive: true });
-      })();
+      this.dirsReady = this.makeDirs();
       // A failed mkdir (e.g. permissions fixed meanwhile) must be retried next time, not cached.
       this.dirsReady.catch(() => (this.dirsReady = undefined));
     }
     return this.dirsReady;
+  }
+
+  /**
+   * The directories, and the runner's own files (log.jsonl, context.jsonl, receipts.jsonl) made
+   * when missing. A runner file that is not a regular file of one link (the agent made it a
+   * symlink, FIFO or hard link while it could) is moved aside to `<name>.refused-<time>` and made
+   * anew, and told to onFileProblem. Not cached: the runner calls it each time it hands the
+   * channel to an agent, before the sandbox mounts these files read-only for the channel's tools.
+   */
+  async prepareFiles(): Promise<void> {
+    this.writeGuard?.();
+    await this.makeDirs();
+    for (const f of RUNNER_FILES) await (await this.openRunnerFile(f)).close();
+  }
+
+  // A directory that is not one (a symlink, a file) is left alone and told: writes into it are refused.
+  private async makeDirs(): Promise<void> {
+    for (const d of CHANNEL_DIRS) {
+      try {
+        await (await openDirBeneath(this.dir, d, { createDirs: true }))?.close();
+      } catch (err) {
+        if (!(err instanceof RefusedPathError)) throw err;
+        this.onFileProblem?.(`${err.message}; nothing is written into it`);
+      }
+    }
+  }
+
+  /** context.jsonl, opened for appending (pi's session writes go through this descriptor; see session-path.ts). */
+  async openContext(): Promise<FileHandle> {
+    return this.openRunnerFile("context.jsonl");
+  }
+
+  private async openRunnerFile(name: (typeof RUNNER_FILES)[number]): Promise<FileHandle> {
+    try {
+      return (await openBeneath(this.dir, name, "append"))!;
+    } catch (err) {
+      if (!(err instanceof RefusedPathError)) throw err;
+      const aside = await moveAsideBeneath(this.dir, name);
+      this.onFileProblem?.(`${err.message}; moved aside to ${aside} and made anew`);
+      return (await openBeneath(this.dir, name, "append"))!;
+    }
+  }
+
+  private opener(name: string, mode: OpenMode): () => Promise<FileHandle> {
+    return async () => (await openBeneath(this.dir, name, mode))!;
+  }
+
+  private reader(name: string): () => Promise<FileHandle | undefined> {
+    return () => openBeneath(this.dir, name, "read");
   }
 
   /**
@@ -101,7 +162,7 @@ export class ChannelStore {
       onNew?.();
       await this.ensureDirs();
       const whole = this.logSize === this.ownEnd ? this.ownEnd : undefined;
-      this.idsAtSize = this.ownEnd = await appendLine(this.logFile, JSON.stringify(entry), whole);
+      this.idsAtSize = this.ownEnd = await appendLine(this.opener("log.jsonl", "append"), JSON.stringify(entry), whole);
       ids.add(entry.id);
       this.noteSender(entry);
       return true;
@@ -110,7 +171,7 @@ export class ChannelStore {
 
   /** Entries after a cursor, of at most the last `maxBytes` of the log (see log-reader.ts), queued behind pending appends. */
   readLogSince(cursor: LogCursor | undefined, maxBytes?: number): Promise<{ entries: PlacedEntry[]; rescanned: boolean; skippedBytes: number }> {
-    return this.serialise(() => readLogSince(this.logFile, cursor, maxBytes));
+    return this.serialise(() => readLogSince(this.reader("log.jsonl"), cursor, maxBytes));
   }
 
   /**
@@ -127,20 +188,20 @@ export class ChannelStore {
 
   /** The whole log. Queued behind pending appends, so it sees each of them whole and never a half-written line. */
   readLog(opts: ReadLogOptions = {}): Promise<ReadLogResult> {
-    return this.serialise(async () => select(parseLogLines(await readOrEmpty(this.logFile)), opts));
+    return this.serialise(async () => select(parseLogLines(await readOrEmpty(this.dir, "log.jsonl")), opts));
   }
 
   /** A recent log entry (in the log's last MiB) with this id, or undefined. */
   findLogEntry(id: string): Promise<LogEntry | undefined> {
     return this.serialise(async () => {
       if (!(await this.loggedIds()).has(id)) return undefined;
-      return (await readLogTail(this.logFile)).find((p) => p.entry.id === id)?.entry;
+      return (await readLogTail(this.reader("log.jsonl"))).find((p) => p.entry.id === id)?.entry;
     });
   }
 
   /** mom's answer to the message `triggerId`, if it is in the log's last MiB. */
   findReplyTo(triggerId: string): Promise<LogEntry | undefined> {
-    return this.serialise(async () => (await readLogTail(this.logFile)).find((p) => p.entry.isBot && p.entry.metadata?.triggerId === triggerId)?.entry);
+    return this.serialise(async () => (await readLogTail(this.reader("log.jsonl"))).find((p) => p.entry.isBot && p.entry.metadata?.triggerId === triggerId)?.entry);
   }
 
   /** Appends one receipt to receipts.jsonl (append-only, same torn-line safety as the log). */
@@ -150,17 +211,20 @@ export class ChannelStore {
     return this.serialise(async () => {
       this.writeGuard?.();
       await this.ensureDirs();
-      await appendLine(this.receiptsFile, JSON.stringify(receipt));
+      await appendLine(this.opener("receipts.jsonl", "append"), JSON.stringify(receipt));
     });
   }
 
   readReceipts(): Promise<{ entries: Receipt[]; skipped: SkippedLine[] }> {
-    return this.serialise(async () => parseJsonLines(await readOrEmpty(this.receiptsFile), receiptValidator, "Receipt"));
+    return this.serialise(async () => parseJsonLines(await readOrEmpty(this.dir, "receipts.jsonl"), receiptValidator, "Receipt"));
   }
 
   /** Global and channel MEMORY.md; a missing file is an empty memory. */
   async readMemory(): Promise<{ global: string; channel: string }> {
-    const [global, channel] = await Promise.all([readOrEmpty(this.globalMemoryFile), readOrEmpty(this.memoryFile)]);
+    const [global, channel] = await Promise.all([
+      readOrEmpty(dirname(this.globalMemoryFile), basename(this.globalMemoryFile), MEMORY_READ_MAX),
+      readOrEmpty(this.dir, "MEMORY.md", MEMORY_READ_MAX),
+    ]);
     return { global, channel };
   }
 
@@ -176,9 +240,9 @@ export class ChannelStore {
   // that changed size behind this process's back (another runner owned the channel meanwhile, or
   // a person truncated it) is read again: ids remembered from before would be stale.
   private async loggedIds(): Promise<Set<string>> {
-    const size = (this.logSize = await fileSize(this.logFile));
+    const size = (this.logSize = await fileSize(this.reader("log.jsonl")));
     if (!this.ids || this.ids.size > MAX_RECENT_IDS || size !== this.idsAtSize) {
-      const tail = await readLogTail(this.logFile);
+      const tail = await readLogTail(this.reader("log.jsonl"));
       this.ids = new Set(tail.map((p) => p.entry.id));
       this.senders = new Map();
       for (const { entry } of tail) this.noteSender(entry);
@@ -208,11 +272,7 @@ function select(all: { entries: LogEntry[]; skipped: SkippedLine[] }, opts: Read
   return opts.afterId === undefined ? { entries, skipped: all.skipped } : { entries, skipped: all.skipped, afterIdFound: at >= 0 };
 }
 
-async function readOrEmpty(file: string): Promise<string> {
-  try {
-    return await readFile(file, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return "";
-    throw err;
-  }
+/** A whole file beneath `root` as text; a missing file is empty. */
+async function readOrEmpty(root: string, rel: string, maxBytes = Number.MAX_SAFE_INTEGER): Promise<string> {
+  return (await readBeneath(root, rel, maxBytes))?.toString("utf8") ?? "";
 }

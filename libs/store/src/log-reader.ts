@@ -1,6 +1,10 @@
 import type { LogEntry } from "@mom/contracts";
-import { open, stat } from "node:fs/promises";
+import { type FileHandle, open } from "node:fs/promises";
+import { readRange } from "./beneath.js";
 import { logEntryValidator } from "./log-lines.js";
+
+/** A log file: its path, or a function that opens it for reading (undefined when missing; see beneath.ts). */
+export type LogFile = string | (() => Promise<FileHandle | undefined>);
 
 /** Where a reader of log.jsonl stopped: just after the line of `lastId`, `offset` bytes in. */
 export interface LogCursor {
@@ -18,29 +22,30 @@ export interface PlacedEntry {
 /** How far back the tail of a log is read (recent ids, recent people). */
 export const LOG_TAIL_BYTES = 1 << 20;
 
-export async function fileSize(file: string): Promise<number> {
-  const st = await stat(file).catch((err: NodeJS.ErrnoException) => {
+async function openLog(file: LogFile): Promise<FileHandle | undefined> {
+  if (typeof file !== "string") return file();
+  return open(file, "r").catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return undefined;
     throw err;
   });
-  return st?.size ?? 0;
 }
 
-async function readRange(file: string, start: number, end: number): Promise<Buffer> {
-  if (end <= start) return Buffer.alloc(0);
-  const handle = await open(file, "r");
+/** Runs `fn` on the open log and its size; a missing log is an empty one. */
+async function withLog<T>(file: LogFile, fn: (fh: FileHandle | undefined, size: number) => Promise<T>): Promise<T> {
+  const fh = await openLog(file);
   try {
-    const buf = Buffer.alloc(end - start);
-    let got = 0;
-    while (got < buf.length) {
-      const { bytesRead } = await handle.read(buf, got, buf.length - got, start + got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    return buf.subarray(0, got);
+    return await fn(fh, fh ? (await fh.stat()).size : 0);
   } finally {
-    await handle.close();
+    await fh?.close();
   }
+}
+
+export function fileSize(file: LogFile): Promise<number> {
+  return withLog(file, async (_, size) => size);
+}
+
+function rangeOf(fh: FileHandle | undefined, start: number, end: number): Promise<Buffer> {
+  return fh ? readRange(fh, start, end) : Promise.resolve(Buffer.alloc(0));
 }
 
 /**
@@ -70,10 +75,10 @@ function placed(buf: Buffer, base: number): PlacedEntry[] {
 }
 
 /** True when the line that ends exactly at `offset` is the entry `lastId` (the cursor still fits the file). */
-async function cursorHolds(file: string, cursor: LogCursor, size: number): Promise<boolean> {
+async function cursorHolds(fh: FileHandle | undefined, cursor: LogCursor, size: number): Promise<boolean> {
   if (cursor.offset === undefined || cursor.offset <= 0 || cursor.offset > size) return false;
   const from = Math.max(0, cursor.offset - 65_536);
-  const buf = await readRange(file, from, cursor.offset);
+  const buf = await rangeOf(fh, from, cursor.offset);
   if (buf.at(-1) !== 0x0a) return false;
   const prev = buf.lastIndexOf(0x0a, buf.length - 2);
   if (prev === -1 && from > 0) return false; // a line longer than the window: check the slow way
@@ -92,25 +97,26 @@ async function cursorHolds(file: string, cursor: LogCursor, size: number): Promi
  * log), `lastId` is looked for in the last `maxBytes` of the file and the entries after it are
  * returned — the whole window when it is not there.
  */
-export async function readLogSince(
-  file: string,
+export function readLogSince(
+  file: LogFile,
   cursor: LogCursor | undefined,
   maxBytes = Number.POSITIVE_INFINITY,
 ): Promise<{ entries: PlacedEntry[]; rescanned: boolean; skippedBytes: number }> {
-  const size = await fileSize(file);
-  if (cursor?.offset !== undefined && (await cursorHolds(file, cursor, size))) {
-    const { entries, base } = await readWindow(file, cursor.offset, size, maxBytes);
-    return { entries, rescanned: false, skippedBytes: base - cursor.offset };
-  }
-  const { entries: all, base } = await readWindow(file, 0, size, maxBytes);
-  const at = cursor ? all.findIndex((p) => p.entry.id === cursor.lastId) : -1;
-  return { entries: all.slice(at + 1), rescanned: cursor !== undefined, skippedBytes: at === -1 ? base : 0 };
+  return withLog(file, async (fh, size) => {
+    if (cursor?.offset !== undefined && (await cursorHolds(fh, cursor, size))) {
+      const { entries, base } = await readWindow(fh, cursor.offset, size, maxBytes);
+      return { entries, rescanned: false, skippedBytes: base - cursor.offset };
+    }
+    const { entries: all, base } = await readWindow(fh, 0, size, maxBytes);
+    const at = cursor ? all.findIndex((p) => p.entry.id === cursor.lastId) : -1;
+    return { entries: all.slice(at + 1), rescanned: cursor !== undefined, skippedBytes: at === -1 ? base : 0 };
+  });
 }
 
 /** The entries between `start` and `end`, of at most the last `maxBytes` (a partial first line dropped); `base` is where reading began. */
-async function readWindow(file: string, start: number, end: number, maxBytes: number): Promise<{ entries: PlacedEntry[]; base: number }> {
+async function readWindow(fh: FileHandle | undefined, start: number, end: number, maxBytes: number): Promise<{ entries: PlacedEntry[]; base: number }> {
   const from = Math.max(start, end - maxBytes);
-  let buf = await readRange(file, from, end);
+  let buf = await rangeOf(fh, from, end);
   let base = from;
   if (from > start) {
     const nl = buf.indexOf(0x0a);
@@ -122,16 +128,17 @@ async function readWindow(file: string, start: number, end: number, maxBytes: nu
 }
 
 /** The entries in the last `bytes` of the log (the first, partial line dropped). */
-export async function readLogTail(file: string, bytes = LOG_TAIL_BYTES): Promise<PlacedEntry[]> {
-  const size = await fileSize(file);
-  const from = Math.max(0, size - bytes);
-  let buf = await readRange(file, from, size);
-  let base = from;
-  if (from > 0) {
-    const nl = buf.indexOf(0x0a);
-    if (nl === -1) return [];
-    buf = buf.subarray(nl + 1);
-    base += nl + 1;
-  }
-  return placed(buf, base);
+export function readLogTail(file: LogFile, bytes = LOG_TAIL_BYTES): Promise<PlacedEntry[]> {
+  return withLog(file, async (fh, size) => {
+    const from = Math.max(0, size - bytes);
+    let buf = await rangeOf(fh, from, size);
+    let base = from;
+    if (from > 0) {
+      const nl = buf.indexOf(0x0a);
+      if (nl === -1) return [];
+      buf = buf.subarray(nl + 1);
+      base += nl + 1;
+    }
+    return placed(buf, base);
+  });
 }

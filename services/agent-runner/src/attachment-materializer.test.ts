@@ -2,7 +2,7 @@ import { describe, expect, it } from "@jest/globals";
 import type { FileInfo, FileSource } from "@mom/bus";
 import { FileTooLargeError } from "@mom/bus";
 import type { Attachment, ChannelMessage, LogEntry } from "@mom/contracts";
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -43,7 +43,7 @@ function setup(maxBytes = 1024) {
   const files = new FakeFiles();
   const deps: MaterializeDeps = {
     files,
-    store: { ref: { adapter: "cli", channelId: "local" }, attachmentsDir, findLogEntry: async (id: string) => log.find((e) => e.id === id) },
+    store: { ref: { adapter: "cli", channelId: "local" }, dir: channelDir, findLogEntry: async (id: string) => log.find((e) => e.id === id) },
     workspaceDir,
     maxBytes,
     log: pino({ level: "silent" }),
@@ -65,6 +65,18 @@ describe("materializeAttachments", () => {
     const a = out.attachments[0]!;
     expect(a).toEqual({ filename: "report.pdf", localPath: `channels/cli/local/attachments/${STAMP}-report.pdf`, objectKey: "cli/local/u/k1", size: 14, mimeType: "application/pdf" });
     expect(readFileSync(join(t.workspaceDir, a.localPath), "utf8")).toBe("%PDF-1.4 hello");
+  });
+
+  it("never writes through an attachments/ the agent replaced with a symlink: the file gets a note the model reads", async () => {
+    const t = setup();
+    const target = join(t.workspaceDir, "channels", "cli", "other", "skills");
+    mkdirSync(target, { recursive: true });
+    mkdirSync(t.channelDir, { recursive: true });
+    symlinkSync(target, t.attachmentsDir);
+    t.files.put("cli/local/u/k1", "---\nname: evil\n---\n", "text/markdown");
+    const out = await materializeAttachments(message([incoming("SKILL.md", "cli/local/u/k1")]), t.deps);
+    expect(out.attachments[0]).toMatchObject({ localPath: "", note: expect.stringMatching(/^could not be saved: attachments: is a symlink/) });
+    expect(readdirSync(target)).toEqual([]);
   });
 
   it("writes nothing into a channel this runner was fenced off, and lets the refusal through", async () => {

@@ -1,13 +1,14 @@
 import { fileBelongsTo, type FileSource, FileTooLargeError } from "@mom/bus";
 import type { Attachment, ChannelMessage, ChannelRef, LogEntry } from "@mom/contracts";
-import { formatSizeOverLimit, guessMimeType, safeFileName, writeNewFile } from "@mom/store";
+import { formatSizeOverLimit, guessMimeType, safeFileName, writeNewFileBeneath } from "@mom/store";
 import { join, relative, sep } from "node:path";
 import type { Logger } from "pino";
 
 /** What the materialiser needs of a channel's store (ChannelStore implements it). */
 export interface MaterializeStore {
   readonly ref: ChannelRef;
-  readonly attachmentsDir: string;
+  /** The channel's directory: files go into its attachments/, never through a symlink (@mom/store's beneath.ts). */
+  readonly dir: string;
   /** A recently logged entry by id (the log's tail): how a message read again keeps its files. */
   findLogEntry(id: string): Promise<LogEntry | undefined>;
   /** Throws when this runner may no longer write the channel's files (its fencing check). */
@@ -30,7 +31,10 @@ export interface MaterializeDeps {
  * directory, before the message is logged, so log.jsonl records where they are.
  *
  * - File name: `<message time in ms>-<sanitised filename>` (e.g. `1732184400000-report.pdf`);
- *   when that exists, `-2`, `-3`, … before the extension. Nothing is ever overwritten.
+ *   when that exists, `-2`, `-3`, … before the extension. Nothing is ever overwritten, and nothing
+ *   is written outside the channel's directory: an `attachments` (or a file in it) that the agent
+ *   made a symlink, FIFO or anything but a directory is refused, and the file gets a note
+ *   ("could not be saved: attachments: is a symlink …") that the model reads with the message.
  * - `localPath` is workspace-relative with `/` separators
  *   (`channels/slack-acme/C0A34FL8PMH/attachments/1732184400000-report.pdf`), as in the contract.
  * - A file larger than `maxBytes` (by the size the ingress gave, the stored size or the bytes
@@ -95,8 +99,8 @@ async function fetchOne(a: Attachment & { objectKey: string }, stamp: number, de
   // Fenced: not a file that "could not be saved" — the message is the next owner's to take in.
   deps.store.writeGuard?.();
   try {
-    const name = await writeNewFile(deps.store.attachmentsDir, `${stamp}-${safeFileName(a.filename)}`, bytes);
-    const localPath = relative(deps.workspaceDir, join(deps.store.attachmentsDir, name)).split(sep).join("/");
+    const name = await writeNewFileBeneath(deps.store.dir, "attachments", `${stamp}-${safeFileName(a.filename)}`, bytes);
+    const localPath = relative(deps.workspaceDir, join(deps.store.dir, "attachments", name)).split(sep).join("/");
     const mimeType = a.mimeType ?? storedType ?? guessMimeType(a.filename);
     log.debug({ localPath, size: bytes.length }, "attachment materialised");
     return { ...a, localPath, size: bytes.length, ...(mimeType !== undefined && { mimeType }) };

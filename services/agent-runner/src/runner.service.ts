@@ -443,6 +443,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     const { resolved, thinkingLevel } = models.forChannel(key);
     const policy = channelPolicy(loaded.config, ref, resolved.model.provider);
     const log = this.log.child({ channel: key });
+    store.onFileProblem = (problem) => log.warn({ problem }, "refused an entry of the channel's directory (the runner never follows a symlink or opens a FIFO there)");
     const active = new ActiveRun();
     const gate = new ChannelToolGate({
       bus: this.bus,
@@ -482,8 +483,11 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       busyMode: loaded.config.adapters[ref.adapter]?.busy ?? "queue",
       policyProblem: () => (activeTools().length === 0 ? noCallableToolsMessage(key) : undefined),
       onToolError: (toolCallId, toolName) => (activeTools().includes(toolName) ? Promise.resolve() : gate.hidden(toolCallId, toolName)),
-      createAgent: () =>
-        ChannelAgent.create({
+      createAgent: async () => {
+        // Before the sandbox mounts them read-only for the channel's tools: log.jsonl,
+        // context.jsonl and receipts.jsonl are regular files of one link beneath the channel's directory.
+        await store.prepareFiles();
+        return ChannelAgent.create({
           qualifiedChannelId: key,
           workspaceDir: this.layout.workspaceDir,
           store,
@@ -504,7 +508,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           receiptsNote: () => receiptsNote(active.current?.receipts),
           modelAccess: this.guard?.forChannel({ ref, key, store, currentRun: () => active.current, hasDefault: (m) => resolved.modelRegistry.hasConfiguredAuth(m) }),
           onFileProblems: (problems) => this.log.warn({ channel: key, problems }, "some workspace files could not be used whole (skills, memory)"),
-        }),
+        });
+      },
     });
     return { worker, gate, active };
   }
