@@ -10,7 +10,7 @@ import { lockDataDir } from "./data-lock.js";
 import { startLocalNats } from "./local-nats.js";
 import { announceLocalNats, explicitNatsUrl } from "./nats-target.js";
 
-type Closer = () => Promise<void>;
+import { type Closer, type StopReason, shutdownOn as shutdownWith } from "./shutdown.js";
 
 // Each command imports only the services it starts: a runner never loads Slack's or Discord's
 // client, and an ingress never loads the agent (tens of MB of RSS per process).
@@ -32,20 +32,9 @@ async function observe(loaded: LoadedConfig, serviceName: string, logger: Logger
   }
 }
 
-/** Closes everything in reverse order on SIGINT/SIGTERM (or when `done` fires) and exits. */
+/** A deployed service: closes in reverse order on SIGINT/SIGTERM (or when `done` fires) and exits. */
 function shutdownOn(closers: Closer[], done?: Promise<void>): Promise<never> {
-  return new Promise<never>(() => {
-    let closing = false;
-    const close = async (code: number) => {
-      if (closing) return;
-      closing = true;
-      for (const c of [...processClosers, ...closers].reverse()) await c().catch((err) => process.stderr.write(`mom: shutdown: ${(err as Error).message}\n`));
-      process.exit(code);
-    };
-    process.once("SIGINT", () => void close(130));
-    process.once("SIGTERM", () => void close(0));
-    void done?.then(() => close(0));
-  });
+  return shutdownWith({ closers: [...processClosers, ...closers], done });
 }
 
 function cliAdapterName(loaded: LoadedConfig): string {
@@ -85,6 +74,9 @@ async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, 
   return { close: () => cli.close(), ended };
 }
 
+/** How long a Ctrl-C may take: a run in progress is cut short, not waited for. */
+const CTRL_C_DEADLINE_MS = 3500;
+
 /** `mom up`: NATS (own or given), runner and terminal chat in one process; logs go to a file. */
 export async function up(dataDir: string): Promise<never> {
   // Runner, scheduler and the terminal chat: only the runner's sandbox.env is needed.
@@ -95,15 +87,18 @@ export async function up(dataDir: string): Promise<never> {
   const logger = createLogger("mom", { level: loaded.config.log.level, destination: openSync(logFile, "a") });
   await observe(loaded, "mom", logger);
   const closers: Closer[] = [unlock];
+  let nats: Awaited<ReturnType<typeof startLocalNats>> | undefined;
+  let forget = () => {};
   const [{ startRunner }, { startScheduler }, { Sandbox }] = await Promise.all([import("@mom/agent-runner"), import("@mom/scheduler"), import("@mom/sandbox")]);
   let url = explicitNatsUrl(loaded);
   try {
     if (!url) {
-      const nats = await startLocalNats(loaded.paths.dataDir);
+      nats = await startLocalNats(loaded.paths.dataDir);
       if (nats.orphanStopped) process.stdout.write(`mom: stopped the nats-server (pid ${nats.orphanStopped}) that a \`mom up\` which did not quit had left running on ${loaded.paths.dataDir}/nats\n`);
-      closers.push(() => nats.stop());
+      const local = nats;
+      closers.push(() => local.stop());
       url = nats.url;
-      const forget = announceLocalNats(loaded, nats.url);
+      forget = announceLocalNats(loaded, nats.url);
       closers.push(async () => forget());
     }
     const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", logger.child({ service: "agent-runner" })), logger: logger.child({ service: "agent-runner" }) });
@@ -122,7 +117,24 @@ export async function up(dataDir: string): Promise<never> {
   const sandbox = new Sandbox(loaded.config.sandbox, loaded.paths).kind;
   const sandboxNote = sandbox === "host" ? "sandbox OFF: tools run on this host as you — install bubblewrap (docs/sandbox.md)" : `sandbox ${sandbox}`;
   process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}, ${sandboxNote}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`);
-  return shutdownOn(closers, cli.ended);
+  const graceMs = loaded.config.runner.shutdownGraceSeconds * 1000;
+  return shutdownWith({
+    closers: [...processClosers, ...closers],
+    done: cli.ended,
+    onStop: (reason: StopReason) => {
+      logger.info({ reason }, "mom up stopping");
+      // Ctrl-C means now: the run in progress is cut short (as a hand-over would), not waited for.
+      if (reason === "SIGINT") loaded.config.runner.shutdownGraceSeconds = 0;
+    },
+    deadlineMs: (reason) => (reason === "SIGINT" ? CTRL_C_DEADLINE_MS : graceMs + 10_000),
+    force: async () => {
+      logger.warn("mom up: services did not stop in time; killing what is left");
+      nats?.kill();
+      forget();
+      await Promise.race([unlock(), new Promise((r) => setTimeout(r, 500))]);
+    },
+    say: (line) => void process.stderr.write(`${line}\n`),
+  });
 }
 
 /** `mom runner`: the agent runner alone, as deployed; pino logs to stderr. */
