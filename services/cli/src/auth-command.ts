@@ -3,6 +3,7 @@ import { authConfigIssues, CooldownBoard, credentialOrder, maskSecret, setupToke
 import { Bus } from "@mom/bus";
 import { type AuthProfile, ConfigError, createLogger, editConfigFile, type LoadedConfig, loadAuthProfiles, loadConfig, redactNatsUrl, saveAuthProfiles } from "@mom/config";
 import type { Readable } from "node:stream";
+import { type NatsTarget, natsTargetFor } from "./nats-target.js";
 import { parseArgs } from "node:util";
 
 /** Where a command's dialogue goes: tests pass their own streams. */
@@ -161,12 +162,17 @@ export async function authCommand(args: string[], t: Terminal): Promise<number> 
 }
 
 /** Cooldowns live in NATS; without it the list still shows the profiles. */
-async function openBoard(loaded: LoadedConfig): Promise<{ board?: CooldownBoard; close: () => Promise<void>; problem?: string }> {
+async function openBoard(loaded: LoadedConfig): Promise<{ board?: CooldownBoard; close: () => Promise<void>; problem?: string; url?: string }> {
+  let nats: NatsTarget | undefined;
   try {
-    const bus = await Bus.connect({ url: loaded.config.nats.url, name: "mom-auth", namespace: loaded.config.nats.namespace, logger: createLogger("mom-auth", { level: "silent" }) });
-    return { board: await CooldownBoard.open(bus), close: () => bus.drain() };
+    // The NATS of this data dir's runners: the named one, the running `mom up`'s, or its store.
+    nats = await natsTargetFor(loaded);
+    const bus = await Bus.connect({ url: nats.url, name: "mom-auth", namespace: loaded.config.nats.namespace, logger: createLogger("mom-auth", { level: "silent" }) });
+    const target = nats;
+    return { board: await CooldownBoard.open(bus), close: async () => (await bus.drain(), await target.close()), url: nats.url };
   } catch (err) {
-    return { close: async () => {}, problem: (err as Error).message };
+    await nats?.close();
+    return { close: async () => {}, problem: (err as Error).message, url: nats?.url };
   }
 }
 
@@ -174,7 +180,7 @@ async function listProfiles(loaded: LoadedConfig): Promise<string> {
   const { profiles } = loadAuthProfiles(loaded.paths.authProfilesFile);
   const providers = [...new Set([...profiles.map((p) => p.provider), ...Object.keys(loaded.config.auth.order)])];
   if (providers.length === 0) return `no auth profiles in ${loaded.paths.authProfilesFile} (add one with \`mom auth add <provider> --api-key\`)`;
-  const { board, close, problem } = await openBoard(loaded);
+  const { board, close, problem, url } = await openBoard(loaded);
   const lines: string[] = [];
   try {
     for (const provider of providers) {
@@ -194,6 +200,6 @@ async function listProfiles(loaded: LoadedConfig): Promise<string> {
   } finally {
     await close();
   }
-  if (problem) lines.push(`(cooldowns not shown: NATS at ${redactNatsUrl(loaded.config.nats.url)} not reachable)`);
+  if (problem) lines.push(`(cooldowns not shown: ${url ? `NATS at ${redactNatsUrl(url)} not reachable` : problem})`);
   return lines.join("\n");
 }

@@ -3,7 +3,7 @@ import { Bus } from "@mom/bus";
 import { createLogger, loadConfig } from "@mom/config";
 import { formatUsageTable, monthStart, openLedgerStream, summarizeUsage, type UsageGrouping, validRecords } from "@mom/usage";
 import { parseArgs } from "node:util";
-import { explicitNatsUrl } from "./nats-target.js";
+import { natsTargetFor } from "./nats-target.js";
 
 export const USAGE_USAGE = `usage: mom usage [--by channel|adapter|model] [--since DATE] [--data DIR]
 
@@ -27,12 +27,15 @@ export async function usageReport(args: string[]): Promise<string> {
   if (!["channel", "adapter", "model"].includes(by)) throw new CommandError(`--by: expected channel, adapter or model, got ${JSON.stringify(values.by)}`);
   const since = parseSince(values.since);
   const loaded = loadConfig(values.data!);
-  const bus = await Bus.connect({
-    url: explicitNatsUrl(loaded) ?? loaded.config.nats.url,
-    name: "mom-usage",
-    namespace: loaded.config.nats.namespace,
-    logger: createLogger("mom-usage", { level: "silent" }),
-  });
+  // The NATS of this data dir's services: the named one, the running `mom up`'s, or its store.
+  const nats = await natsTargetFor(loaded);
+  let bus: Bus;
+  try {
+    bus = await Bus.connect({ url: nats.url, name: "mom-usage", namespace: loaded.config.nats.namespace, logger: createLogger("mom-usage", { level: "silent" }) });
+  } catch (err) {
+    await nats.close();
+    throw err;
+  }
   try {
     const ledger = await openLedgerStream(bus, loaded.config.nats.streams.replicas);
     const { records, invalid } = validRecords(await ledger.readSince(since));
@@ -42,5 +45,6 @@ export async function usageReport(args: string[]): Promise<string> {
     return `${head}\n${body}${skipped}`;
   } finally {
     await bus.drain();
+    await nats.close();
   }
 }
