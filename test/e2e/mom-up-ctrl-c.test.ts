@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { startFakeLlm, type FakeLlm } from "@mom/testing";
+import { type FakeLlm, type FakeTelegram, startFakeLlm, startFakeTelegram } from "@mom/testing";
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,15 +16,20 @@ const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 // model is still answering. Ctrl-C reaches the terminal's whole foreground process group at once.
 describe("mom up: Ctrl-C during a run (under a pty)", () => {
   let llm: FakeLlm;
+  let telegram: FakeTelegram;
   let dataDir: string;
   beforeAll(async () => {
     llm = await startFakeLlm();
+    telegram = await startFakeTelegram();
     dataDir = mkdtempSync(join(tmpdir(), "mom-ctrl-c-"));
     writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
-    writeFileSync(join(dataDir, "config.json"), JSON.stringify({ model: "fake/fake-model" }));
+    // A Telegram adapter too: its ingress is a child process of `mom up`, which must end with it.
+    const adapters = { cli: { type: "cli" }, tg: { type: "telegram", botToken: "env:MOM_TEST_TG_TOKEN", apiUrl: telegram.url } };
+    writeFileSync(join(dataDir, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { namespace: `ctrlc${process.pid}` }, adapters }));
   });
   afterAll(async () => {
     await llm.close();
+    await telegram.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -33,7 +38,7 @@ describe("mom up: Ctrl-C during a run (under a pty)", () => {
     ["npm start (scripts/start.mjs)", [join(root, "scripts/start.mjs")]],
   ])("%s: ends every process it started and frees the data dir within 5 s; the terminal is left as it was", async (_name, args) => {
     llm.enqueue({ hang: true });
-    const env: NodeJS.ProcessEnv = { ...process.env, SHELL: "/bin/bash", TERM: "xterm" };
+    const env: NodeJS.ProcessEnv = { ...process.env, SHELL: "/bin/bash", TERM: "xterm", MOM_TEST_TG_TOKEN: telegram.token };
     delete env.NATS_URL;
     // After mom, the shell prints the terminal's settings: raw mode would show as -icanon/-echo.
     const command = `${[process.execPath, ...args, dataDir].map(quote).join(" ")}; echo "mom exited $?"; stty -a`;
@@ -52,8 +57,10 @@ describe("mom up: Ctrl-C during a run (under a pty)", () => {
       const natsPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
       // Everything under the shell that runs the command (the shell itself stays, to run stty).
       const shell = descendants(pty.pid!)[0]!;
+      expect(await eventually(() => descendants(shell).some((p) => commandLine(p).includes(" ingress tg ")), 30_000)).toBe(true);
       const started = descendants(shell);
       expect(started).toEqual(expect.arrayContaining([momPid, natsPid]));
+      expect(started.some((p) => commandLine(p).includes(" ingress tg "))).toBe(true);
       expect(commandLine(momPid)).toContain(" up ");
 
       const at = Date.now();

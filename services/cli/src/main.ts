@@ -24,9 +24,10 @@ function program(): Command {
 
   mom
     .command("up")
-    .description("runner + scheduler + terminal chat in one terminal (starts a local NATS unless NATS_URL is set)")
+    .description("the whole bot on one machine: runner, scheduler, every configured adapter's ingress (each a process of its own) and the terminal chat (starts a local NATS unless NATS_URL is set)")
     .argument("[dataDir]", "data directory (created on first use)", "data")
-    .action(async (dataDir: string) => (await commands()).up(dataDir));
+    .option("--no-chat", "no terminal chat (for systemd and containers; also when stdin is /dev/null)")
+    .action(async (dataDir: string, o: { chat: boolean }) => (await commands()).up(dataDir, { chat: o.chat }));
   mom
     .command("runner")
     .description("the agent runner service, as deployed (JSON logs on stderr)")
