@@ -1,7 +1,7 @@
 // `npm start [dataDir]`: the one command that takes a fresh clone to a terminal chat with mom.
 // Installs npm dependencies and builds when needed, makes sure a nats-server exists when NATS_URL
 // is unset, then runs `mom up`.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureBubblewrap, ensureNatsServer } from "./ensure-tools.mjs";
@@ -18,4 +18,9 @@ if (run([join(root, "scripts/ensure.mjs")]) !== 0) process.exit(1);
 if (!(await ensureNatsServer())) process.exit(1);
 ensureBubblewrap({ required: false });
 console.error("mom: starting (NATS, agent runner, scheduler, terminal chat)…");
-process.exit(run([join(root, "services/cli/bin/mom.js"), "up", process.argv[2] ?? join(root, "data")]));
+// Not spawnSync: this process must outlive a Ctrl-C (which the terminal sends to `mom up` too) until
+// `mom up` has stopped, or `mom up` is left behind with no parent, and pass on a SIGTERM or SIGHUP.
+const mom = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "up", process.argv[2] ?? join(root, "data")], { stdio: "inherit", cwd: root });
+process.on("SIGINT", () => {});
+for (const signal of ["SIGTERM", "SIGHUP"]) process.on(signal, () => mom.kill(signal));
+mom.on("exit", (code, signal) => process.exit(code ?? (signal === "SIGINT" ? 130 : 1)));

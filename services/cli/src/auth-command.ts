@@ -3,24 +3,16 @@ import { authConfigIssues, CooldownBoard, credentialOrder, maskSecret, setupToke
 import { Bus } from "@mom/bus";
 import { type AuthProfile, ConfigError, createLogger, editConfigFile, type LoadedConfig, loadAuthProfiles, loadConfig, redactNatsUrl, saveAuthProfiles } from "@mom/config";
 import type { Readable } from "node:stream";
-import { parseArgs } from "node:util";
+import { type NatsTarget, natsTargetFor } from "./nats-target.js";
+import { Command, CommanderError } from "commander";
+import { registerAuth } from "./command-spec.js";
+import { dataDirOf, existingDataDir, strict } from "./data-dir.js";
 
 /** Where a command's dialogue goes: tests pass their own streams. */
 export interface Terminal {
   input: Readable;
   write: (text: string) => void;
 }
-
-export const AUTH_USAGE = `usage: mom auth <command> [--data DIR]
-
-  list                                   profiles per provider in the order runners use them (secrets masked), cooldowns
-  add anthropic --setup-token [--id ID]  a Claude subscription token from \`claude setup-token\`; becomes anthropic's first profile
-  add <provider> --api-key [--id ID] [--secret env:NAME|file:PATH]
-                                         an API key (pasted, or a reference so the key stays out of the file)
-  remove <id>                            deletes a profile (and its place in auth.order and channel pins)
-  order <provider> [id...]               prints, or sets, auth.order.<provider> in config.json
-
---data defaults to ./data`;
 
 /** One line from the terminal (the pasted secret), not echoed when the input is a TTY. */
 function readLine(t: Terminal, prompt: string): Promise<string> {
@@ -76,21 +68,24 @@ function uniqueId(profiles: AuthProfile[], base: string): string {
   for (let n = 2; ; n++) if (!profiles.some((p) => p.id === `${base}-${n}`)) return `${base}-${n}`;
 }
 
-/** `mom auth …`; returns the process exit code. */
+/** `mom auth …` with its arguments as typed, e.g. ["list", "--data", "DIR"]; returns the exit code. */
 export async function authCommand(args: string[], t: Terminal): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      data: { type: "string", short: "d", default: "data" },
-      "setup-token": { type: "boolean" },
-      "api-key": { type: "boolean" },
-      id: { type: "string" },
-      secret: { type: "string" },
-    },
-  });
-  const [sub, ...rest] = positionals;
-  const loaded = loadConfig(values.data!);
+  let code = 0;
+  const root = strict(new Command("mom"), t.write);
+  registerAuth(root, { print: (text) => t.write(`${text}\n`), terminal: t, setExitCode: (c) => (code = c) });
+  try {
+    await root.parseAsync(["auth", ...args], { from: "user" });
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    throw err;
+  }
+  return code;
+}
+
+/** One `mom auth` sub-command, its arguments parsed; returns the exit code. */
+export async function authRun(sub: "list" | "add" | "remove" | "order", rest: string[], values: { data?: string; "setup-token"?: boolean; "api-key"?: boolean; setupToken?: boolean; apiKey?: boolean; id?: string; secret?: string }, t: Terminal): Promise<number> {
+  values = { ...values, "setup-token": values.setupToken ?? values["setup-token"], "api-key": values.apiKey ?? values["api-key"] };
+  const loaded = loadConfig(existingDataDir(dataDirOf(values)));
   const file = loaded.paths.authProfilesFile;
   switch (sub) {
     case "list":
@@ -98,7 +93,8 @@ export async function authCommand(args: string[], t: Terminal): Promise<number> 
       return 0;
     case "add": {
       const provider = rest[0];
-      if (!provider || values["setup-token"] === values["api-key"]) break;
+      if (!provider) break;
+      if (!!values["setup-token"] === !!values["api-key"]) throw new CommandError("mom auth add: give one of --setup-token (a Claude subscription) or --api-key");
       const { profiles } = loadAuthProfiles(file);
       if (values["setup-token"]) {
         if (provider !== "anthropic") throw new CommandError("--setup-token is for anthropic (a Claude subscription); other providers take --api-key");
@@ -156,17 +152,21 @@ export async function authCommand(args: string[], t: Terminal): Promise<number> 
       return 0;
     }
   }
-  t.write(`${AUTH_USAGE}\n`);
-  return 2;
+  throw new CommandError(`mom auth ${sub}: missing argument (\`mom auth ${sub} --help\`)`);
 }
 
 /** Cooldowns live in NATS; without it the list still shows the profiles. */
-async function openBoard(loaded: LoadedConfig): Promise<{ board?: CooldownBoard; close: () => Promise<void>; problem?: string }> {
+async function openBoard(loaded: LoadedConfig): Promise<{ board?: CooldownBoard; close: () => Promise<void>; problem?: string; url?: string }> {
+  let nats: NatsTarget | undefined;
   try {
-    const bus = await Bus.connect({ url: loaded.config.nats.url, name: "mom-auth", namespace: loaded.config.nats.namespace, logger: createLogger("mom-auth", { level: "silent" }) });
-    return { board: await CooldownBoard.open(bus), close: () => bus.drain() };
+    // The NATS of this data dir's runners: the named one, the running `mom up`'s, or its store.
+    nats = await natsTargetFor(loaded);
+    const bus = await Bus.connect({ url: nats.url, name: "mom-auth", namespace: loaded.config.nats.namespace, logger: createLogger("mom-auth", { level: "silent" }) });
+    const target = nats;
+    return { board: await CooldownBoard.open(bus), close: async () => (await bus.drain(), await target.close()), url: nats.url };
   } catch (err) {
-    return { close: async () => {}, problem: (err as Error).message };
+    await nats?.close();
+    return { close: async () => {}, problem: (err as Error).message, url: nats?.url };
   }
 }
 
@@ -174,7 +174,7 @@ async function listProfiles(loaded: LoadedConfig): Promise<string> {
   const { profiles } = loadAuthProfiles(loaded.paths.authProfilesFile);
   const providers = [...new Set([...profiles.map((p) => p.provider), ...Object.keys(loaded.config.auth.order)])];
   if (providers.length === 0) return `no auth profiles in ${loaded.paths.authProfilesFile} (add one with \`mom auth add <provider> --api-key\`)`;
-  const { board, close, problem } = await openBoard(loaded);
+  const { board, close, problem, url } = await openBoard(loaded);
   const lines: string[] = [];
   try {
     for (const provider of providers) {
@@ -194,6 +194,6 @@ async function listProfiles(loaded: LoadedConfig): Promise<string> {
   } finally {
     await close();
   }
-  if (problem) lines.push(`(cooldowns not shown: NATS at ${redactNatsUrl(loaded.config.nats.url)} not reachable)`);
+  if (problem) lines.push(`(cooldowns not shown: ${url ? `NATS at ${redactNatsUrl(url)} not reachable` : problem})`);
   return lines.join("\n");
 }

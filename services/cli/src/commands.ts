@@ -1,5 +1,7 @@
 import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl } from "@mom/config";
-import { mkdirSync, openSync } from "node:fs";
+import { fstatSync, mkdirSync, openSync } from "node:fs";
+import { isatty } from "node:tty";
+import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import { userInfo } from "node:os";
 import { join } from "node:path";
@@ -8,9 +10,10 @@ import { busOptions } from "./bus-options.js";
 import { CommandError } from "./command-error.js";
 import { lockDataDir } from "./data-lock.js";
 import { startLocalNats } from "./local-nats.js";
+import { Supervisor } from "./supervisor.js";
 import { announceLocalNats, explicitNatsUrl } from "./nats-target.js";
 
-type Closer = () => Promise<void>;
+import { type Closer, type StopReason, shutdownOn as shutdownWith } from "./shutdown.js";
 
 // Each command imports only the services it starts: a runner never loads Slack's or Discord's
 // client, and an ingress never loads the agent (tens of MB of RSS per process).
@@ -32,20 +35,9 @@ async function observe(loaded: LoadedConfig, serviceName: string, logger: Logger
   }
 }
 
-/** Closes everything in reverse order on SIGINT/SIGTERM (or when `done` fires) and exits. */
+/** A deployed service: closes in reverse order on SIGINT/SIGTERM (or when `done` fires) and exits. */
 function shutdownOn(closers: Closer[], done?: Promise<void>): Promise<never> {
-  return new Promise<never>(() => {
-    let closing = false;
-    const close = async (code: number) => {
-      if (closing) return;
-      closing = true;
-      for (const c of [...processClosers, ...closers].reverse()) await c().catch((err) => process.stderr.write(`mom: shutdown: ${(err as Error).message}\n`));
-      process.exit(code);
-    };
-    process.once("SIGINT", () => void close(130));
-    process.once("SIGTERM", () => void close(0));
-    void done?.then(() => close(0));
-  });
+  return shutdownWith({ closers: [...processClosers, ...closers], done });
 }
 
 function cliAdapterName(loaded: LoadedConfig): string {
@@ -85,44 +77,125 @@ async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, 
   return { close: () => cli.close(), ended };
 }
 
-/** `mom up`: NATS (own or given), runner and terminal chat in one process; logs go to a file. */
-export async function up(dataDir: string): Promise<never> {
-  // Runner, scheduler and the terminal chat: only the runner's sandbox.env is needed.
+/** How long a Ctrl-C may take: a run in progress is cut short, not waited for. */
+const CTRL_C_DEADLINE_MS = 3500;
+
+/** Where the `mom` executable is (the children of `mom up` run it again). */
+const momBin = fileURLToPath(new URL("../bin/mom.js", import.meta.url));
+
+/**
+ * Whether `mom up` can chat on its standard input: a terminal, or input piped in (which ends the
+ * chat, and `mom up`, when it ends). /dev/null or no stdin at all (systemd, `docker run` without
+ * -i) is no one to chat with: `mom up` runs headless then, as with --no-chat.
+ */
+export function stdinCanChat(): boolean {
+  if (isatty(0)) return true;
+  try {
+    const st = fstatSync(0);
+    return st.isFIFO() || st.isFile() || st.isSocket();
+  } catch {
+    return false;
+  }
+}
+
+export interface UpOptions {
+  /** false: no terminal chat (--no-chat); otherwise there is one when stdin can chat. */
+  chat?: boolean;
+}
+
+/**
+ * `mom up`: NATS (own or given), the runner, the scheduler and the terminal chat in this process,
+ * and every other configured adapter's ingress as a child process of its own (restarted with
+ * backoff when it exits); logs go to a file.
+ */
+export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
+  // Runner, scheduler and the terminal chat: only the runner's sandbox.env is needed here.
   const loaded = loadConfig(dataDir, process.env, { sandbox: true });
+  const ingresses = Object.entries(loaded.config.adapters).filter(([, a]) => a.type !== "cli").map(([name]) => name);
+  // Each ingress resolves its own secrets; a missing one is said now, not in a restart loop.
+  if (ingresses.length) loadConfig(dataDir, process.env, { adapters: ingresses });
+  const chat = o.chat !== false && stdinCanChat();
   const unlock = await lockDataDir(loaded.paths.dataDir);
   mkdirSync(join(loaded.paths.dataDir, "logs"), { recursive: true });
   const logFile = join(loaded.paths.dataDir, "logs", "mom.log");
-  const logger = createLogger("mom", { level: loaded.config.log.level, destination: openSync(logFile, "a") });
+  const logFd = openSync(logFile, "a");
+  const logger = createLogger("mom", { level: loaded.config.log.level, destination: logFd });
   await observe(loaded, "mom", logger);
   const closers: Closer[] = [unlock];
+  let nats: Awaited<ReturnType<typeof startLocalNats>> | undefined;
+  let forget = () => {};
   const [{ startRunner }, { startScheduler }, { Sandbox }] = await Promise.all([import("@mom/agent-runner"), import("@mom/scheduler"), import("@mom/sandbox")]);
   let url = explicitNatsUrl(loaded);
+  const say = (line: string, fields: Record<string, unknown> = {}) => {
+    process.stdout.write(`${line}\n`);
+    logger.warn(fields, line.replace(/^mom: /, ""));
+  };
+  const supervisor = new Supervisor({ say });
+  let childrenStopped: Promise<void> | undefined;
   try {
     if (!url) {
-      const nats = await startLocalNats(loaded.paths.dataDir);
+      nats = await startLocalNats(loaded.paths.dataDir);
       if (nats.orphanStopped) process.stdout.write(`mom: stopped the nats-server (pid ${nats.orphanStopped}) that a \`mom up\` which did not quit had left running on ${loaded.paths.dataDir}/nats\n`);
-      closers.push(() => nats.stop());
+      const local = nats;
+      closers.push(() => local.stop());
       url = nats.url;
-      const forget = announceLocalNats(loaded, nats.url);
+      forget = announceLocalNats(loaded, nats.url);
       closers.push(async () => forget());
     }
+    // The ingresses stop first (at the signal) and are waited for before NATS stops.
+    closers.push(() => (childrenStopped ??= supervisor.stop()));
     const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", logger.child({ service: "agent-runner" })), logger: logger.child({ service: "agent-runner" }) });
     closers.push(() => runner.close());
     // Event files (workspace/events/*.json) fire from the terminal too.
     const schedulerLog = logger.child({ service: "scheduler" });
     const scheduler = await startScheduler({ loaded, logger: schedulerLog }, busOptions(loaded, url, "scheduler", schedulerLog));
     closers.push(() => scheduler.close());
+    // Every other adapter in a process of its own: one platform's crash cannot take the others down.
+    const childEnv: NodeJS.ProcessEnv = { ...process.env, NATS_URL: url };
+    // Their /healthz and /metrics would all want the port of `mom up`'s: each gets a free one.
+    if (process.env.MOM_HTTP_PORT || loaded.config.observability.httpPort !== undefined) childEnv.MOM_HTTP_PORT = "0";
+    for (const name of ingresses) supervisor.start({ name: `ingress ${name}`, args: [momBin, "ingress", name, loaded.paths.dataDir], env: childEnv, outputFd: logFd });
   } catch (err) {
+    await supervisor.stop();
     for (const c of closers.reverse()) await c();
     throw err;
   }
-  const cli = await terminalChat(cliAdapterName(loaded), loaded, url, logger.child({ service: "ingress-cli" }));
-  closers.push(() => cli.close());
+  let ended: Promise<void> | undefined;
+  if (chat) {
+    const cli = await terminalChat(cliAdapterName(loaded), loaded, url, logger.child({ service: "ingress-cli" }));
+    closers.push(() => cli.close());
+    ended = cli.ended;
+  }
   // The runner's warning goes to the log file here; a terminal user must see it too.
   const sandbox = new Sandbox(loaded.config.sandbox, loaded.paths).kind;
   const sandboxNote = sandbox === "host" ? "sandbox OFF: tools run on this host as you — install bubblewrap (docs/sandbox.md)" : `sandbox ${sandbox}`;
-  process.stdout.write(`mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}, ${sandboxNote}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`);
-  return shutdownOn(closers, cli.ended);
+  const ingressNote = ingresses.length ? `, ingress ${ingresses.join(", ")}` : "";
+  process.stdout.write(
+    chat
+      ? `mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`
+      : `mom is up without a terminal chat (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}); ${o.chat === false ? "--no-chat" : "stdin is not a terminal"}. SIGTERM or Ctrl-C stops it.\n`,
+  );
+  logger.info({ chat, ingresses, nats: redactNatsUrl(url) }, "mom up ready");
+  const graceMs = loaded.config.runner.shutdownGraceSeconds * 1000;
+  return shutdownWith({
+    closers: [...processClosers, ...closers],
+    done: ended,
+    onStop: (reason: StopReason) => {
+      logger.info({ reason }, "mom up stopping");
+      childrenStopped ??= supervisor.stop();
+      // Ctrl-C means now: the run in progress is cut short (as a hand-over would), not waited for.
+      if (reason === "SIGINT") loaded.config.runner.shutdownGraceSeconds = 0;
+    },
+    deadlineMs: (reason) => (reason === "SIGINT" ? CTRL_C_DEADLINE_MS : graceMs + 10_000),
+    force: async () => {
+      logger.warn("mom up: services did not stop in time; killing what is left");
+      supervisor.kill();
+      nats?.kill();
+      forget();
+      await Promise.race([unlock(), new Promise((r) => setTimeout(r, 500))]);
+    },
+    say: (line) => void process.stderr.write(`${line}\n`),
+  });
 }
 
 /** `mom runner`: the agent runner alone, as deployed; pino logs to stderr. */

@@ -10,7 +10,7 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { findNatsServerBinary, NATS_INSTALL_HINT } from "./local-nats.js";
 import { probeModel } from "./model-probe.js";
-import { explicitNatsUrl } from "./nats-target.js";
+import { natsTargetFor } from "./nats-target.js";
 import { checkRetention } from "./retention-check.js";
 
 const firstLine = (s: string) => s.trim().split("\n")[0] ?? "";
@@ -27,8 +27,7 @@ function hasCommand(cmd: string, args: string[]): boolean {
   return spawnSync(cmd, args, { stdio: "ignore" }).status === 0;
 }
 
-async function checkNats(loaded: LoadedConfig): Promise<Check> {
-  const url = explicitNatsUrl(loaded);
+async function checkNats(loaded: LoadedConfig, url: string | undefined, upsOwn: boolean): Promise<Check> {
   if (!url) {
     const bin = findNatsServerBinary();
     return bin
@@ -41,7 +40,7 @@ async function checkNats(loaded: LoadedConfig): Promise<Check> {
     bus = await Bus.connect({ url, name: "mom-doctor", namespace: loaded.config.nats.namespace, logger: createLogger("mom-doctor", { level: "silent" }) });
     const info = await bus.jsm.getAccountInfo();
     const caveat = serverCaveat(bus.serverVersion);
-    return { name: "NATS", ok: true, detail: `${shown} reachable (nats-server ${bus.serverVersion}), JetStream on (${info.streams} streams); ${await describeRunners(bus)}${caveat ? `. ${caveat}` : ""}` };
+    return { name: "NATS", ok: true, detail: `${upsOwn ? "the running `mom up`'s own NATS, " : ""}${shown} reachable (nats-server ${bus.serverVersion}), JetStream on (${info.streams} streams); ${await describeRunners(bus)}${caveat ? `. ${caveat}` : ""}` };
   } catch (err) {
     // Bus.connect's messages name the server and say how to fix it (JetStream off, refused, auth).
     return { name: "NATS", ok: false, detail: (err as Error).message };
@@ -122,8 +121,11 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
   } catch (err) {
     checks.push({ name: "model", ok: false, detail: err instanceof ModelSetupError ? err.message : String(err) });
   }
-  checks.push(await checkNats(loaded));
-  checks.push(await checkRetention(loaded));
+  // The NATS this data dir's services use: the named one, or the one a running `mom up` started.
+  const nats = await natsTargetFor(loaded, { startStore: false }).catch(() => undefined);
+  const natsUrl = nats && nats.source !== "default" ? nats.url : undefined;
+  checks.push(await checkNats(loaded, natsUrl, nats?.source === "mom up"));
+  checks.push(await checkRetention(loaded, natsUrl));
   try {
     // The doctor looks, it does not create: a missing workspace is made by the runner in the data dir.
     const there = existsSync(loaded.paths.workspaceDir);

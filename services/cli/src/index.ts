@@ -6,4 +6,5 @@ export * from "./nats-target.js";
 export * from "./bus-options.js";
 export * from "./auth-command.js";
 export * from "./usage-command.js";
-export { toolsCommand, TOOLS_USAGE } from "./tools-command.js";
+export { toolsCommand } from "./tools-command.js";
+export * from "./data-dir.js";

@@ -67,6 +67,8 @@ export interface LocalNats {
   /** The pid of an orphaned nats-server that was stopped first (see stopOrphan). */
   orphanStopped?: number;
   stop(): Promise<void>;
+  /** SIGKILL, at once: for a shutdown that ran out of time. */
+  kill(): void;
 }
 
 /** A private nats-server for `mom up`: loopback only, JetStream store and log under the data dir. */
@@ -79,8 +81,11 @@ export async function startLocalNats(dataDir: string): Promise<LocalNats> {
   const orphanStopped = await stopOrphan(pidFile, storeDir);
   const port = await freeLoopbackPort();
   const log = openSync(join(dataDir, "nats", "nats-server.log"), "a");
+  // Its own process group: a Ctrl-C in the terminal reaches `mom up`, which stops its services
+  // while their NATS is still there, and only then this server.
   const child: ChildProcess = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir, "-P", pidFile], {
     stdio: ["ignore", log, log],
+    detached: true,
   });
   const deadline = Date.now() + 10_000;
   while (!(await listening(port))) {
@@ -95,9 +100,12 @@ export async function startLocalNats(dataDir: string): Promise<LocalNats> {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));
       child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
       await exited;
       clearTimeout(timer);
+    },
+    kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     },
   };
 }

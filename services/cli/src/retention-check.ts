@@ -4,7 +4,6 @@ import type { StreamKey } from "@mom/contracts";
 import { formatFileSize } from "@mom/store";
 import { streamSettings } from "./bus-options.js";
 import type { Check } from "./doctor.js";
-import { explicitNatsUrl } from "./nats-target.js";
 
 const HOUR_MS = 3_600_000;
 
@@ -23,10 +22,9 @@ function limits(maxAgeMs: number, maxBytes: number): string {
  * server holds now. A stream whose limits differ from config.json is applied by the next service
  * that starts (every service provisions the streams).
  */
-export async function checkRetention(loaded: LoadedConfig): Promise<Check> {
+export async function checkRetention(loaded: LoadedConfig, url: string | undefined): Promise<Check> {
   const settings: StreamSettings = streamSettings(loaded.config.nats.streams);
   const keys = Object.keys(STREAM_TOKENS) as StreamKey[];
-  const url = explicitNatsUrl(loaded);
   if (!url) {
     const wanted = keys.map((k) => `${k} ${limits(streamRetention(settings, k).maxAgeMs, streamRetention(settings, k).maxBytes)}`);
     return { name: "retention", ok: true, optional: true, detail: `${wanted.join("; ")} (applied when the services start)` };

@@ -2,16 +2,10 @@ import { loadConfig } from "@mom/config";
 import { approveTool, readToolApprovals, TOOL_APPROVALS_FILE, TOOL_ENTRY_FILES, toolApprovalState } from "@mom/tools";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { Command } from "commander";
+import { registerTools } from "./command-spec.js";
+import { dataDirOf, existingDataDir, strict } from "./data-dir.js";
 import { CommandError } from "./command-error.js";
-
-export const TOOLS_USAGE = `usage: mom tools <command> [--data DIR]
-
-  list                 the workspace's custom tools: approved, new or changed since approved (and the global dir's)
-  approve <name>...    approves the tool directories workspace/tools/<name> as they are now (--all: every new or changed one)
-
-A workspace tool loads only once approved, and again only after a change is approved; tools of
-tools.globalDir load without approval. --data defaults to ./data`;
 
 /** Tool directories of a tools dir, as the registry scans them. */
 function toolDirs(dir: string): string[] {
@@ -22,11 +16,17 @@ function toolDirs(dir: string): string[] {
     .sort();
 }
 
-/** `mom tools list|approve`: returns the text to print. */
+/** `mom tools …` with its arguments as typed, e.g. ["approve", "greet", "--data", "DIR"]. */
 export async function toolsCommand(argv: string[]): Promise<string> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { data: { type: "string", default: "data" }, all: { type: "boolean", default: false } } });
-  const [sub = "list", ...names] = positionals;
-  const loaded = loadConfig(values.data!);
+  let text = "";
+  const root = strict(new Command("mom"), (t) => void process.stderr.write(t));
+  registerTools(root, (t) => (text = t));
+  await root.parseAsync(["tools", ...argv], { from: "user" });
+  return text;
+}
+
+export async function toolsRun(sub: "list" | "approve", names: string[], values: { data?: string; all?: boolean }): Promise<string> {
+  const loaded = loadConfig(existingDataDir(dataDirOf(values)));
   const toolsDir = join(loaded.paths.workspaceDir, "tools");
   const file = join(loaded.paths.dataDir, TOOL_APPROVALS_FILE);
   const approvals = readToolApprovals(file);
@@ -58,7 +58,5 @@ export async function toolsCommand(argv: string[]): Promise<string> {
       }
       return lines.join("\n") || "nothing to approve";
     }
-    default:
-      throw new CommandError(TOOLS_USAGE);
   }
 }

@@ -2,13 +2,10 @@ import { CommandError } from "./command-error.js";
 import { Bus } from "@mom/bus";
 import { createLogger, loadConfig } from "@mom/config";
 import { formatUsageTable, monthStart, openLedgerStream, summarizeUsage, type UsageGrouping, validRecords } from "@mom/usage";
-import { parseArgs } from "node:util";
-import { explicitNatsUrl } from "./nats-target.js";
-
-export const USAGE_USAGE = `usage: mom usage [--by channel|adapter|model] [--since DATE] [--data DIR]
-
-  totals of the usage ledger (every model call's tokens and cost), largest cost first
-  --since  YYYY-MM-DD or an ISO time (default: the start of this month, UTC)`;
+import { Command } from "commander";
+import { registerUsage } from "./command-spec.js";
+import { dataDirOf, existingDataDir, strict } from "./data-dir.js";
+import { natsTargetFor } from "./nats-target.js";
 
 function parseSince(value: string | undefined, now = new Date()): Date {
   if (!value) return monthStart(now);
@@ -17,22 +14,36 @@ function parseSince(value: string | undefined, now = new Date()): Date {
   return at;
 }
 
-/** `mom usage`: reads the ledger stream from NATS and prints totals. */
+export interface UsageOptions {
+  by?: string;
+  since?: string;
+  data?: string;
+}
+
+/** `mom usage` with its arguments as typed, e.g. ["--by", "model", "--data", "DIR"]. */
 export async function usageReport(args: string[]): Promise<string> {
-  const { values } = parseArgs({
-    args,
-    options: { by: { type: "string", default: "channel" }, since: { type: "string" }, data: { type: "string", short: "d", default: "data" } },
-  });
-  const by = values.by as UsageGrouping;
-  if (!["channel", "adapter", "model"].includes(by)) throw new CommandError(`--by: expected channel, adapter or model, got ${JSON.stringify(values.by)}`);
-  const since = parseSince(values.since);
-  const loaded = loadConfig(values.data!);
-  const bus = await Bus.connect({
-    url: explicitNatsUrl(loaded) ?? loaded.config.nats.url,
-    name: "mom-usage",
-    namespace: loaded.config.nats.namespace,
-    logger: createLogger("mom-usage", { level: "silent" }),
-  });
+  let text = "";
+  const root = strict(new Command("mom"), (t) => void process.stderr.write(t));
+  registerUsage(root, (t) => (text = t));
+  await root.parseAsync(["usage", ...args], { from: "user" });
+  return text;
+}
+
+/** `mom usage`: reads the ledger stream from NATS and prints totals. */
+export async function usageTotals(o: UsageOptions): Promise<string> {
+  const by = (o.by ?? "channel") as UsageGrouping;
+  if (!["channel", "adapter", "model"].includes(by)) throw new CommandError(`--by: expected channel, adapter or model, got ${JSON.stringify(o.by)}`);
+  const since = parseSince(o.since);
+  const loaded = loadConfig(existingDataDir(dataDirOf(o)));
+  // The NATS of this data dir's services: the named one, the running `mom up`'s, or its store.
+  const nats = await natsTargetFor(loaded);
+  let bus: Bus;
+  try {
+    bus = await Bus.connect({ url: nats.url, name: "mom-usage", namespace: loaded.config.nats.namespace, logger: createLogger("mom-usage", { level: "silent" }) });
+  } catch (err) {
+    await nats.close();
+    throw err;
+  }
   try {
     const ledger = await openLedgerStream(bus, loaded.config.nats.streams.replicas);
     const { records, invalid } = validRecords(await ledger.readSince(since));
@@ -42,5 +53,6 @@ export async function usageReport(args: string[]): Promise<string> {
     return `${head}\n${body}${skipped}`;
   } finally {
     await bus.drain();
+    await nats.close();
   }
 }
