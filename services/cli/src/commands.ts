@@ -111,7 +111,8 @@ export interface UpOptions {
 export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   // Runner, scheduler and the terminal chat: only the runner's sandbox.env is needed here.
   const loaded = loadConfig(dataDir, process.env, { sandbox: true });
-  const ingresses = Object.entries(loaded.config.adapters).filter(([, a]) => a.type !== "cli").map(([name]) => name);
+  // External adapters' ingresses are services of their own (docs/ingress-sdk.md), not mom's to start.
+  const ingresses = Object.entries(loaded.config.adapters).filter(([, a]) => a.type !== "cli" && a.type !== "external").map(([name]) => name);
   // Each ingress resolves its own secrets; a missing one is said now, not in a restart loop.
   if (ingresses.length) loadConfig(dataDir, process.env, { adapters: ingresses });
   const chat = o.chat !== false && stdinCanChat();
