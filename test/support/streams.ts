@@ -1,4 +1,5 @@
 import type { Bus } from "@mom/bus";
+import type { TSchema } from "typebox";
 import { ControlMessage, DeadLetter, OutboundEvent, parsePayload, Receipt, validator } from "@mom/contracts";
 
 /** Every valid outbound event of a channel so far, read back from the OUT stream in order. */
@@ -17,46 +18,23 @@ export async function outboundEvents(bus: Bus, ref = { adapter: "cli", channelId
   return events;
 }
 
+/** Every payload of a channel's subject on `stream` so far that is valid by `schema`, in stream order. */
+async function channelPayloads<T>(bus: Bus, stream: "CTL" | "RECEIPTS", kind: "ctl" | "receipts", schema: TSchema, ref: { adapter: string; channelId: string }): Promise<T[]> {
+  const name = bus.subjects.stream(stream);
+  const subject = bus.subjects.channel(kind, ref);
+  const info = await bus.jsm.streams.info(name);
+  const v = validator(schema);
+  const out: T[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await bus.jsm.streams.getMessage(name, { seq }).catch(() => undefined);
+    const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
+    if (r?.ok) out.push(r.value as T);
+  }
+  return out;
+}
+
 /** Every valid ControlMessage of a channel so far, in stream order. */
-export async function controlMessagesOf(bus: Bus, ref: { adapter: string; channelId: string }): Promise<ControlMessage[]> {
-  const stream = bus.subjects.stream("CTL");
-  const subject = bus.subjects.channel("ctl", ref);
-  const info = await bus.jsm.streams.info(stream);
-  const v = validator(ControlMessage);
-  const out: ControlMessage[] = [];
-  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
-    const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
-    if (r?.ok) out.push(r.value);
-  }
-  return out;
+export function controlMessagesOf(bus: Bus, ref: { adapter: string; channelId: string }): Promise<ControlMessage[]> {
+  return channelPayloads(bus, "CTL", "ctl", ControlMessage, ref);
 }
 
-/** Every dead letter so far (any stage), in stream order. */
-export async function deadLetters(bus: Bus): Promise<DeadLetter[]> {
-  const stream = bus.subjects.stream("DLQ");
-  const info = await bus.jsm.streams.info(stream);
-  const v = validator(DeadLetter);
-  const out: DeadLetter[] = [];
-  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
-    const r = m ? parsePayload(v, m.data) : undefined;
-    if (r?.ok) out.push(r.value);
-  }
-  return out;
-}
-
-/** Every valid Receipt of a channel on the bus so far (the runner's tool receipts and the ingress's delivery receipts), in stream order. */
-export async function receiptsOf(bus: Bus, ref: { adapter: string; channelId: string }): Promise<Receipt[]> {
-  const stream = bus.subjects.stream("RECEIPTS");
-  const subject = bus.subjects.channel("receipts", ref);
-  const info = await bus.jsm.streams.info(stream);
-  const v = validator(Receipt);
-  const out: Receipt[] = [];
-  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
-    const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
-    if (r?.ok) out.push(r.value);
-  }
-  return out;
-}

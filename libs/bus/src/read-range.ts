@@ -30,26 +30,21 @@ function startOptions(start: RangeStart): Partial<OrderedConsumerOptions> {
 }
 
 /**
- * Reads what a stream holds now on `filter`, from `start` up to `until` (stored at or before),
- * with an ordered consumer: ephemeral, no acks, so no durable consumer of a live service is
- * touched and the server forgets the reader once it is done.
+ * Reads an ordered consumer (ephemeral, no acks, so no durable consumer of a live service is
+ * touched and the server forgets the reader once it is done) until `visit` says it has what it
+ * wants or nothing more is pending.
  */
-export async function readRange(bus: Bus, stream: string, filter: string, start: RangeStart, until?: Date): Promise<RawMessage[]> {
-  const last = (await bus.jsm.streams.info(stream)).state.last_seq;
-  const out: RawMessage[] = [];
-  if (last === 0 || start === "new") return out;
-  const consumer: Consumer = await bus.js.consumers.get(stream, { filter_subjects: filter, ...startOptions(start) });
+async function readOrdered(bus: Bus, stream: string, opts: Partial<OrderedConsumerOptions>, visit: (m: JsMsg) => boolean): Promise<void> {
+  const consumer: Consumer = await bus.js.consumers.get(stream, opts);
   try {
-    if ((await consumer.info()).num_pending === 0) return out;
+    if ((await consumer.info()).num_pending === 0) return;
     for (;;) {
       const batch = await consumer.fetch({ max_messages: 500, expires: 2000 });
       let got = 0;
       let done = false;
       for await (const m of batch) {
         got++;
-        if (until && m.time > until) done = true;
-        else out.push(toRaw(stream, m));
-        if (m.seq >= last || m.info.pending === 0) done = true;
+        done = visit(m) || m.info.pending === 0;
         // Leaving the batch now spares waiting out its expiry for messages that will not come.
         if (done) break;
       }
@@ -58,6 +53,18 @@ export async function readRange(bus: Bus, stream: string, filter: string, start:
   } finally {
     await consumer.delete().catch(() => {});
   }
+}
+
+/** Reads what a stream holds now on `filter`, from `start` up to `until` (stored at or before). */
+export async function readRange(bus: Bus, stream: string, filter: string, start: RangeStart, until?: Date): Promise<RawMessage[]> {
+  const last = (await bus.jsm.streams.info(stream)).state.last_seq;
+  const out: RawMessage[] = [];
+  if (last === 0 || start === "new") return out;
+  await readOrdered(bus, stream, { filter_subjects: filter, ...startOptions(start) }, (m) => {
+    if (until && m.time > until) return true;
+    out.push(toRaw(stream, m));
+    return m.seq >= last;
+  });
   return out;
 }
 
@@ -69,24 +76,10 @@ export async function readRange(bus: Bus, stream: string, filter: string, start:
 export async function lastPerSubject(bus: Bus, stream: string, filter: string): Promise<RawMessage[]> {
   const out: RawMessage[] = [];
   if ((await bus.jsm.streams.info(stream)).state.messages === 0) return out;
-  const consumer: Consumer = await bus.js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.LastPerSubject });
-  try {
-    if ((await consumer.info()).num_pending === 0) return out;
-    for (;;) {
-      const batch = await consumer.fetch({ max_messages: 500, expires: 2000 });
-      let got = 0;
-      let done = false;
-      for await (const m of batch) {
-        got++;
-        out.push(toRaw(stream, m));
-        if (m.info.pending === 0) done = true;
-        if (done) break;
-      }
-      if (done || got === 0) break;
-    }
-  } finally {
-    await consumer.delete().catch(() => {});
-  }
+  await readOrdered(bus, stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.LastPerSubject }, (m) => {
+    out.push(toRaw(stream, m));
+    return false;
+  });
   return out;
 }
 
