@@ -272,7 +272,11 @@ export class Sandbox {
     if (this.kind === "docker") {
       return `docker — commands run in this channel's own container (image ${this.settings.image}): this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace read-only, other channels hidden, a read-only root with a private /tmp, ${net}. Background processes end with the command.`;
     }
-    return `bubblewrap — each command runs in a fresh sandbox: this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace and the system read-only, other channels hidden, a private /tmp emptied after every command, ${net}. Background processes end with the command.`;
+    const l = this.settings;
+    return (
+      `bubblewrap — each command runs in a fresh sandbox: this channel's directory and the shared workspace files (${this.shared.join(", ")}) writable, the rest of the workspace and the system read-only, other channels hidden, a private /tmp emptied after every command, ${net}. Background processes end with the command. ` +
+      `Commands and file tools run as an unprivileged user (uid ${this.identity?.uid}): files only root may read stay unreadable. Limits per command: ${l.memoryMb ?? DEFAULT_MEMORY_MB} MB of memory, ${l.tmpMb ?? DEFAULT_TMP_MB} MB in /tmp, files up to ${l.maxFileMb ?? DEFAULT_MAX_FILE_MB} MB; this channel's directory may hold ${l.diskMb ?? DEFAULT_DISK_MB} MB.`
+    );
   }
 
   // bwrap binds only what exists; a shared path must be there to be writable.
