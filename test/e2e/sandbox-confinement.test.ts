@@ -125,9 +125,10 @@ const bash = (command: string) => ({ toolCalls: [{ name: "bash", arguments: { la
   it("a big fallocate in the channel directory is stopped, and so is filling it with writes, while another channel is answered", async () => {
     const fill = ask(st, "attacker", "filldisk", [
       bash("fallocate -l 5G huge.bin; echo rc=$?"),
-      bash("for i in $(seq 1 100); do head -c 10000000 /dev/zero > fill-$i.bin; sleep 0.1; done; echo filled-all"),
+      bash("for i in $(seq 1 100); do head -c 10000000 /dev/zero > fill-$i.bin; sleep 0.3; done; echo filled-all"),
     ]);
-    await new Promise((r) => setTimeout(r, 1500));
+    // The writes take ~3 s to reach the limit (10 MB each 0.3 s); the other channel asks meanwhile.
+    await new Promise((r) => setTimeout(r, 800));
     const other = await ask(st, "bystander", "second-bystander", []);
     const filled = await fill;
     expect(other.finalText).toBe("second-bystander done");
