@@ -299,7 +299,8 @@ class DockerRunStack {
     if (svc.user) args.push("--user", svc.user);
     if (svc.read_only) args.push("--read-only");
     for (const t of svc.tmpfs ?? []) args.push("--tmpfs", t);
-    for (const opt of svc.security_opt ?? []) args.push("--security-opt", opt);
+    // Compose reads a seccomp profile's path relative to the compose file; so does this.
+    for (const opt of svc.security_opt ?? []) args.push("--security-opt", opt.replace(/^seccomp=(\..*)$/, (_, p) => `seccomp=${resolve(dirname(composeFile), p)}`));
     for (const [k, v] of Object.entries(svc.environment ?? {})) args.push("-e", `${k}=${v ?? ""}`);
     for (const v of svc.volumes ?? []) {
       const [src, dst, mode] = v.split(":");
@@ -391,7 +392,20 @@ async function services(compose, image, base) {
   // is queued after it.
   const doctorCalls = (await llm.requests()).length;
   await llm.enqueue(
-    { toolCalls: [{ name: "bash", arguments: { label: "Look around", command: "echo pid1=$(cat /proc/1/comm); (exec 3<>/dev/tcp/nats/4222) 2>/dev/null && echo nats=reachable || echo nats=unreachable" } }] },
+    {
+      toolCalls: [
+        {
+          name: "bash",
+          arguments: {
+            label: "Look around",
+            command:
+              "echo pid1=$(cat /proc/1/comm); (exec 3<>/dev/tcp/nats/4222) 2>/dev/null && echo nats=reachable || echo nats=unreachable; " +
+              "echo uid=$(id -u); grep ^Seccomp: /proc/self/status; df -k /tmp | tail -1; fallocate -l 10M big.bin 2>&1; ulimit -f; " +
+              "{ head -c 300000000 /dev/zero > /tmp/fill; } 2>&1 | tail -1; cat /etc/shadow 2>&1 | head -c 40; echo; echo done-looking",
+          },
+        },
+      ],
+    },
     { text: "pong from the container" },
     { text: "scheduled pong" },
     { text: "pong in slack" },
@@ -414,6 +428,16 @@ async function services(compose, image, base) {
   if (!/pid1=bwrap/.test(toolResult)) fail(`the bash tool did not run in bubblewrap: ${toolResult.slice(-400)}`);
   if (!/nats=unreachable/.test(toolResult)) fail(`the sandbox reached NATS: ${toolResult.slice(-400)}`);
   ok("the agent's command ran in bubblewrap inside the runner container (pid 1 = bwrap) and could not reach NATS");
+  // The runner runs with deploy/seccomp/mom-runner.json (not unconfined): bwrap works under it as
+  // uid 1000, and the command gets the per-command limits (docs/sandbox.md).
+  if (!/uid=1000/.test(toolResult)) fail(`the command did not run as uid 1000: ${toolResult.slice(-600)}`);
+  if (!/Seccomp:\\t2/.test(toolResult)) fail(`no seccomp filter on the command: ${toolResult.slice(-600)}`);
+  if (!/tmpfs\s+262144\s/.test(toolResult)) fail(`/tmp is not the 256 MiB tmpfs: ${toolResult.slice(-600)}`);
+  if (!/fallocate failed: Operation not supported/.test(toolResult)) fail(`fallocate was not refused: ${toolResult.slice(-600)}`);
+  if (!/No space left on device/.test(toolResult)) fail(`/tmp could be filled past its size: ${toolResult.slice(-600)}`);
+  if (!/[^0-9]1048576[^0-9]/.test(toolResult)) fail(`RLIMIT_FSIZE is not 1 GiB: ${toolResult.slice(-600)}`);
+  if (!/done-looking/.test(toolResult)) fail(`the command did not finish: ${toolResult.slice(-600)}`);
+  ok("with the compose file's seccomp profile: the command ran as uid 1000 under a seccomp filter, with a 256 MiB /tmp, fallocate refused and RLIMIT_FSIZE set");
 
   writeFileSync(join(data, "workspace/events/ping.json"), JSON.stringify({ type: "immediate", channelId: "cli/local", text: "scheduled ping" }));
   chownSync(join(data, "workspace/events/ping.json"), 1000, 1000);

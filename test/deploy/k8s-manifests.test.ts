@@ -180,6 +180,29 @@ describe.each(overlays)("k8s/overlays/%s", (overlay) => {
     expect(egress[2].to[0].ipBlock.except).toEqual(expect.arrayContaining(["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]));
   });
 
+  it("isolates channels by default: a user-namespaced runner pod with what bubblewrap needs, and sandbox auto (never host)", async () => {
+    const runner = named(objs, "Deployment", "mom-runner")!.spec.template.spec;
+    expect(runner.hostUsers).toBe(false);
+    for (const c of [...runner.initContainers, ...runner.containers]) {
+      // The doctor init container checks the same sandbox the runner uses.
+      expect([c.name, c.securityContext]).toEqual([c.name, expect.objectContaining({ procMount: "Unmasked", seccompProfile: { type: "Unconfined" }, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } })]);
+    }
+    // Nothing else loosens its seccomp profile or unmasks /proc.
+    for (const w of workloads(objs).filter((o) => o.metadata.name !== "mom-runner")) {
+      const pod = w.spec.template.spec;
+      for (const c of [...(pod.initContainers ?? []), ...pod.containers]) expect([w.metadata.name, c.securityContext?.procMount, c.securityContext?.seccompProfile]).toEqual([w.metadata.name, undefined, undefined]);
+      expect([w.metadata.name, pod.securityContext.seccompProfile]).toEqual([w.metadata.name, { type: "RuntimeDefault" }]);
+    }
+    const configMap = objs.find((o) => o.kind === "ConfigMap" && o.metadata.name.startsWith("mom-config"))! as Obj & { data: Record<string, string> };
+    expect(JSON.parse(configMap.data["config.json"]!).sandbox.type).toBe("auto");
+    // With the Localhost profile component, for clusters that install deploy/seccomp/mom-runner.json.
+    const withProfile = build(around(overlay, { components: ["components/runner-seccomp-profile"] }));
+    for (const o of withProfile) await validate(o);
+    expect(await strictCheck(withProfile)).toEqual([]);
+    const pod = named(withProfile, "Deployment", "mom-runner")!.spec.template.spec;
+    for (const c of [...pod.initContainers, ...pod.containers]) expect(c.securityContext.seccompProfile).toEqual({ type: "Localhost", localhostProfile: "profiles/mom-runner.json" });
+  });
+
   it("mounts one shared workspace claim in the runner and the scheduler", () => {
     const pvc = named(objs, "PersistentVolumeClaim", "mom-workspace")!;
     for (const name of ["mom-runner", "mom-scheduler"]) {

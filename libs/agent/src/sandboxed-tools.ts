@@ -6,8 +6,9 @@ const KILLED_EXIT_CODE = 137;
 
 /**
  * pi's bash through the channel's executor. pi hands over the runner's own environment; it is
- * dropped here (the executor gives a clean one). A command mom stopped for too much output
- * fails with a note saying so; aborts and timeouts are reported the way pi expects them.
+ * dropped here (the executor gives a clean one). A command mom stopped for too much output or
+ * the channel's disk limit fails with a note saying so, as does one that ran into the memory or
+ * file-size limit; aborts and timeouts are reported the way pi expects them.
  */
 export function sandboxedBash(sandbox: ChannelSandbox): BashOperations {
   return {
@@ -16,10 +17,11 @@ export function sandboxedBash(sandbox: ChannelSandbox): BashOperations {
       const result = await sandbox.executor.exec({ command, cwd, onData, signal, timeoutMs });
       if (result.stopped === "aborted") throw new Error("aborted");
       if (result.stopped === "timeout") throw new Error(`timeout:${Math.round(timeoutMs / 1000)}`);
-      if (result.stopped === "output") {
-        onData(Buffer.from(`\n${stoppedNote(result, sandbox.executor.maxOutputBytes, timeoutMs)}\n`));
-        return { exitCode: KILLED_EXIT_CODE };
-      }
+      // Stopped for its output or the channel's disk limit, or it ran into the memory or file-size
+      // limit: the model reads why in a last line of the output.
+      const note = result.stopped === "output" || result.stopped === "disk" || result.hit ? stoppedNote(result, sandbox.executor.maxOutputBytes, timeoutMs, sandbox.executor.limits) : undefined;
+      if (note) onData(Buffer.from(`\n${note}\n`));
+      if (result.stopped === "output" || result.stopped === "disk") return { exitCode: KILLED_EXIT_CODE };
       return { exitCode: result.exitCode };
     },
   };

@@ -184,16 +184,22 @@ const sandboxCommon = {
   ),
   maxOutputBytes: Type.Optional(positiveInt("Most output one command may print (more stops it), and the largest file read returns")),
   maxProcesses: Type.Optional(positiveInt("Most processes one command may have at once, where a pids cgroup can be made")),
+  tmpMb: Type.Optional(positiveInt("bwrap: size of each command's private /tmp (a tmpfs), in MiB (default 256)")),
+  maxFileMb: Type.Optional(positiveInt("bwrap/host: the largest file a command may write, in MiB (RLIMIT_FSIZE; default 1024)")),
+  diskMb: Type.Optional(positiveInt("bwrap/host: the most a channel's directory may hold, in MiB; a command that grows it past this is stopped (default 2048)")),
+  uid: Type.Optional(Type.Integer({ minimum: 1, maximum: 4294967294, description: "bwrap with a root runner: the uid commands and file tools run as (default 10001)" })),
+  gid: Type.Optional(Type.Integer({ minimum: 1, maximum: 4294967294, description: "bwrap with a root runner: the gid commands run as (default: the uid)" })),
 };
+const memoryMb = Type.Optional(positiveInt("bwrap/host: memory of each command, in MiB (a cgroup, else RLIMIT_DATA per process; default 1024)"));
 
 /**
  * Where tools run (docs/sandbox.md), discriminated by `type`: `auto` (bwrap where bubblewrap
  * works, else host), `bwrap`, `docker`, `host` (development only).
  */
 export const SandboxConfig = Type.Union([
-  Type.Object({ type: Type.Literal("auto"), network: Type.Optional(Type.Boolean({ description: "bwrap: commands get the host's network" })), ...sandboxCommon }, closed),
-  Type.Object({ type: Type.Literal("bwrap"), network: Type.Optional(Type.Boolean({ description: "Commands get the host's network" })), ...sandboxCommon }, closed),
-  Type.Object({ type: Type.Literal("host"), ...sandboxCommon }, closed),
+  Type.Object({ type: Type.Literal("auto"), network: Type.Optional(Type.Boolean({ description: "bwrap: commands get the host's network" })), memoryMb, ...sandboxCommon }, closed),
+  Type.Object({ type: Type.Literal("bwrap"), network: Type.Optional(Type.Boolean({ description: "Commands get the host's network" })), memoryMb, ...sandboxCommon }, closed),
+  Type.Object({ type: Type.Literal("host"), memoryMb, ...sandboxCommon }, closed),
   Type.Object(
     {
       type: Type.Literal("docker"),

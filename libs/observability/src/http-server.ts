@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { collectProcessMetrics, registry } from "./metrics.js";
-import { readiness } from "./readiness.js";
+import { readiness, readinessWarnings } from "./readiness.js";
 
 export interface ObservabilityServer {
   /** The port it listens on (useful with port 0). */
@@ -31,7 +31,9 @@ export async function serveObservability(o: { port: number; host?: string; logge
     if (path === "/healthz") return send(200, "application/json", '{"status":"ok"}\n');
     if (path === "/readyz") {
       const r = readiness();
-      return send(r.ready ? 200 : 503, "application/json", `${JSON.stringify(r.ready ? { status: "ready" } : { status: "not ready", reason: r.reason })}\n`);
+      const warnings = readinessWarnings();
+      const body = r.ready ? { status: "ready", ...(warnings.length && { warnings }) } : { status: "not ready", reason: r.reason, ...(warnings.length && { warnings }) };
+      return send(r.ready ? 200 : 503, "application/json", `${JSON.stringify(body)}\n`);
     }
     if (path === "/metrics") {
       registry.metrics().then(

@@ -13,6 +13,23 @@ export function addReadinessCheck(name: string, check: ReadinessCheck): () => vo
   return () => void checks.delete(key);
 }
 
+const warnings = new Map<symbol, string>();
+
+/**
+ * A warning /readyz shows while the process is ready (`"warnings": [...]` next to `"status":
+ * "ready"`), e.g. "NO CHANNEL ISOLATION" from a runner whose operator chose the host sandbox.
+ * Call the returned function to take it back.
+ */
+export function addReadinessWarning(name: string, warning: string): () => void {
+  const key = Symbol(name);
+  warnings.set(key, `${name}: ${warning}`);
+  return () => void warnings.delete(key);
+}
+
+export function readinessWarnings(): string[] {
+  return [...warnings.values()];
+}
+
 export function readiness(): { ready: true } | { ready: false; reason: string } {
   if (checks.size === 0) return { ready: false, reason: "no service has started" };
   for (const { name, check } of checks.values()) {

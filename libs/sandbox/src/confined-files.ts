@@ -1,7 +1,8 @@
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readlink, realpath, type FileHandle } from "node:fs/promises";
+import { lchown, lstat, mkdir, open, readlink, realpath, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join, relative, resolve } from "node:path";
-import { modeAt, type MountMode, type SandboxView } from "./view.js";
+import { mayAccess, R_OK, type SandboxIdentity, unsearchableDir, W_OK, X_OK } from "./file-rights.js";
+import { inside, modeAt, type MountMode, type SandboxView } from "./view.js";
 
 /** A path the file tools refuse; the message is written for the model. */
 export class PathRefusedError extends Error {}
@@ -21,9 +22,19 @@ const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOC
  * and a read returns at most `maxBytes`.
  */
 export class ConfinedFiles {
+  /**
+   * `identity`: who the channel's commands are (see file-rights.ts). Given, every file is also
+   * judged by its mode bits for that uid and gid, and every directory on the way by its search
+   * bit, so the tools reach what bash reaches and nothing more (a root runner's own rights do not
+   * leak to them). What they create is handed to that uid and gid when the runner is someone else
+   * (root), so bash can change it afterwards.
+   */
   constructor(
     private readonly view: SandboxView,
     private readonly maxBytes: number,
+    private readonly identity?: SandboxIdentity,
+    /** Run before each write (hands directories the runner made since to the channel's uid). */
+    private readonly prepare?: () => Promise<void>,
   ) {}
 
   /** Whether the view shows an absolute path whose symlinks are already resolved. */
@@ -41,6 +52,7 @@ export class ConfinedFiles {
   async access(path: string, want: "read" | "write"): Promise<void> {
     const real = await this.realExisting(path);
     this.require(path, real, want === "write" ? "rw" : "ro");
+    await this.requireRights(path, real, want === "write" ? W_OK : R_OK);
   }
 
   /** The whole file, if it is a regular file of at most `maxBytes` (default: the executor's cap). */
@@ -99,6 +111,7 @@ export class ConfinedFiles {
   }
 
   async writeFile(path: string, content: string | Uint8Array): Promise<void> {
+    await this.prepare?.();
     const abs = resolve(this.view.channelDir, path);
     let parent: string;
     try {
@@ -114,8 +127,11 @@ export class ConfinedFiles {
       });
     }
     this.require(path, target, "rw");
-    const fh = await this.openChecked(path, target, WRITE_FLAGS, "rw");
+    const created = !(await lstat(target).catch(() => undefined));
+    if (created) await this.requireRights(path, dirname(target), W_OK | X_OK, "the directory");
+    const fh = await this.openChecked(path, target, WRITE_FLAGS, "rw", created);
     try {
+      if (created) await this.handOver(fh);
       await fh.truncate(0);
       await fh.writeFile(content);
     } finally {
@@ -125,6 +141,7 @@ export class ConfinedFiles {
 
   /** `mkdir -p` where the view lets this channel write. */
   async mkdir(dir: string): Promise<void> {
+    await this.prepare?.();
     const abs = resolve(this.view.channelDir, dir);
     let existing = abs;
     while ((await lstat(existing).catch(() => undefined)) === undefined) {
@@ -139,7 +156,37 @@ export class ConfinedFiles {
       return;
     }
     this.require(dir, join(real, rest), "rw");
-    await mkdir(join(real, rest), { recursive: true });
+    await this.requireRights(dir, real, W_OK | X_OK, "the directory");
+    const target = join(real, rest);
+    const first = await mkdir(target, { recursive: true });
+    // Hand every directory made here to the channel's uid (lchown: never through a link).
+    if (first && this.owner()) {
+      for (let d = target; inside(first, d); d = dirname(d)) {
+        await lchown(d, this.identity!.uid, this.identity!.gid).catch(() => {});
+        if (d === first) break;
+      }
+    }
+  }
+
+  /** The runner is not the channel's uid (root): what the tools create is handed over. */
+  private owner(): boolean {
+    return this.identity !== undefined && typeof process.getuid === "function" && process.getuid() !== this.identity.uid;
+  }
+
+  private async handOver(fh: FileHandle): Promise<void> {
+    if (this.owner()) await fh.chown(this.identity!.uid, this.identity!.gid);
+  }
+
+  /** Refused unless the channel's uid has `want` on `real` and may search every directory on the way. */
+  private async requireRights(shown: string, real: string, want: number, what = "", st?: { uid: number; gid: number; mode: number }): Promise<void> {
+    if (!this.identity) return;
+    const blocked = await unsearchableDir(this.view, this.identity, real);
+    if (blocked) throw new PathRefusedError(`${shown}: permission denied (the directory ${blocked} is closed to this channel's user)`);
+    const s = st ?? (await lstat(real).catch(() => undefined));
+    if (s && !mayAccess(s, this.identity, want)) {
+      const verb = want & W_OK ? "write" : want & R_OK ? "read" : "search";
+      throw new PathRefusedError(`${shown}: permission denied (${what ? `${what} ${real}` : "the file"} is not ${verb === "write" ? "writable" : verb === "read" ? "readable" : "searchable"} by this channel's user, uid ${this.identity.uid}; bash cannot ${verb} it either)`);
+    }
   }
 
   private async realExisting(path: string): Promise<string> {
@@ -155,7 +202,7 @@ export class ConfinedFiles {
     }
   }
 
-  private async openChecked(shown: string, real: string, flags: number, need: MountMode): Promise<FileHandle> {
+  private async openChecked(shown: string, real: string, flags: number, need: MountMode, created = false): Promise<FileHandle> {
     let fh: FileHandle;
     try {
       fh = await open(real, flags, 0o644);
@@ -168,6 +215,8 @@ export class ConfinedFiles {
       if (!st.isFile()) throw new PathRefusedError(`${shown}: not a regular file (directories, FIFOs, devices and sockets cannot be ${need === "rw" ? "written" : "read"} with this tool)`);
       const actual = await readlink(`/proc/self/fd/${fh.fd}`).catch(() => real);
       this.require(shown, actual, need);
+      // A file just created here is the channel's (handed over next); anything else must allow it.
+      if (!created) await this.requireRights(shown, actual, need === "rw" ? W_OK : R_OK, "", st);
       return fh;
     } catch (err) {
       await fh.close();

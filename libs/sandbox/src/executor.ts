@@ -1,3 +1,4 @@
+import type { CgroupLimits } from "./pids-cgroup.js";
 import type { SandboxView } from "./view.js";
 
 export type ExecutorKind = "host" | "bwrap" | "docker";
@@ -17,8 +18,16 @@ export interface ExecRequest {
 export interface ExecResult {
   /** null when the command was stopped or died of a signal. */
   exitCode: number | null;
-  /** Set when mom stopped the command: more output than the cap, its timeout, or an abort. */
-  stopped?: "output" | "timeout" | "aborted";
+  /** Set when mom stopped the command: more output than the cap, its timeout, an abort, or the channel's disk limit. */
+  stopped?: "output" | "timeout" | "aborted" | "disk";
+  /**
+   * A limit the command ran into, whether or not that ended it: `memory` (the kernel killed a
+   * process of it at the memory limit), `file-size` (a file reached the per-file limit: SIGXFSZ),
+   * `disk` (the channel's directory is over its size limit).
+   */
+  hit?: "memory" | "file-size" | "disk";
+  /** With `hit`/`stopped` "disk": how many bytes the channel's directory holds. */
+  diskBytes?: number;
   /** Bytes handed to onData (at most the cap). */
   outputBytes: number;
 }
@@ -33,6 +42,8 @@ export interface Executor {
   readonly view: SandboxView;
   /** Most output bytes one command may produce, and most bytes one file read returns. */
   readonly maxOutputBytes: number;
+  /** The per-command limits in force, for the notes the model reads. */
+  readonly limits?: CommandLimits;
   exec(req: ExecRequest): Promise<ExecResult>;
 }
 
@@ -43,6 +54,28 @@ export interface ExecutorOptions {
   maxOutputBytes: number;
   /** Caps the processes of one command where a pids cgroup can be made (see pids-cgroup.ts). */
   pidsLimit?: { cgroupBase: string; maxProcesses: number };
+  /** Memory, file-size, /tmp and disk limits of each command (see limits.ts). */
+  limits?: CommandLimits;
+  /** Run the command as this user: set when the runner is root (bwrap only; see docs/sandbox.md). */
+  user?: { uid: number; gid: number };
+  /** Called before each command (hands what the runner made in the channel's directory to `user`). */
+  prepare?: () => Promise<void>;
+}
+
+/** What bounds one command besides its processes; what is unset is not limited. */
+export interface CommandLimits {
+  /** The command's own cgroups (memory, and pids when given here). */
+  cgroups?: CgroupLimits;
+  /** Memory in bytes, for the note the model reads (enforced by cgroups.memory or dataBytes). */
+  memoryBytes?: number;
+  /** RLIMIT_DATA of each process, where no memory cgroup can be made. */
+  dataBytes?: number;
+  /** RLIMIT_FSIZE: the largest file any process of the command may write. */
+  fileBytes?: number;
+  /** bwrap: the size of the command's private /tmp (a tmpfs); /dev/shm gets at most 64 MiB of it. */
+  tmpBytes?: number;
+  /** The channel's directory may hold at most `maxBytes` (runner files excluded): checked while the command runs. */
+  disk?: { dir: string; maxBytes: number; exclude: readonly string[] };
 }
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 120_000;
@@ -59,7 +92,7 @@ export function cleanEnv(home: string, extra: Record<string, string>): Record<st
 }
 
 /** A line the model reads at the end of a command mom stopped. */
-export function stoppedNote(result: ExecResult, maxOutputBytes: number, timeoutMs: number): string | undefined {
+export function stoppedNote(result: ExecResult, maxOutputBytes: number, timeoutMs: number, limits?: CommandLimits): string | undefined {
   switch (result.stopped) {
     case "output":
       return `[mom stopped the command: it printed more than ${Math.round(maxOutputBytes / 1024 / 1024)} MB, the output cap. Write big output to a file under scratch/ and read it in parts.]`;
@@ -67,7 +100,23 @@ export function stoppedNote(result: ExecResult, maxOutputBytes: number, timeoutM
       return `[mom stopped the command: it ran longer than ${Math.round(timeoutMs / 1000)} s.]`;
     case "aborted":
       return "[the command was aborted]";
+    case "disk":
+      return `[mom stopped the command: this channel's directory grew to ${mb(result.diskBytes ?? 0)} MB, over its disk limit${limits?.disk ? ` of ${mb(limits.disk.maxBytes)} MB` : ""}. Delete files you no longer need (rm) before writing more.]`;
+    default:
+      break;
+  }
+  switch (result.hit) {
+    case "memory":
+      return `[mom's sandbox killed a process of this command: it used more than ${limits?.memoryBytes ? `${mb(limits.memoryBytes)} MB of memory, ` : "its memory limit, "}the per-command memory limit. Work on smaller pieces of data.]`;
+    case "file-size":
+      return `[a file of this command reached the per-file size limit${limits?.fileBytes ? ` of ${mb(limits.fileBytes)} MB` : ""} and the process writing it was stopped (File size limit exceeded).]`;
+    case "disk":
+      return `[this channel's directory now holds ${mb(result.diskBytes ?? 0)} MB, over its disk limit${limits?.disk ? ` of ${mb(limits.disk.maxBytes)} MB` : ""}: the next command that adds to it will be stopped. Delete files you no longer need (rm).]`;
     default:
       return undefined;
   }
+}
+
+function mb(bytes: number): number {
+  return Math.round(bytes / 1024 / 1024);
 }

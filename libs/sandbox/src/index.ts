@@ -5,3 +5,7 @@ export * from "./executor.js";
 export * from "./host-executor.js";
 export * from "./sandbox.js";
 export * from "./view.js";
+export * from "./disk-usage.js";
+export * from "./file-rights.js";
+export { controllerCgroupBase, pidsCgroupBase } from "./pids-cgroup.js";
+export * from "./seccomp.js";

@@ -1,7 +1,9 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { cleanEnv, DEFAULT_EXEC_TIMEOUT_MS, type ExecRequest, type ExecResult, type Executor, type ExecutorKind, type ExecutorOptions } from "./executor.js";
-import { type CommandCgroup, createCommandCgroup } from "./pids-cgroup.js";
+import { cleanEnv, type CommandLimits, DEFAULT_EXEC_TIMEOUT_MS, type ExecRequest, type ExecResult, type Executor, type ExecutorKind, type ExecutorOptions } from "./executor.js";
+import { measureDir } from "./disk-usage.js";
+import { type CgroupLimits, type CommandCgroup, createCommandCgroup } from "./pids-cgroup.js";
+import { hasTool } from "./tools-on-path.js";
 import { killCommandTree } from "./process-tree.js";
 
 export interface RunProcessOptions {
@@ -15,7 +17,15 @@ export interface RunProcessOptions {
   maxOutputBytes: number;
   /** Where to put the command in a cgroup of its own with at most `maxProcesses` processes (see pids-cgroup.ts). */
   pidsLimit?: { cgroupBase: string; maxProcesses: number };
+  limits?: CommandLimits;
+  /** Written to the command's fd 3 (bwrap's --seccomp 3), then closed. */
+  fd3?: Buffer;
 }
+
+/** How often the channel's directory is measured while a command runs (at least; a slow walk is spaced out more). */
+const DISK_CHECK_MS = 250;
+// What a process killed by SIGXFSZ exits with, as a shell reports it.
+const XFSZ_EXIT = 128 + 25;
 
 /** After the main process exits, how long its pipes may stay open before they are cut. */
 const PIPE_GRACE_MS = 500;
@@ -28,10 +38,16 @@ const PIPE_GRACE_MS = 500;
  */
 export async function runProcess(o: RunProcessOptions): Promise<ExecResult> {
   if (o.signal?.aborted) return { exitCode: null, stopped: "aborted", outputBytes: 0 };
+  const limits: CgroupLimits = { ...o.limits?.cgroups };
+  if (o.pidsLimit && !limits.pids) limits.pids = { base: { dir: o.pidsLimit.cgroupBase, version: o.pidsLimit.cgroupBase.startsWith("/sys/fs/cgroup/pids") ? 1 : 2 }, maxProcesses: o.pidsLimit.maxProcesses };
   // A cgroup that cannot be made (removed, out of ids) costs the limit, not the command.
-  const cgroup = o.pidsLimit && (await createCommandCgroup(o.pidsLimit.cgroupBase, o.pidsLimit.maxProcesses).catch(() => undefined));
+  const cgroup = limits.pids || limits.memory ? await createCommandCgroup(limits).catch(() => undefined) : undefined;
   try {
-    return await runIn(o, cgroup);
+    const result = await runIn(o, cgroup);
+    if (cgroup && (await cgroup.oomKills()) > 0) result.hit ??= "memory";
+    if (!result.hit && !result.stopped && o.limits?.fileBytes && (result.exitCode === XFSZ_EXIT || result.fileAtLimit)) result.hit = "file-size";
+    delete result.fileAtLimit;
+    return result;
   } finally {
     // Everything in it is dead already; the kernel frees the directory once they are reaped.
     void cgroup?.remove();
@@ -54,19 +70,33 @@ async function killAll(cgroup: CommandCgroup): Promise<void> {
   }
 }
 
-function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise<ExecResult> {
+function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise<ExecResult & { fileAtLimit?: boolean }> {
   // Without a cgroup, every process of the command is found again by this variable in
   // /proc/<pid>/environ, even after `setsid` and a double fork (process-tree.ts).
   const marker = `MOM_EXEC_ID=${randomUUID()}`;
   const env = { ...o.env, MOM_EXEC_ID: marker.slice("MOM_EXEC_ID=".length) };
-  return new Promise<ExecResult>((resolve, reject) => {
-    // The process joins its cgroup before it becomes the command, so not one fork escapes the count.
-    const [file, args] = cgroup ? ["/bin/sh", ["-c", 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, o.file, ...o.args]] : [o.file, o.args];
-    const child = spawn(file, args, { cwd: o.cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  return new Promise<ExecResult & { fileAtLimit?: boolean }>((resolve, reject) => {
+    // The process joins its cgroups before it becomes the command, so not one fork escapes the
+    // count; then its rlimits are set (prlimit: soft and hard, which an unprivileged process
+    // cannot raise again), then the command.
+    let argv = [o.file, ...o.args];
+    const rl = [...(o.limits?.fileBytes ? [`--fsize=${o.limits.fileBytes}`] : []), ...(o.limits?.dataBytes && !cgroup?.limitsMemory ? [`--data=${o.limits.dataBytes}`] : [])];
+    if (rl.length && hasTool("prlimit")) argv = ["prlimit", ...rl, "--", ...argv];
+    if (cgroup) {
+      const joins = cgroup.procsFiles.map((_, i) => `echo $$ > "$${i + 1}"`).join(" && ");
+      argv = ["/bin/sh", "-c", `${joins} && shift ${cgroup.procsFiles.length} && exec "$@"`, "sh", ...cgroup.procsFiles, ...argv];
+    }
+    const child = spawn(argv[0]!, argv.slice(1), { cwd: o.cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe", ...(o.fd3 ? (["pipe"] as const) : [])] });
+    if (o.fd3) {
+      const fd3 = child.stdio[3] as NodeJS.WritableStream & { on(e: "error", f: () => void): void };
+      fd3.on("error", () => {}); // the process died before reading it: its exit says why
+      fd3.end(o.fd3);
+    }
     let outputBytes = 0;
     let stopped: ExecResult["stopped"];
     let exitCode: number | null = null;
     let killing: Promise<void> | undefined;
+    let diskBytes: number | undefined;
     // Kills everything the command started (on abort, timeout, the output cap, and after it exits):
     // the cgroup knows every process exactly; without one, the marker finds them.
     const kill = () => (killing ??= cgroup ? killAll(cgroup) : child.pid ? killCommandTree(child.pid, marker).catch(() => {}) : Promise.resolve());
@@ -93,6 +123,10 @@ function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise
     child.stderr!.on("data", onChunk);
 
     const timer = setTimeout(() => stop("timeout"), o.timeoutMs);
+    const disk = o.limits?.disk && watchDisk(o.limits.disk, o.limits.fileBytes, (bytes) => {
+      diskBytes = bytes;
+      stop("disk");
+    });
     const onAbort = () => stop("aborted");
     o.signal?.addEventListener("abort", onAbort, { once: true });
 
@@ -103,10 +137,21 @@ function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise
       clearTimeout(timer);
       o.signal?.removeEventListener("abort", onAbort);
       await kill();
-      resolve({ exitCode: stopped ? null : exitCode, ...(stopped && { stopped }), outputBytes });
+      // A write faster than the checks ends before one sees it: measure once more.
+      const last = disk ? await disk.finish() : undefined;
+      if (last?.over !== undefined) diskBytes ??= last.over;
+      resolve({
+        exitCode: stopped ? null : exitCode,
+        ...(stopped && { stopped }),
+        ...(!stopped && last?.over !== undefined && { hit: "disk" as const }),
+        ...(diskBytes !== undefined && { diskBytes }),
+        ...(last?.fileAtLimit && { fileAtLimit: true }),
+        outputBytes,
+      });
     };
     child.on("error", (err) => {
       clearTimeout(timer);
+      void disk?.finish();
       o.signal?.removeEventListener("abort", onAbort);
       settled = true;
       reject(err);
@@ -125,6 +170,50 @@ function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise
   });
 }
 
+/**
+ * Measures the channel's directory every DISK_CHECK_MS (or five times as long as a measurement
+ * took) while a command runs; `over` is called once when it holds more than `maxBytes` and more
+ * than when the command started (so a command that only deletes is never stopped). `finish`
+ * stops the watch and measures once more: `over`, the bytes, when the directory grew past the
+ * limit; `fileAtLimit` when a file written since the start is as large as the per-file limit
+ * (a process was stopped writing it, even if the command's own exit code does not say so).
+ */
+function watchDisk(d: NonNullable<CommandLimits["disk"]>, fileBytes: number | undefined, over: (bytes: number) => void): { finish(): Promise<{ over?: number; fileAtLimit: boolean }> } {
+  const exclude = new Set(d.exclude);
+  const since = Date.now() - 1000; // file times are coarser than the clock
+  let done = false;
+  let fired = false;
+  let timer: NodeJS.Timeout | undefined;
+  const started = measureDir(d.dir, exclude);
+  const check = async () => {
+    const base = (await started).bytes;
+    const now = await measureDir(d.dir, exclude, fileBytes);
+    return { over: now.bytes > d.maxBytes && now.bytes > base ? now.bytes : undefined, fileAtLimit: (now.newestBig ?? 0) >= since };
+  };
+  const round = async () => {
+    const t0 = Date.now();
+    const { over: bytes } = await check();
+    if (done) return;
+    if (bytes !== undefined) {
+      fired = true;
+      over(bytes);
+      return;
+    }
+    timer = setTimeout(() => void round(), Math.max(DISK_CHECK_MS, 5 * (Date.now() - t0)));
+  };
+  void started.then(() => {
+    if (!done) timer = setTimeout(() => void round(), DISK_CHECK_MS);
+  });
+  return {
+    async finish() {
+      done = true;
+      clearTimeout(timer);
+      const last = await check();
+      return fired ? { fileAtLimit: last.fileAtLimit } : last;
+    },
+  };
+}
+
 /** An executor whose commands are processes the runner spawns (host, bwrap): only the command line differs. */
 export abstract class ProcessExecutor<O extends ExecutorOptions> implements Executor {
   abstract readonly kind: ExecutorKind;
@@ -136,16 +225,21 @@ export abstract class ProcessExecutor<O extends ExecutorOptions> implements Exec
     this.maxOutputBytes = o.maxOutputBytes;
   }
 
-  /** What to spawn for a request: file, arguments, working directory. */
-  protected abstract commandLine(req: ExecRequest): { file: string; args: string[]; cwd: string };
+  get limits() {
+    return this.o.limits;
+  }
 
-  exec(req: ExecRequest): Promise<ExecResult> {
-    const { file, args, cwd } = this.commandLine(req);
-    return runCommand(this.o, req, file, args, cwd);
+  /** What to spawn for a request: file, arguments, working directory, and bytes for its fd 3. */
+  protected abstract commandLine(req: ExecRequest): { file: string; args: string[]; cwd: string; fd3?: Buffer };
+
+  async exec(req: ExecRequest): Promise<ExecResult> {
+    await this.o.prepare?.();
+    const { file, args, cwd, fd3 } = this.commandLine(req);
+    return runCommand(this.o, req, file, args, cwd, fd3);
   }
 }
 
-function runCommand(o: ExecutorOptions, req: ExecRequest, file: string, args: string[], cwd: string): Promise<ExecResult> {
+function runCommand(o: ExecutorOptions, req: ExecRequest, file: string, args: string[], cwd: string, fd3?: Buffer): Promise<ExecResult> {
   return runProcess({
     file,
     args,
@@ -156,5 +250,7 @@ function runCommand(o: ExecutorOptions, req: ExecRequest, file: string, args: st
     timeoutMs: req.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
     maxOutputBytes: o.maxOutputBytes,
     pidsLimit: o.pidsLimit,
+    limits: o.limits,
+    fd3,
   });
 }

@@ -1,13 +1,17 @@
-import { closeSync, constants, lstatSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, constants, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { lchown, lstat, readdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import type Dockerode from "dockerode";
-import { BwrapExecutor, bwrapAvailable } from "./bwrap-executor.js";
+import { BwrapExecutor, bwrapAvailable, DEFAULT_TMP_BYTES } from "./bwrap-executor.js";
 import { DockerExecutor } from "./docker-executor.js";
 import { ConfinedFiles } from "./confined-files.js";
-import { DEFAULT_MAX_OUTPUT_BYTES, type Executor, type ExecutorKind } from "./executor.js";
+import { type CommandLimits, DEFAULT_MAX_OUTPUT_BYTES, type Executor, type ExecutorKind } from "./executor.js";
+import type { SandboxIdentity } from "./file-rights.js";
 import { HostExecutor } from "./host-executor.js";
-import { pidsCgroupBase } from "./pids-cgroup.js";
+import { type CgroupBase, controllerCgroupBase } from "./pids-cgroup.js";
+import { noFallocateFilter } from "./seccomp.js";
+import { hasTool } from "./tools-on-path.js";
 import { channelView, OPERATOR_EVENTS_DIR, sharedContainerView } from "./view.js";
 
 /** config.json `sandbox`, with `env:` references already resolved by the runner. */
@@ -32,9 +36,31 @@ export interface SandboxSettings {
   maxOutputBytes?: number;
   /** Most processes one command may have at once (a fork bomb stops there). Default DEFAULT_MAX_PROCESSES. */
   maxProcesses?: number;
+  /** bwrap: the uid and gid commands run as when the runner is root. Default DEFAULT_SANDBOX_UID. */
+  uid?: number;
+  gid?: number;
+  /** bwrap/host: the size of a command's private /tmp, in MiB. Default 256. */
+  tmpMb?: number;
+  /** bwrap/host: the largest file a command may write, in MiB. Default 1024. */
+  maxFileMb?: number;
+  /** bwrap/host: the most a channel's directory may hold, in MiB. Default 2048. */
+  diskMb?: number;
 }
 
 export const DEFAULT_MAX_PROCESSES = 512;
+/** The uid and gid a root runner's commands run as: no login user has it on a usual host. */
+export const DEFAULT_SANDBOX_UID = 10001;
+export const DEFAULT_MEMORY_MB = 1024;
+export const DEFAULT_TMP_MB = DEFAULT_TMP_BYTES / 1024 / 1024;
+export const DEFAULT_MAX_FILE_MB = 1024;
+export const DEFAULT_DISK_MB = 2048;
+
+/** One line per limit, for the start-up log and `mom doctor`: which are in force here and how. */
+export interface LimitReport {
+  name: "user" | "processes" | "memory" | "tmp" | "file size" | "disk";
+  on: boolean;
+  detail: string;
+}
 
 /**
  * What every channel sees besides its own directory: global memory and skills. Read-only but for
@@ -62,25 +88,45 @@ export class Sandbox {
   /** Why `auto` chose what it chose, for the start-up log and `mom doctor`. */
   readonly reason: string;
   /** Where per-command pids cgroups are made; undefined when this process may not make any. */
-  readonly cgroupBase = pidsCgroupBase();
+  readonly cgroupBase: string | undefined;
+  private readonly pidsBase: CgroupBase | undefined;
+  private readonly memoryBase: CgroupBase | undefined;
+  /** Who bash and the file tools are (bwrap: an unprivileged uid; host: the runner); undefined for docker. */
+  readonly identity: SandboxIdentity | undefined;
+  /** Set when the runner is root: commands switch to identity's uid and gid. */
+  private readonly switchUser: { uid: number; gid: number } | undefined;
 
   constructor(
     private readonly settings: SandboxSettings,
     private readonly paths: { dataDir: string; workspaceDir: string },
-    hasBwrap: () => boolean = bwrapAvailable,
+    hasBwrap: (user?: { uid: number; gid: number }) => boolean = bwrapAvailable,
   ) {
+    this.pidsBase = controllerCgroupBase("pids");
+    this.memoryBase = controllerCgroupBase("memory");
+    this.cgroupBase = this.pidsBase?.dir;
+    const root = process.getuid?.() === 0;
+    const sandboxUser = root ? { uid: settings.uid ?? DEFAULT_SANDBOX_UID, gid: settings.gid ?? settings.uid ?? DEFAULT_SANDBOX_UID } : undefined;
     if (settings.type === "auto") {
-      const ok = hasBwrap();
+      const ok = hasBwrap(sandboxUser);
       this.kind = ok ? "bwrap" : "host";
-      this.reason = ok ? "auto: bubblewrap works here" : "auto: bubblewrap is not installed or cannot create namespaces here, so commands run on the host";
+      this.reason = ok ? "auto: bubblewrap works here" : "auto: bubblewrap is not installed or cannot create namespaces here, so commands would run on the host";
     } else {
       // Refusing to start beats failing every command later with bwrap's own error.
       if (settings.type === "docker" && !settings.image) throw new Error('sandbox.type "docker" needs sandbox.image');
-      if (settings.type === "bwrap" && !hasBwrap()) {
-        throw new Error('sandbox.type is "bwrap" but bubblewrap is not installed or cannot create namespaces here: install it (apt-get install -y bubblewrap), allow user namespaces, or use "auto"');
+      if (settings.type === "bwrap" && !hasBwrap(sandboxUser)) {
+        throw new Error(
+          `sandbox.type is "bwrap" but bubblewrap is not installed or cannot create namespaces here${sandboxUser ? ` and start a command as uid ${sandboxUser.uid} (the runner is root; its commands run as sandbox.uid through setpriv)` : ""}: install it (apt-get install -y bubblewrap), allow user namespaces, or use "auto"`,
+        );
       }
       this.kind = settings.type;
       this.reason = `configured: sandbox.type ${settings.type}`;
+    }
+    if (this.kind === "bwrap" && sandboxUser) {
+      if (!hasTool("setpriv")) throw new Error("the runner is root and its commands must run as sandbox.uid, which needs setpriv (util-linux) on PATH");
+      this.switchUser = sandboxUser;
+      this.identity = { ...sandboxUser, groups: [] };
+    } else if (this.kind !== "docker") {
+      this.identity = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0, groups: process.getgroups?.() ?? [] };
     }
   }
 
@@ -118,11 +164,28 @@ export class Sandbox {
     for (const f of runnerFiles) touch(f);
     const sharedWritable = this.sharedWriter(channel);
     const view = channelView({ ...this.paths, channelDir, shared: this.shared, sharedWritable, readOnly: runnerFiles });
+    if (this.switchUser) {
+      // The channel's directory and the shared paths it may write belong to the commands' uid (a
+      // data dir made by a root runner before is handed over once); the runner's own files stay
+      // the runner's.
+      const keep = new Set(runnerFiles);
+      adopt(channelDir, this.switchUser, keep);
+      for (const m of view.mounts) if (m.mode === "rw" && m.path !== channelDir) adopt(m.path, this.switchUser, keep);
+    }
+    // Directories the runner makes in the channel's directory later (attachments/, scratch/ after
+    // an `rm -rf`) are handed over before each command and each file-tool write: only direct
+    // entries, each with lchown, which changes that entry and never follows a link (safe while a
+    // command of the channel runs).
+    const user = this.switchUser;
+    const keep = new Set(runnerFiles);
+    const prepare = user ? () => adoptEntries(channelDir, user, keep) : undefined;
     const o = {
       view,
       env: this.settings.env ?? {},
       maxOutputBytes: this.settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
-      ...(this.cgroupBase && { pidsLimit: { cgroupBase: this.cgroupBase, maxProcesses: this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES } }),
+      ...(prepare && { prepare }),
+      ...(this.kind !== "docker" && { limits: this.commandLimits(channelDir, runnerFiles) }),
+      ...(this.kind === "bwrap" && this.switchUser && { user: this.switchUser }),
     };
     const network = this.settings.network ?? false;
     const executor =
@@ -140,7 +203,60 @@ export class Sandbox {
               limits: { ...(this.settings.memoryMb && { memoryBytes: this.settings.memoryMb * 1024 * 1024 }), ...(this.settings.cpus && { cpus: this.settings.cpus }) },
             })
           : new HostExecutor(o);
-    return { executor, files: new ConfinedFiles(view, o.maxOutputBytes), description: this.describe(sharedWritable), sharedWritable };
+    return { executor, files: new ConfinedFiles(view, o.maxOutputBytes, this.identity, prepare), description: this.describe(sharedWritable), sharedWritable };
+  }
+
+  /** Each command's limits on this host (bwrap, host): cgroups where they can be made, rlimits, the disk check. */
+  private commandLimits(channelDir: string, runnerFiles: string[]): CommandLimits {
+    const memoryBytes = (this.settings.memoryMb ?? DEFAULT_MEMORY_MB) * 1024 * 1024;
+    return {
+      cgroups: {
+        ...(this.pidsBase && { pids: { base: this.pidsBase, maxProcesses: this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES } }),
+        ...(this.memoryBase && { memory: { base: this.memoryBase, maxBytes: memoryBytes } }),
+      },
+      memoryBytes,
+      ...(!this.memoryBase && { dataBytes: memoryBytes }),
+      fileBytes: (this.settings.maxFileMb ?? DEFAULT_MAX_FILE_MB) * 1024 * 1024,
+      tmpBytes: (this.settings.tmpMb ?? DEFAULT_TMP_MB) * 1024 * 1024,
+      disk: { dir: channelDir, maxBytes: (this.settings.diskMb ?? DEFAULT_DISK_MB) * 1024 * 1024, exclude: runnerFiles },
+    };
+  }
+
+  /** Which limits hold for each command here, and by what mechanism (start-up log, `mom doctor`). */
+  limitsReport(): LimitReport[] {
+    if (this.kind === "docker") {
+      return [
+        { name: "processes", on: true, detail: `the container's pids limit (${this.settings.maxProcesses ?? DEFAULT_MAX_PROCESSES})` },
+        { name: "memory", on: this.settings.memoryMb !== undefined, detail: this.settings.memoryMb ? `${this.settings.memoryMb} MiB per container` : "none (set sandbox.memoryMb)" },
+      ];
+    }
+    const s = this.settings;
+    const prlimit = hasTool("prlimit");
+    const seccomp = this.kind === "bwrap" && noFallocateFilter() !== undefined;
+    return [
+      this.switchUser
+        ? { name: "user", on: true, detail: `commands and file tools run as uid ${this.switchUser.uid}, gid ${this.switchUser.gid} (the runner is root; sandbox.uid)` }
+        : { name: "user", on: this.identity?.uid !== 0, detail: `commands and file tools run as the runner's uid ${this.identity?.uid}${this.identity?.uid === 0 ? " (root!)" : ""}` },
+      this.pidsBase
+        ? { name: "processes", on: true, detail: `${s.maxProcesses ?? DEFAULT_MAX_PROCESSES} per command (cgroup v${this.pidsBase.version} pids)` }
+        : { name: "processes", on: false, detail: "no process limit (no pids cgroup may be created here)" },
+      this.memoryBase
+        ? { name: "memory", on: true, detail: `${s.memoryMb ?? DEFAULT_MEMORY_MB} MiB per command (cgroup v${this.memoryBase.version} memory)` }
+        : prlimit
+          ? { name: "memory", on: true, detail: `${s.memoryMb ?? DEFAULT_MEMORY_MB} MiB per process, not per command (RLIMIT_DATA: no memory cgroup may be created here)` }
+          : { name: "memory", on: false, detail: "no memory limit (no memory cgroup may be created here and prlimit is missing)" },
+      this.kind === "bwrap"
+        ? { name: "tmp", on: true, detail: `/tmp is a ${s.tmpMb ?? DEFAULT_TMP_MB} MiB tmpfs per command` }
+        : { name: "tmp", on: false, detail: "/tmp is the host's (host sandbox)" },
+      prlimit
+        ? { name: "file size", on: true, detail: `${s.maxFileMb ?? DEFAULT_MAX_FILE_MB} MiB per file (RLIMIT_FSIZE)` }
+        : { name: "file size", on: false, detail: "no per-file limit (prlimit is missing)" },
+      {
+        name: "disk",
+        on: true,
+        detail: `${s.diskMb ?? DEFAULT_DISK_MB} MiB per channel directory, checked every 250 ms while a command runs${seccomp ? "; fallocate refused (seccomp)" : ""}`,
+      },
+    ];
   }
 
   /** What stops commands from running, found now (the docker engine or image), or undefined. */
@@ -177,11 +293,16 @@ export class Sandbox {
     if (this.kind === "docker") {
       return `docker — commands run in this channel's own container (image ${this.settings.image}): this channel's directory writable, ${shared}, the rest of the workspace read-only, other channels hidden, a read-only root with a private /tmp, ${net}. Background processes end with the command.`;
     }
-    return `bubblewrap — each command runs in a fresh sandbox: this channel's directory writable, ${shared}, the rest of the workspace and the system read-only, other channels hidden, a private /tmp emptied after every command, ${net}. Background processes end with the command.`;
+    const l = this.settings;
+    return (
+      `bubblewrap — each command runs in a fresh sandbox: this channel's directory writable, ${shared}, the rest of the workspace and the system read-only, other channels hidden, a private /tmp emptied after every command, ${net}. Background processes end with the command. ` +
+      `Commands and file tools run as an unprivileged user (uid ${this.identity?.uid}): files only root may read stay unreadable. Limits per command: ${l.memoryMb ?? DEFAULT_MEMORY_MB} MB of memory, ${l.tmpMb ?? DEFAULT_TMP_MB} MB in /tmp, files up to ${l.maxFileMb ?? DEFAULT_MAX_FILE_MB} MB; this channel's directory may hold ${l.diskMb ?? DEFAULT_DISK_MB} MB.`
+    );
   }
 
   // bwrap binds only what exists; a shared path must be there to be bound (read-only or writable),
-  // and the operator's events/ to be hidden.
+  // and the operator's events/ to be hidden. (With a root runner, forChannel hands what a channel
+  // may write to the commands' uid.)
   private ensureShared(): void {
     mkdirSync(join(this.paths.workspaceDir, OPERATOR_EVENTS_DIR), { recursive: true });
     for (const p of this.shared) {
@@ -202,4 +323,66 @@ export class Sandbox {
 function touch(file: string): void {
   const { O_WRONLY, O_CREAT, O_APPEND, O_NOFOLLOW, O_NONBLOCK } = constants;
   closeSync(openSync(file, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0o644));
+}
+
+/** Most entries one hand-over walks; a bigger tree is handed over in parts, one per channel start. */
+const ADOPT_MAX_ENTRIES = 100_000;
+
+/**
+ * Hands `path` and what root owns beneath it to `user`, except `keep`; entries of other users are
+ * left alone. The whole tree is walked only while `path` itself is still root's (a data dir from
+ * before, handed over once); after that only its direct entries (directories the runner made as
+ * root since, like attachments/). Never through a symlink: lchown changes a link itself, a link is
+ * never descended, and an entry whose directory no longer resolves to itself (swapped for a link
+ * since it was listed) is skipped. It runs when the channel's agent is created, when no command
+ * of the channel is alive to swap anything.
+ */
+function adopt(path: string, user: { uid: number; gid: number }, keep: ReadonlySet<string>): void {
+  let top;
+  try {
+    top = lstatSync(path);
+  } catch {
+    return;
+  }
+  const deep = top.uid === 0;
+  const stack: Array<[string, number]> = [[path, 0]];
+  let seen = 0;
+  while (stack.length > 0 && seen < ADOPT_MAX_ENTRIES) {
+    const [p, depth] = stack.pop()!;
+    seen++;
+    let st;
+    try {
+      st = lstatSync(p);
+      if (p !== path && realpathSync(dirname(p)) !== dirname(p)) continue;
+    } catch {
+      continue;
+    }
+    if (!keep.has(p) && st.uid === 0) {
+      try {
+        lchownSync(p, user.uid, user.gid);
+      } catch {
+        // read-only file system, or gone: the command will say what it cannot write
+      }
+    }
+    if (st.isDirectory() && (deep || depth === 0)) {
+      try {
+        for (const name of readdirSync(p)) stack.push([join(p, name), depth + 1]);
+      } catch {
+        // unreadable: left as it is
+      }
+    }
+  }
+}
+
+/** The direct entries of `dir` that root owns, handed to `user` (except `keep`); never follows a link. */
+async function adoptEntries(dir: string, user: { uid: number; gid: number }, keep: ReadonlySet<string>): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  await Promise.all(
+    names.map(async (name) => {
+      const p = join(dir, name);
+      if (keep.has(p)) return;
+      const st = await lstat(p).catch(() => undefined);
+      if (st?.uid === 0) await lchown(p, user.uid, user.gid).catch(() => {});
+    }),
+  );
 }

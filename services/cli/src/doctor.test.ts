@@ -39,6 +39,10 @@ describe("mom doctor", () => {
     expect(llm.requests.length).toBeGreaterThan(0);
     expect(checks.NATS).toMatchObject({ ok: true, detail: expect.stringMatching(/nats-server \d+\.\d+.*JetStream on.*scale-out available/) });
     expect(checks.sandbox).toMatchObject({ ok: true, detail: expect.stringMatching(/^bwrap \(auto: bubblewrap works here\); network off/) });
+    // Which per-command limits hold on this host, and how.
+    expect(checks["sandbox limits"]!.detail).toMatch(/memory: 1024 MiB per (command \(cgroup v[12] memory\)|process)/);
+    expect(checks["sandbox limits"]!.detail).toContain("tmp: /tmp is a 256 MiB tmpfs per command");
+    expect(checks["sandbox limits"]!.detail).toContain("disk: 2048 MiB per channel directory");
     expect(checks.secrets).toBeUndefined();
   });
 
@@ -52,7 +56,7 @@ describe("mom doctor", () => {
     );
     const checks = byName(await runDoctor(d));
     expect(checks.config!.ok).toBe(true);
-    expect(checks.sandbox).toMatchObject({ ok: false, optional: true, detail: expect.stringContaining("tools run unsandboxed") });
+    expect(checks.sandbox).toMatchObject({ ok: false, optional: true, detail: expect.stringContaining("NO CHANNEL ISOLATION — tools run unsandboxed") });
     expect(checks.secrets).toMatchObject({ optional: true, detail: expect.stringContaining("MOM_DOCTOR_UNSET_BOT (/adapters/acme/botToken, needed by `mom ingress acme`)") });
   });
 

@@ -135,7 +135,7 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
     checks.push({ name: "workspace", ok: false, detail: `${loaded.paths.workspaceDir}: ${(err as Error).message}` });
   }
   checks.push(await checkCustomTools(loaded));
-  checks.push(await checkSandbox(loaded));
+  checks.push(...(await checkSandbox(loaded)));
   const unset = unsetEnvRefs(loaded.config);
   if (unset.length) {
     const list = unset.map((u) => `${u.variable} (${u.path}, needed by ${u.path.startsWith("/adapters/") ? `\`mom ingress ${u.path.split("/")[2]}\`` : "the runner"})`);
@@ -144,21 +144,33 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
   return checks;
 }
 
-/** Which executor the runner will use, why, and what it cannot do here. */
-async function checkSandbox(loaded: LoadedConfig): Promise<Check> {
-  const wanted = loaded.config.sandbox.type;
+/** Which executor the runner will use, why, what it cannot do here, and which per-command limits hold. */
+async function checkSandbox(loaded: LoadedConfig): Promise<Check[]> {
   let sandbox: Sandbox;
   try {
     sandbox = new Sandbox(loaded.config.sandbox, loaded.paths);
   } catch (err) {
-    return { name: "sandbox", ok: false, detail: (err as Error).message };
+    return [{ name: "sandbox", ok: false, detail: (err as Error).message }];
   }
+  const report = sandbox.limitsReport();
+  const off = report.filter((l) => !l.on);
+  const limits: Check = {
+    name: "sandbox limits",
+    ok: off.length === 0,
+    optional: true,
+    detail: report.map((l) => `${l.on ? "" : "NOT IN FORCE: "}${l.name}: ${l.detail}`).join("; "),
+  };
+  return [await sandboxChoice(loaded, sandbox), limits];
+}
+
+async function sandboxChoice(loaded: LoadedConfig, sandbox: Sandbox): Promise<Check> {
+  const wanted = loaded.config.sandbox.type;
   const pids = sandbox.cgroupBase ? "process limit per command on" : "no process limit (no pids cgroup may be created here)";
   if (sandbox.kind === "host") {
     const hint = hasCommand("bwrap", ["--version"]) ? "bubblewrap is installed but cannot create namespaces here (in a container: allow user namespaces)" : "install bubblewrap: sudo apt-get install -y bubblewrap";
     return wanted === "host"
-      ? { name: "sandbox", ok: false, optional: true, detail: `host (configured): tools run unsandboxed as the runner's user, for development only; ${pids}` }
-      : { name: "sandbox", ok: false, optional: true, detail: `host — ${sandbox.reason}; ${hint}` };
+      ? { name: "sandbox", ok: false, optional: true, detail: `host (configured): NO CHANNEL ISOLATION — tools run unsandboxed as the runner's user, for development only; ${pids}` }
+      : { name: "sandbox", ok: false, detail: `NO CHANNEL ISOLATION — ${sandbox.reason}; the runner refuses to start so (set sandbox.type "host" to run without isolation on purpose); ${hint}` };
   }
   const problem = await sandbox.check();
   if (problem) return { name: "sandbox", ok: false, detail: `${sandbox.kind}: ${problem}` };
