@@ -38,3 +38,8 @@ export function controlMessagesOf(bus: Bus, ref: { adapter: string; channelId: s
   return channelPayloads(bus, "CTL", "ctl", ControlMessage, ref);
 }
 
+
+/** Every valid Receipt of a channel on the bus so far (the runner's tool receipts and the ingress's delivery receipts), in stream order. */
+export function receiptsOf(bus: Bus, ref: { adapter: string; channelId: string }): Promise<Receipt[]> {
+  return channelPayloads(bus, "RECEIPTS", "receipts", Receipt, ref);
+}
