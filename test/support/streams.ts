@@ -43,3 +43,17 @@ export function controlMessagesOf(bus: Bus, ref: { adapter: string; channelId: s
 export function receiptsOf(bus: Bus, ref: { adapter: string; channelId: string }): Promise<Receipt[]> {
   return channelPayloads(bus, "RECEIPTS", "receipts", Receipt, ref);
 }
+
+/** Every dead letter so far (any stage), in stream order. */
+export async function deadLetters(bus: Bus): Promise<DeadLetter[]> {
+  const stream = bus.subjects.stream("DLQ");
+  const info = await bus.jsm.streams.info(stream);
+  const v = validator(DeadLetter);
+  const out: DeadLetter[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const r = m ? parsePayload(v, m.data) : undefined;
+    if (r?.ok) out.push(r.value);
+  }
+  return out;
+}
