@@ -67,10 +67,13 @@ describe("spawnNatsCluster", () => {
 
     await c.node(leader!).start();
     await c.waitForHealth(30_000);
-    // The restarted node caught up from its own store and the others.
-    const jsz = await (await fetch(`http://127.0.0.1:${c.node(leader!).monitorPort}/jsz?streams=true&accounts=true`)).json();
-    const here = (jsz as { account_details: { stream_detail?: { name: string; state: { messages: number } }[] }[] }).account_details.flatMap((a) => a.stream_detail ?? []).find((s) => s.name === "HARNESS");
-    expect(here?.state.messages).toBe(2);
+    // The restarted node catches up from its own store and the others (healthy does not mean caught
+    // up yet: the replica applies what it missed after it rejoins).
+    const messagesThere = async () => {
+      const jsz = await (await fetch(`http://127.0.0.1:${c.node(leader!).monitorPort}/jsz?streams=true&accounts=true`)).json();
+      return (jsz as { account_details: { stream_detail?: { name: string; state: { messages: number } }[] }[] }).account_details.flatMap((a) => a.stream_detail ?? []).find((s) => s.name === "HARNESS")?.state.messages;
+    };
+    expect(await until("the restarted node to hold both messages", async () => ((await messagesThere()) === 2 ? 2 : undefined), 15_000)).toBe(2);
   }, 90_000);
 
   it("SIGSTOP freezes a node until SIGCONT, and a graceful stop hands the meta leadership over", async () => {
