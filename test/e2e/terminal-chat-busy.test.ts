@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { screenOf } from "../support/screen.js";
 import { startStack, type Stack } from "../support/stack.js";
 
+const channelDir = (s: Stack) => join(s.loaded.paths.workspaceDir, "channels", "cli", "local");
 const FRAME = /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // On a terminal the usage line comes after the live rows were erased, not right after a newline.
@@ -71,7 +74,7 @@ describe("terminal chat on a terminal, while mom is busy", () => {
   });
 });
 
-describe("terminal chat commands: stop, /help, /model", () => {
+describe("terminal chat commands: stop, /help, /new, /model", () => {
   let s: Stack;
   beforeAll(async () => {
     s = await startStack({
@@ -114,6 +117,43 @@ describe("terminal chat commands: stop, /help, /model", () => {
     s.type("/frobnicate");
     await s.output.waitFor("unknown command /frobnicate (/help lists the commands)");
     expect(s.llm.requests.length).toBe(before);
+  });
+
+  it("`/new` starts a fresh session: the next prompt has no earlier history, log.jsonl keeps it, context.jsonl is archived", async () => {
+    s.output.text = "";
+    s.llm.enqueue({ text: "noted: the secret word is pelican" });
+    s.type("remember the secret word pelican");
+    await s.output.waitForAnswer("noted: the secret word is pelican");
+    s.output.text = "";
+    s.type("/new");
+    s.llm.enqueue({ text: "fresh answer" });
+    s.type("what was the secret word?");
+    await s.output.waitFor("Started a new session");
+    await s.output.waitForAnswer("fresh answer");
+    expect(s.output.text.indexOf("Started a new session")).toBeLessThan(s.output.text.indexOf("fresh answer"));
+
+    const last = JSON.stringify(s.llm.requests.at(-1)!.messages);
+    expect(last).toContain("what was the secret word?");
+    expect(last).not.toContain("pelican");
+    expect(last).not.toContain("slow one"); // nor anything said before (synced log lines included)
+    expect(last).not.toContain("/new");
+
+    const dir = channelDir(s);
+    const archives = readdirSync(dir).filter((f) => /^context-.*\.jsonl$/.test(f));
+    expect(archives).toHaveLength(1);
+    expect(readFileSync(join(dir, archives[0]!), "utf8")).toContain("pelican");
+    expect(readFileSync(join(dir, "context.jsonl"), "utf8")).not.toContain("pelican");
+    expect(readFileSync(join(dir, "log.jsonl"), "utf8")).toContain("pelican");
+    expect(s.output.text).toContain(archives[0]!);
+
+    // and the new session goes on as one: the next run sees the fresh exchange
+    s.llm.enqueue({ text: "still fresh" });
+    s.type("and now?");
+    await s.output.waitForAnswer("still fresh");
+    const next = JSON.stringify(s.llm.requests.at(-1)!.messages);
+    expect(next).toContain("fresh answer");
+    expect(next).not.toContain("pelican");
+    expect(existsSync(join(dir, "context.jsonl"))).toBe(true);
   });
 
   it("`/model` shows the chat's model and the configured ones; `/model <name>` says how to switch (config.json, restart)", async () => {
