@@ -175,7 +175,7 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   const ingressNote = ingresses.length ? `, ingress ${ingresses.join(", ")}` : "";
   process.stdout.write(
     chat
-      ? `mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`
+      ? `mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}). Type a message; /help lists the commands ("stop" aborts, /new starts afresh, /model), Ctrl-D quits.\n`
       : `mom is up without a terminal chat (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}); ${o.chat === false ? "--no-chat" : "stdin is not a terminal"}. SIGTERM or Ctrl-C stops it.\n`,
   );
   logger.info({ chat, ingresses, nats: redactNatsUrl(url) }, "mom up ready");
