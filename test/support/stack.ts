@@ -2,7 +2,7 @@ import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus } from "@mom/bus";
 import { busOptions } from "@mom/cli";
 import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
-import { startCliIngress, type RunningCliIngress } from "@mom/ingress-cli";
+import { chatModels, startCliIngress, type RunningCliIngress } from "@mom/ingress-cli";
 import { startFakeLlm, startTestNats, type FakeLlm, type TestNats } from "@mom/testing";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
@@ -36,6 +36,11 @@ export interface StackOptions {
   config?: object;
   /** Rewrites the fake provider's models.json (extra models, costs, context windows). */
   models?: (json: { providers: Record<string, { models: Array<Record<string, unknown>> }> }) => object;
+  /**
+   * The terminal chat as on a terminal: input and output claim to be TTYs (80 columns), so the
+   * chat reads keystrokes in raw mode and keeps the input line apart from mom's output.
+   */
+  tty?: boolean;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -57,6 +62,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
   await bus.provision();
   const input = new PassThrough();
+  if (opts.tty) {
+    const tty = input as PassThrough & { isTTY?: boolean; isRaw?: boolean; setRawMode?: (raw: boolean) => PassThrough };
+    tty.isTTY = true;
+    tty.isRaw = false;
+    tty.setRawMode = (raw) => ((tty.isRaw = raw), input);
+  }
   const output = new OutputCapture();
   const stack: Stack = {
     dataDir,
@@ -67,7 +78,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     input,
     output,
     logs,
-    type: (line) => void input.write(`${line}\n`),
+    // A terminal sends Enter as "\r" (raw mode); a pipe sends lines.
+    type: (line) => void input.write(`${line}${opts.tty ? "\r" : "\n"}`),
     async startRunner() {
       stack.runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
     },
@@ -88,7 +100,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         channelId: "local",
         user: { id: "u-tester", username: "tester" },
         input,
-        output: { write: output.write },
+        output: { write: output.write, ...(opts.tty && { isTTY: true, columns: 80 }) },
+        models: chatModels(loaded, "cli/local"),
         logger,
         // `/attach <path>` is relative to the data dir; files mom attaches land in <dataDir>/downloads.
         cwd: dataDir,

@@ -9,7 +9,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type AttachOptions, createAttachTool } from "./attach-tool.js";
 import { createMomTools, MOM_TOOL_NAMES, withLabel } from "./labelled-tools.js";
-import { formatChatLine, HISTORY_READ_BYTES, lastSyncCursor, type PlacedLogEntry, type SyncCursor, syncLogToSession, wasPrompted } from "./log-sync.js";
+import { formatChatLine, HISTORY_READ_BYTES, lastSyncCursor, LOG_SYNC_ENTRY, type PlacedLogEntry, type SyncCursor, syncLogToSession, wasPrompted } from "./log-sync.js";
 import type { ResolvedModel } from "./model.js";
 import { OutboundMapper } from "./outbound-mapper.js";
 import { gated, withNote } from "./gated-tools.js";
@@ -183,6 +183,14 @@ export class ChannelAgent {
       loader.compactWith = guardedCompaction(session.agent.streamFn, opts.resolved.modelRegistry);
     }
     return agent;
+  }
+
+  /**
+   * A fresh session (`/new`) starts after the log entry `cursor` names: the log's earlier lines
+   * are not synced into it. No-op for a session that already has a sync marker.
+   */
+  startAfter(cursor: SyncCursor): void {
+    if (!lastSyncCursor(this.sessionManager)) this.sessionManager.appendCustomEntry(LOG_SYNC_ENTRY, { lastId: cursor.lastId, ...(cursor.offset !== undefined && { offset: cursor.offset }) });
   }
 
   get isRunning(): boolean {

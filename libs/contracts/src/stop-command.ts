@@ -4,3 +4,13 @@ export function isStopCommand(text: string): boolean {
   const words = text.trim().replace(/^(@\S+\s+)+/, "").trim().toLowerCase();
   return /^stop[.!]*$/.test(words);
 }
+
+// The same convention for a fresh session: a mention whose text is just "/new" ("@mom /new")
+// makes the runner start the channel's agent session anew once the runs queued before it are
+// done (context.jsonl archived, log.jsonl kept). It travels on mom.in, not mom.ctl, so it is
+// ordered with the channel's messages: what was said before it is in the old session, what
+// comes after in the new one.
+export function isNewSessionCommand(text: string): boolean {
+  const words = text.trim().replace(/^(@\S+\s+)+/, "").trim().toLowerCase();
+  return words === "/new";
+}

@@ -320,15 +320,16 @@ export async function writeNewFileBeneath(root: string, relDir: string, name: st
 /**
  * Renames an entry the runner refused (a symlink, FIFO or hard link where its own file belongs)
  * to `<name>.refused-<time>` in the same directory, so the runner can make its file again;
- * the entry itself is never followed or opened. Returns the new name.
+ * the entry itself is never followed or opened. Returns the new name. `asideName` names it
+ * otherwise (in the same directory).
  */
-export async function moveAsideBeneath(root: string, rel: string): Promise<string> {
+export async function moveAsideBeneath(root: string, rel: string, asideName?: string): Promise<string> {
   const parts = components(rel);
   const name = parts.pop()!;
   const dir = await DirBeneath.open(root, parts.join("/"));
   if (!dir) throw new RefusedPathError(rel, "its directory is missing");
   try {
-    const aside = `${name}.refused-${Date.now()}`;
+    const aside = asideName ?? `${name}.refused-${Date.now()}`;
     await rename(fdPath(dir.fh, name), fdPath(dir.fh, aside));
     return aside;
   } finally {

@@ -127,6 +127,20 @@ export class ChannelStore {
     return this.openRunnerFile("context.jsonl");
   }
 
+  /**
+   * `/new`: context.jsonl (the agent session) is moved aside to `context-<time>.jsonl` in the
+   * channel's directory, so the next agent starts an empty one; log.jsonl stays. Resolves the
+   * archive's name, or undefined when there was no context to keep (missing or empty).
+   */
+  async archiveContext(): Promise<string | undefined> {
+    this.writeGuard?.();
+    const fh = await openBeneath(this.dir, "context.jsonl", "read");
+    if (!fh) return undefined;
+    const size = await fh.stat().then((st) => st.size, () => 0).finally(() => fh.close());
+    if (size === 0) return undefined;
+    return moveAsideBeneath(this.dir, "context.jsonl", `context-${new Date().toISOString().replace(/[:.]/g, "-")}.jsonl`);
+  }
+
   private async openRunnerFile(name: (typeof RUNNER_FILES)[number]): Promise<FileHandle> {
     try {
       return (await openBeneath(this.dir, name, "append"))!;

@@ -1,7 +1,7 @@
-import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
+import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, type SyncCursor, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, escapeChannelToken, type InterruptedRun, isStopCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
+import { type ChannelMessage, type ChannelRef, escapeChannelToken, type InterruptedRun, isNewSessionCommand, isStopCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
@@ -251,6 +251,7 @@ export class ChannelWorker {
     this.noteTaken(message.id, seq);
     if (!message.isMention) return NOW;
     if (isStopCommand(message.text)) return { done: this.stop(`@${message.sender.username}`) };
+    if (isNewSessionCommand(message.text)) return { done: this.newSession(message) };
     if (interrupted) return this.resume(seq, message, interrupted, traceparent);
     if ((this.current || this.queued.length > 0) && this.deps.busyMode === "reject") return { done: this.reject(message) };
     if (this.current && this.deps.busyMode === "steer") {
@@ -262,7 +263,7 @@ export class ChannelWorker {
 
   /** Whether a mention taken in now starts its run right away: no run of this channel in hand, a slot free. */
   private runsAtOnce(message: ChannelMessage): boolean {
-    return message.isMention && !isStopCommand(message.text) && !this.halted && this.unfinished.size === 0 && this.deps.slotFree();
+    return message.isMention && !isStopCommand(message.text) && !isNewSessionCommand(message.text) && !this.halted && this.unfinished.size === 0 && this.deps.slotFree();
   }
 
   private recordEarly(seq: number, messageId: string): Early {
@@ -365,6 +366,44 @@ export class ChannelWorker {
       this.deps.log.info({ runId: this.current.runId, by }, "aborting run");
       await (await this.agent)?.abort();
     }
+  }
+
+  /** Set by `/new`: the next agent's session starts after this log entry. */
+  private freshAfter?: SyncCursor;
+
+  /**
+   * `/new`: once the runs queued before it are done, the channel's agent session starts anew —
+   * context.jsonl archived (context-<time>.jsonl), log.jsonl kept, its earlier lines not synced
+   * into the new session. Said in the channel as a reply of its own (a run_ended with no run).
+   */
+  private newSession(message: ChannelMessage): Promise<void> {
+    const done = this.tail.then(() => this.resetSession(message));
+    this.tail = done.catch(() => {});
+    return done;
+  }
+
+  private async resetSession(message: ChannelMessage): Promise<void> {
+    if (this.halted) throw new NotHandledHere(`worker ${this.halted}: left for the next owner`);
+    const started = Date.now();
+    const pub = new RunPublisher(this.deps.bus, this.deps.ref, randomUUID(), this.deps.log, this.deps.publishRetryMs);
+    let text: string;
+    try {
+      (await this.agent?.catch(() => undefined))?.dispose();
+      this.agent = undefined;
+      const archived = await this.deps.store.archiveContext();
+      this.freshAfter = { lastId: message.id };
+      this.deps.log.info({ msgId: message.id, archived }, "new session");
+      text = archived
+        ? `Started a new session: the conversation so far is no longer in my context (log.jsonl keeps it; the old session is archived as ${archived}).`
+        : "Started a new session (there was no earlier session to archive).";
+    } catch (err) {
+      if (err instanceof ChannelLost) throw new NotHandledHere(err.message);
+      this.deps.log.error({ err, msgId: message.id }, "could not start a new session");
+      pub.emit(this.ended({ stopReason: "error", errorMessage: `could not start a new session: ${(err as Error).message}`, finalText: "", usage: ZERO_USAGE }, message, started));
+      return this.flushed(pub);
+    }
+    pub.emit(this.ended({ stopReason: "stop", finalText: text, usage: ZERO_USAGE }, message, started));
+    await this.flushed(pub);
   }
 
   /**
@@ -596,8 +635,13 @@ export class ChannelWorker {
 
   private getAgent(): Promise<ChannelAgent> {
     if (!this.agent) {
-      this.agent = this.deps.createAgent();
-      this.agent.catch(() => (this.agent = undefined)); // retry creation on the next message
+      const fresh = this.freshAfter;
+      this.freshAfter = undefined;
+      this.agent = this.deps.createAgent().then((agent) => (fresh && agent.startAfter(fresh), agent));
+      this.agent.catch(() => {
+        this.agent = undefined; // retry creation on the next message
+        this.freshAfter ??= fresh;
+      });
     }
     return this.agent;
   }

@@ -56,17 +56,19 @@ function currentUser(): string {
 
 /** The terminal chat on stdin/stdout; resolves `ended` when the input closes (Ctrl-D). */
 async function terminalChat(adapter: string, loaded: LoadedConfig, url: string, logger: Logger) {
-  const { startCliIngress } = await import("@mom/ingress-cli");
+  const { chatModels, startCliIngress } = await import("@mom/ingress-cli");
   const me = currentUser();
+  const channelId = process.env.MOM_CLI_CHANNEL || "local";
   let inputEnded!: () => void;
   const ended = new Promise<void>((r) => (inputEnded = r));
   const cli = await startCliIngress(
     {
       adapter,
-      channelId: process.env.MOM_CLI_CHANNEL || "local",
+      channelId,
       user: { id: me, username: me },
       input: process.stdin,
-      output: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY },
+      output: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY, get columns() { return process.stdout.columns; } },
+      models: chatModels(loaded, `${adapter}/${channelId}`),
       logger,
       onInputEnd: inputEnded,
       downloadsDir: join(loaded.paths.dataDir, "downloads"),
@@ -173,7 +175,7 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   const ingressNote = ingresses.length ? `, ingress ${ingresses.join(", ")}` : "";
   process.stdout.write(
     chat
-      ? `mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}). Type a message; /attach <file> [text] sends a file, "stop" aborts, Ctrl-D quits.\n`
+      ? `mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}). Type a message; /help lists the commands ("stop" aborts, /new starts afresh, /model), Ctrl-D quits.\n`
       : `mom is up without a terminal chat (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}); ${o.chat === false ? "--no-chat" : "stdin is not a terminal"}. SIGTERM or Ctrl-C stops it.\n`,
   );
   logger.info({ chat, ingresses, nats: redactNatsUrl(url) }, "mom up ready");

@@ -4,10 +4,15 @@ import { type Attachment, type ChannelMessage, escapeChannelToken, OutboundEvent
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
+import { Writable } from "node:stream";
+import { HELP_TEXT, modelText, parseChatCommand, switchModelText } from "./chat-commands.js";
 import { parseAttachCommand, readUpload, saveDownload } from "./cli-files.js";
 import { CLI_OPTIONS, type CliIngressOptions } from "./cli-options.js";
 import { DEFAULT_MAX_ATTACHMENT_BYTES, decideApproval, observeRendering, plainDialect, publishInbound } from "@mom/render";
 import { CliRenderer } from "./cli-renderer.js";
+
+/** What the input line starts with on an interactive terminal. */
+const PROMPT = "> ";
 
 /** Terminal chat: every input line is a ChannelMessage; the channel's outbound events are drawn. */
 @Injectable()
@@ -18,6 +23,8 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
   private rl?: Interface;
   private pending: Promise<unknown> = Promise.resolve();
   private unready?: () => void;
+  /** The model the last run in this chat reported (run_started). */
+  private lastModel?: string;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -42,21 +49,79 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
         const ev = d.data.event;
         if (ev.type === "approval_requested") this.awaitingApproval = ev.approvalId;
         if (ev.type === "approval_resolved" && ev.approvalId === this.awaitingApproval) this.awaitingApproval = undefined;
+        if (ev.type === "run_started") this.lastModel = ev.model;
         return observeRendering(this.opts.adapter, d, async () => (ev.type === "attachment" ? this.download(ev) : this.renderer.render(d.data)));
       },
     });
     this.unready = serviceReadiness(`ingress-${this.opts.adapter}`, this.bus);
-    this.rl = createInterface({ input: this.opts.input, crlfDelay: Infinity, terminal: false });
+    this.rl = this.interactive ? this.promptInterface() : createInterface({ input: this.opts.input, crlfDelay: Infinity, terminal: false });
     this.rl.on("line", (line) => {
+      if (this.interactive) this.renderer.entered(`${PROMPT}${line}`);
       const text = line.trim();
       if (!text) return;
-      const attach = parseAttachCommand(text);
-      const decision = this.awaitingApproval && /^(y|yes|n|no)$/i.test(text) ? (/^y/i.test(text) ? "allow-once" : "deny") : undefined;
-      this.pending = this.pending.then((): Promise<unknown> =>
-        decision ? this.decide(decision) : attach ? this.sendFile(attach.path, attach.text) : this.send(text),
-      );
+      this.pending = this.pending.then((): Promise<unknown> => this.handleLine(text));
     });
     this.rl.on("close", () => void this.pending.then(() => this.opts.onInputEnd?.()));
+  }
+
+  /** A person types on a terminal and mom writes to one: the input line is kept apart from mom's output. */
+  private get interactive(): boolean {
+    return Boolean((this.opts.input as { isTTY?: boolean }).isTTY && this.opts.output.isTTY && process.env.TERM !== "dumb");
+  }
+
+  /**
+   * readline in terminal mode: it echoes what is typed (with editing and history) on the prompt
+   * row, which the renderer keeps below its own output. Ctrl-C, which raw mode turns into a key,
+   * is passed on as the SIGINT it would have been.
+   */
+  private promptInterface(): Interface {
+    const out = this.opts.output;
+    const sink = new Writable({
+      write(chunk: Buffer | string, _enc, done) {
+        out.write(chunk.toString());
+        done();
+      },
+    }) as Writable & { columns?: number; isTTY?: boolean };
+    Object.defineProperty(sink, "columns", { get: () => out.columns ?? 80 });
+    sink.isTTY = true;
+    const rl = createInterface({ input: this.opts.input, output: sink, terminal: true, prompt: PROMPT, crlfDelay: Infinity });
+    rl.on("SIGINT", () => (this.opts.onInterrupt ? this.opts.onInterrupt() : process.kill(process.pid, "SIGINT")));
+    const lineState = rl as unknown as { prevRows?: number };
+    this.renderer.attachInput({
+      cursorRow: () => rl.getCursorPos().rows,
+      redraw: () => {
+        // The renderer has put the cursor at the start of the prompt's row: readline must not move up first.
+        lineState.prevRows = 0;
+        rl.prompt(true);
+      },
+    });
+    return rl;
+  }
+
+  /** One typed line: a command of the terminal chat, an approval answer, a file, or a message to mom. */
+  private async handleLine(text: string): Promise<unknown> {
+    if (this.awaitingApproval && /^(y|yes|n|no)$/i.test(text)) return this.decide(/^y/i.test(text) ? "allow-once" : "deny");
+    const attach = parseAttachCommand(text);
+    if (attach) return this.sendFile(attach.path, attach.text);
+    const command = parseChatCommand(text);
+    switch (command?.kind) {
+      case "help":
+        return this.renderer.notice(HELP_TEXT);
+      case "model":
+        return this.renderer.notice(command.name ? switchModelText(this.opts.models, command.name) : modelText(this.opts.models, this.lastModel));
+      case "unknown":
+        return this.renderer.notice(`✗ unknown command /${command.name} (/help lists the commands)`);
+      case "stop": {
+        const sent = await this.send(text);
+        if (sent) this.renderer.stopSent();
+        return sent;
+      }
+      case "new":
+        // The runner starts the new session once the runs queued before it are done, and says so.
+        return this.send(text);
+      default:
+        return this.send(text);
+    }
   }
 
   /** The terminal's answer to the pending approval prompt, as an approval_decision on mom.ctl. */
@@ -71,7 +136,7 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
         { approvalId, decision, user: { id: this.opts.user.id, username: this.opts.user.username }, channel: this.opts.channelId },
       );
     } catch (err) {
-      this.opts.output.write(`✗ could not send the decision (NATS): ${(err as Error).message}\n`);
+      this.renderer.notice(`✗ could not send the decision (NATS): ${(err as Error).message}`);
     }
   }
 
@@ -94,7 +159,7 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
    */
   async sendFile(path: string, text: string): Promise<ChannelMessage | undefined> {
     if (!path) {
-      this.opts.output.write("✗ usage: /attach <path> [message]\n");
+      this.renderer.notice("✗ usage: /attach <path> [message]");
       return undefined;
     }
     let attachment: Attachment;
@@ -104,7 +169,7 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
       await this.bus.putFile(objectKey, upload.bytes, upload.mimeType ? { mimeType: upload.mimeType } : {});
       attachment = { filename: upload.filename, localPath: "", size: upload.size, objectKey, ...(upload.mimeType && { mimeType: upload.mimeType }) };
     } catch (err) {
-      this.opts.output.write(`✗ cannot attach ${path}: ${(err as Error).message}\n`);
+      this.renderer.notice(`✗ cannot attach ${path}: ${(err as Error).message}`);
       return undefined;
     }
     return this.send(text, [attachment]);
@@ -122,8 +187,8 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
     }
   }
 
-  /** Publishes one line as a message to mom; terminal lines always address mom. */
-  async send(text: string, attachments: Attachment[] = []): Promise<ChannelMessage> {
+  /** Publishes one line as a message to mom; terminal lines always address mom. Undefined when NATS refused it. */
+  async send(text: string, attachments: Attachment[] = []): Promise<ChannelMessage | undefined> {
     const message: ChannelMessage = {
       id: `${Date.now()}-${randomBytes(4).toString("hex")}`,
       channelId: this.opts.channelId,
@@ -137,8 +202,9 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
     try {
       await publishInbound(this.bus, this.opts.adapter, message, { retryForMs: 0 });
     } catch (err) {
-      this.opts.output.write(`✗ could not send (NATS): ${(err as Error).message}\n`);
+      this.renderer.notice(`✗ could not send (NATS): ${(err as Error).message}`);
       this.opts.logger.error({ err }, "publish failed");
+      return undefined;
     }
     return message;
   }

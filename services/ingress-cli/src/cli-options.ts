@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { ChatModels } from "./chat-commands.js";
 import type { RendererOutput } from "./cli-renderer.js";
 
 export const CLI_OPTIONS = Symbol("CLI_OPTIONS");
@@ -20,5 +21,9 @@ export interface CliIngressOptions {
   cwd?: string;
   /** config `attachments.maxBytes` (default 20 MiB): larger files are neither sent nor downloaded. */
   maxAttachmentBytes?: number;
+  /** What `/model` shows and checks (chatModels(loaded, "<adapter>/<channel>")); without it `/model` knows only the last run's. */
+  models?: ChatModels;
+  /** Ctrl-C typed on an interactive terminal (raw mode: no signal is sent); default: SIGINT to this process. */
+  onInterrupt?: () => void;
 }
 
