@@ -177,6 +177,8 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
       : `mom is up without a terminal chat (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}); ${o.chat === false ? "--no-chat" : "stdin is not a terminal"}. SIGTERM or Ctrl-C stops it.\n`,
   );
   logger.info({ chat, ingresses, nats: redactNatsUrl(url) }, "mom up ready");
+  // Does not hold the start up: an unreachable model is said now, not at the first message.
+  void checkModelAtStart(loaded, logger, (line) => void process.stdout.write(`mom: ${line}\n`));
   const graceMs = loaded.config.runner.shutdownGraceSeconds * 1000;
   return shutdownWith({
     closers: [...processClosers, ...closers],
@@ -199,6 +201,22 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   });
 }
 
+/**
+ * The model's endpoint asked once, in the background, as a service starts (no completion,
+ * nothing spent): one line in the log — and in the terminal when `say` is given — naming the
+ * endpoint, what failed and the fix. Never holds the start up, never throws.
+ */
+async function checkModelAtStart(loaded: LoadedConfig, logger: Logger, say?: (line: string) => void): Promise<void> {
+  const { startupModelCheck } = await import("./model-probe.js");
+  const problem = await startupModelCheck(loaded).catch((err: unknown) => `model check failed: ${(err as Error).message}`);
+  if (problem) {
+    logger.warn({ model: loaded.config.model }, problem);
+    say?.(problem);
+  } else {
+    logger.info({ model: loaded.config.model }, "model endpoint reachable");
+  }
+}
+
 /** `mom runner`: the agent runner alone, as deployed; pino logs to stderr. */
 export async function runner(dataDir: string): Promise<never> {
   const loaded = loadConfig(dataDir, process.env, { sandbox: true });
@@ -206,6 +224,7 @@ export async function runner(dataDir: string): Promise<never> {
   await observe(loaded, "agent-runner", logger);
   const { startRunner } = await import("@mom/agent-runner");
   const service = await startRunner({ loaded, bus: busOptions(loaded, loaded.config.nats.url, "agent-runner", logger), logger });
+  void checkModelAtStart(loaded, logger);
   return shutdownOn([() => service.close()]);
 }
 
