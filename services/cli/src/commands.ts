@@ -1,4 +1,4 @@
-import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl } from "@mom/config";
+import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl, serviceLogger } from "@mom/config";
 import { fstatSync, mkdirSync, openSync } from "node:fs";
 import { isatty } from "node:tty";
 import { fileURLToPath } from "node:url";
@@ -145,10 +145,11 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
     }
     // The ingresses stop first (at the signal) and are waited for before NATS stops.
     closers.push(() => (childrenStopped ??= supervisor.stop()));
-    const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", logger.child({ service: "agent-runner" })), logger: logger.child({ service: "agent-runner" }) });
+    const runnerLog = serviceLogger(logger, "agent-runner");
+    const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", runnerLog), logger: runnerLog });
     closers.push(() => runner.close());
     // Event files (workspace/events/*.json) fire from the terminal too.
-    const schedulerLog = logger.child({ service: "scheduler" });
+    const schedulerLog = serviceLogger(logger, "scheduler");
     const scheduler = await startScheduler({ loaded, logger: schedulerLog }, busOptions(loaded, url, "scheduler", schedulerLog));
     closers.push(() => scheduler.close());
     // Every other adapter in a process of its own: one platform's crash cannot take the others down.
@@ -163,7 +164,7 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   }
   let ended: Promise<void> | undefined;
   if (chat) {
-    const cli = await terminalChat(cliAdapterName(loaded), loaded, url, logger.child({ service: "ingress-cli" }));
+    const cli = await terminalChat(cliAdapterName(loaded), loaded, url, serviceLogger(logger, "ingress-cli"));
     closers.push(() => cli.close());
     ended = cli.ended;
   }
