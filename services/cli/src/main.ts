@@ -90,6 +90,20 @@ function program(): Command {
     const { tailCommand } = await import("./tail-command.js");
     return tailCommand(target, { ...o, data: dir(o) }, print);
   });
+  withData(
+    mom
+      .command("logs")
+      .description("the log `mom up` writes (data/logs/mom.log), pretty-printed; filter by service, channel and level; -f follows")
+      .option("-s, --service <name>", "only this service (agent-runner, scheduler, mom, ingress-cli, ingress-<adapter>; `ingress` for every ingress)")
+      .option("-c, --channel <adapter[/channel]>", "only lines about this channel, or every channel of this adapter")
+      .option("-l, --level <level>", "this level and above: trace, debug, info, warn, error, fatal")
+      .option("-n, --lines <n>", "only the last n matching lines of what is there")
+      .option("-f, --follow", "keep printing what is appended, until Ctrl-C")
+      .option("--json", "the JSON lines as written, filtered"),
+  ).action(async (o: { data?: string; service?: string; channel?: string; level?: string; lines?: string; follow?: boolean; json?: boolean }) => {
+    const { logsCommand } = await import("./logs-command.js");
+    exitCode = await logsCommand({ ...o, data: dir(o), color: process.stdout.isTTY === true }, (t) => void process.stdout.write(t));
+  });
   registerAuth(mom, {
     print,
     terminal: { input: process.stdin, write: (t) => void process.stdout.write(t) },
