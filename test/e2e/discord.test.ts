@@ -68,7 +68,7 @@ describe("Discord ingress end to end (fake Discord gateway + REST, real NATS, ru
     expect(final.message_reference?.message_id).toBe(trigger.id);
     expect(final.history[0]!.content).toBe("⏳ Working…");
     expect(final.history.map((h) => h.content).join("\n")).toMatch(/(→ List the files|✓ List the files \(\d+ ms\))/);
-    expect(final.embeds[0]!.footer!.text).toMatch(/ in · .* out · \$0\.0000 · /);
+    expect(final.embeds[0]!.footer!.text).toMatch(/ in · .* out · \$\? · /);
     expect(s.discord.rest.calls.some((c) => c.method === "POST" && c.path === `/channels/${IDS.general}/typing`)).toBe(true);
     const post = s.discord.rest.calls.find((c) => c.method === "POST" && c.path === `/channels/${IDS.general}/messages` && c.body?.content === "⏳ Working…")!;
     expect(post.body.allowed_mentions).toEqual({ parse: [], replied_user: false });

@@ -84,7 +84,7 @@ describe("Slack ingress end to end", () => {
     expect(details).toMatch(/:white_check_mark: \*Count the files\* · `bash` · \d/);
     expect(details).toContain("sleep 1.5; echo counted-42");
     expect(details).toMatch(/```\ncounted-42\n```/);
-    expect(details).toMatch(/:bar_chart: [\d,]+ in · [\d,]+ out · \$0\.0000 · .*s$/m);
+    expect(details).toMatch(/:bar_chart: [\d,]+ in · [\d,]+ out · \$\? · .*s$/m);
 
     const published = (await inbound("C0GENERAL")).filter((m) => m.id === ts);
     expect(published).toHaveLength(1); // app_mention + message event = one message

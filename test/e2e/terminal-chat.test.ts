@@ -24,7 +24,7 @@ describe("terminal chat end to end (real NATS, fake LLM, runner + CLI ingress)",
     );
     s.type("what is the answer?");
     await s.output.waitFor("The answer is **42**.");
-    await s.output.waitFor(/\$0\.0000/);
+    await s.output.waitFor(/\$\?/);
 
     expect(s.output.text).toContain("working…");
     expect(s.output.text).toContain("→ Count the files");
@@ -63,8 +63,8 @@ describe("terminal chat end to end (real NATS, fake LLM, runner + CLI ingress)",
     s.type("stream something");
     await s.output.waitFor("Streaming words");
     expect(s.output.text).not.toContain("here.");
-    expect(s.output.text).not.toMatch(/\$0\.0000/);
-    await s.output.waitFor(/\$0\.0000/);
+    expect(s.output.text).not.toMatch(/\$\?/);
+    await s.output.waitFor(/\$\?/);
     expect(s.output.text.split("Streaming words arrive one by one here.").length).toBe(2);
   });
 

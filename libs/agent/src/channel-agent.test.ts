@@ -39,7 +39,7 @@ describe("ChannelAgent", () => {
   });
 
   /** A fresh channel, or (`same`) a new agent on an existing one, as a runner taking it over makes. */
-  async function setup(model = faux, onFileProblems?: (problems: string[]) => void, same?: { layout: WorkspaceLayout; store: ChannelStore }) {
+  async function setup(model = faux, onFileProblems?: (problems: string[]) => void, same?: { layout: WorkspaceLayout; store: ChannelStore }, o: { baseUrl?: string; retries?: number } = {}) {
     const layout = same?.layout ?? new WorkspaceLayout(join(dir, "workspace"));
     await layout.ensureWorkspace();
     const store = same?.store ?? layout.channel({ adapter: "cli", channelId: `c${Math.random().toString(36).slice(2)}` });
@@ -51,9 +51,10 @@ describe("ChannelAgent", () => {
       workspaceDir: layout.workspaceDir,
       store,
       sandbox,
-      resolved: { model: model.getModel() as never, authStorage, modelRegistry: ModelRegistry.inMemory(authStorage) },
+      resolved: { model: { ...model.getModel(), ...(o.baseUrl && { baseUrl: o.baseUrl }) } as never, authStorage, modelRegistry: ModelRegistry.inMemory(authStorage) },
       agentDir: join(dir, "pi"),
       onFileProblems,
+      ...(o.retries !== undefined && { retries: o.retries }),
     });
     return { layout, store, agent };
   }
@@ -275,6 +276,26 @@ describe("ChannelAgent", () => {
     const outcome = await agent.run(entry("e1", "hello"), () => {});
     expect(outcome.stopReason).toBe("error");
     expect(outcome.errorMessage).toContain("provider exploded");
+    agent.dispose();
+  });
+
+  it("a model call that cannot connect names the endpoint, what failed and the fix, with no secret in it", async () => {
+    const { store, agent } = await setup(faux, undefined, undefined, { baseUrl: "http://user:s3cret@127.0.0.1:1/v1?key=s3cret", retries: 0 });
+    await store.appendLog(entry("c1", "hello"));
+    faux.setResponses([fauxAssistantMessage([], { stopReason: "error", errorMessage: "Connection error." })]);
+    const outcome = await agent.run(entry("c1", "hello"), () => {});
+    expect(outcome.stopReason).toBe("error");
+    expect(outcome.errorMessage).toMatch(/^Connection error: ECONNREFUSED — model faux-agent\/m1 at http:\/\/127\.0\.0\.1:1\/v1: connection refused — nothing listens there/);
+    expect(outcome.errorMessage).not.toContain("s3cret");
+    agent.dispose();
+  });
+
+  it("a refused key says so, with the provider's message and the endpoint", async () => {
+    const { store, agent } = await setup(faux, undefined, undefined, { retries: 0 });
+    await store.appendLog(entry("a1", "hello"));
+    faux.setResponses([fauxAssistantMessage([], { stopReason: "error", errorMessage: "401 Incorrect API key provided" })]);
+    const outcome = await agent.run(entry("a1", "hello"), () => {});
+    expect(outcome.errorMessage).toMatch(/^401 Incorrect API key provided — model faux-agent\/m1 at \S+: credentials refused \(HTTP 401\) — check the key/);
     agent.dispose();
   });
 

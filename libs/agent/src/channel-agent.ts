@@ -11,6 +11,7 @@ import { type AttachOptions, createAttachTool } from "./attach-tool.js";
 import { createMomTools, MOM_TOOL_NAMES, withLabel } from "./labelled-tools.js";
 import { formatChatLine, HISTORY_READ_BYTES, lastSyncCursor, LOG_SYNC_ENTRY, type PlacedLogEntry, type SyncCursor, syncLogToSession, wasPrompted } from "./log-sync.js";
 import type { ResolvedModel } from "./model.js";
+import { describeEndpointProblem, diagnoseModelError } from "./model-endpoint.js";
 import { OutboundMapper } from "./outbound-mapper.js";
 import { gated, withNote } from "./gated-tools.js";
 import type { ToolGate } from "@mom/tools";
@@ -271,7 +272,7 @@ export class ChannelAgent {
     // A steer that arrived after pi's last check would otherwise wait for the next prompt.
     const undelivered = this.session.pendingMessageCount > 0 ? [...this.session.clearQueue().steering] : [];
     unsubscribe();
-    const outcome = this.outcome(answers, thrown);
+    const outcome = await this.withEndpoint(this.outcome(answers, thrown), answers.at(-1));
     return undelivered.length ? { ...outcome, undelivered } : outcome;
   }
 
@@ -328,6 +329,21 @@ export class ChannelAgent {
   dispose(): void {
     this.session.dispose();
     void this.context.close().catch(() => undefined);
+  }
+
+  /**
+   * A model call that failed says which endpoint and what failed (refused, DNS, TLS, 401, 404
+   * model…) and the fix, not only the SDK's "Connection error.": the chat shows this message.
+   */
+  private async withEndpoint(outcome: RunOutcome, last: AssistantMessage | undefined): Promise<RunOutcome> {
+    if (outcome.stopReason !== "error" || !outcome.errorMessage || this.stoppedBecause || last?.errorMessage !== outcome.errorMessage) return outcome;
+    const model = this.session.model;
+    if (!model) return outcome;
+    const problem = await diagnoseModelError(model, outcome.errorMessage, { ...(this.opts.resolved.modelsFile && { modelsFile: this.opts.resolved.modelsFile }) }).catch(() => undefined);
+    if (!problem) return outcome;
+    // The SDK's own words first (a status, the server's message), then where and what to do.
+    const said = problem.status !== undefined ? `${problem.status}${problem.detail ? ` ${problem.detail}` : ""}` : `${outcome.errorMessage.trim().replace(/\.$/, "")}: ${problem.detail}`;
+    return { ...outcome, errorMessage: `${said} — ${describeEndpointProblem(problem, { detail: false })}` };
   }
 
   private outcome(assistants: AssistantMessage[], thrown: Error | undefined): RunOutcome {

@@ -6,6 +6,7 @@ export * from "./labelled-tools.js";
 export * from "./skills.js";
 export * from "./log-sync.js";
 export * from "./model.js";
+export * from "./model-endpoint.js";
 export * from "./outbound-mapper.js";
 export * from "./resource-loader.js";
 export * from "./system-prompt.js";

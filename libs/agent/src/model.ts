@@ -12,6 +12,8 @@ export interface ResolvedModel {
   model: Model<Api>;
   authStorage: AuthStorage;
   modelRegistry: ModelRegistry;
+  /** The models.json it was resolved against (errors name it when the provider is defined there). */
+  modelsFile?: string;
 }
 
 /** Startup problems the operator must fix; the message says what to do. */
@@ -29,6 +31,26 @@ function credentialHint(provider: string, paths: ModelPaths): string {
 }
 
 /**
+ * pi's models.json errors as one line naming the file and the field: "Failed to load
+ * models.json: Provider ollama: "apiKey" is required …\n\nFile: …" becomes
+ * `data/models.json: providers.ollama.apiKey: required …`.
+ */
+export function modelsFileError(modelsFile: string, piError: string): string {
+  const text = piError.replace(/\n+File: .*$/s, "").replace(/^Failed to (load|parse) models\.json: /, "").replace(/^Invalid models\.json schema:\s*/, "schema: ").replace(/\s*\n\s*/g, "; ").trim();
+  const field = /^Provider ([^:,]+): "(\w+)" is required when defining custom models\.?$/.exec(text);
+  if (field) {
+    const [, provider, name] = field;
+    const hint = name === "apiKey" ? ` (the key, or the name of the environment variable holding it; a server that takes none, such as Ollama, accepts any value: "apiKey": "${provider}")` : "";
+    return `${modelsFile}: providers.${provider}.${name}: required when the provider defines models${hint}`;
+  }
+  const model = /^Provider ([^:,]+), model ([^:]+): (.*)$/.exec(text);
+  if (model) return `${modelsFile}: providers.${model[1]} (model "${model[2]}"): ${model[3]}`;
+  const provider = /^Provider ([^:,]+): (.*)$/.exec(text);
+  if (provider) return `${modelsFile}: providers.${provider[1]}: ${provider[2]}`;
+  return `${modelsFile}: ${text}`;
+}
+
+/**
  * Finds `<provider>/<modelId>` among pi-ai's built-in models and data/models.json, and checks that
  * credentials exist (an auth profile for the provider, or one pi finds itself), so a missing key is a clear startup message and not an error at the first chat.
  */
@@ -36,7 +58,7 @@ export function resolveModel(provider: string, modelId: string, paths: ModelPath
   const authStorage = AuthStorage.create(paths.authFile);
   const modelRegistry = ModelRegistry.create(authStorage, paths.modelsFile);
   const loadError = modelRegistry.getError();
-  if (loadError) throw new ModelSetupError(`${paths.modelsFile}: ${loadError}`);
+  if (loadError) throw new ModelSetupError(modelsFileError(paths.modelsFile, loadError));
   // pi accepts any api name in models.json and fails only when the model is called: every message.
   const known = new Set(getApiProviders().map((p) => p.api));
   const bad = modelRegistry.getAll().find((m) => !known.has(m.api));
@@ -54,5 +76,5 @@ export function resolveModel(provider: string, modelId: string, paths: ModelPath
   if (!hasProfile(provider) && !modelRegistry.hasConfiguredAuth(model)) {
     throw new ModelSetupError(`no credentials for model "${provider}/${modelId}": ${credentialHint(provider, paths)}`);
   }
-  return { model, authStorage, modelRegistry };
+  return { model, authStorage, modelRegistry, modelsFile: paths.modelsFile };
 }

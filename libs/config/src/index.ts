@@ -5,7 +5,7 @@ export { ConfigError } from "./config-error.js";
 export type { Issue as ConfigIssue } from "./schema-issues.js";
 export { parseModelRef, type ModelRef } from "./model-ref.js";
 export { isNatsUrl, redactNatsUrl } from "./nats-url.js";
-export { createLogger, type Logger, type LoggerOptions } from "./logger.js";
+export { createLogger, type Logger, type LoggerOptions, serviceLogger } from "./logger.js";
 export { AUTH_PROFILE_ID_PATTERN, AuthProfile, AuthProfilesFile, loadAuthProfiles, saveAuthProfiles } from "./auth-profiles-file.js";
 export { readJsonFile, schemaChecker } from "./json-file.js";
 export { editConfigFile } from "./edit-config.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { PassThrough } from "node:stream";
-import { createLogger } from "./index.js";
+import { createLogger, serviceLogger } from "./index.js";
 
 function capture(): { stream: PassThrough; lines: () => Record<string, unknown>[] } {
   const stream = new PassThrough();
@@ -18,6 +18,20 @@ describe("createLogger", () => {
     const [line] = out.lines();
     expect(line).toMatchObject({ service: "agent-runner", level: "info", channel: "cli/local", runId: "r1", msgId: "m1", tokens: 3, msg: "run started" });
     expect(typeof line!.time).toBe("string");
+  });
+
+  it("names the service once per line, also for the services `mom up` runs in one process", async () => {
+    const out = capture();
+    let text = "";
+    out.stream.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+    const mom = createLogger("mom", { destination: out.stream, level: "debug" });
+    mom.info("up");
+    serviceLogger(mom, "agent-runner").child({ channel: "cli/local" }).debug("run started");
+    await new Promise((r) => setImmediate(r));
+    const lines = text.trim().split("\n");
+    expect(lines).toHaveLength(2);
+    for (const line of lines) expect(line.match(/"service":/g)).toHaveLength(1);
+    expect(out.lines()).toEqual([expect.objectContaining({ service: "mom", msg: "up" }), expect.objectContaining({ service: "agent-runner", channel: "cli/local", level: "debug" })]);
   });
 
   it("honours the level", async () => {

@@ -125,6 +125,11 @@ export interface FakeLlm {
    * the queue, e.g. a 429 for one auth profile while another works; undefined removes the rule.
    */
   byKey(key: string, turn: FakeTurn | undefined): void;
+  /**
+   * What `GET <baseUrl>/models` answers (default: the list `["fake-model"]`): other ids, or an
+   * error (e.g. 401). A `byKey` error rule applies to that route too.
+   */
+  setModels(r: string[] | FakeErrorTurn): void;
   /** Number of queued turns not consumed yet. */
   pending(): number;
   /** Clears the queue and the recorded requests, restarts request numbering (ids), restores the default fallback. */
@@ -279,6 +284,7 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
   const requests: FakeRequest[] = [];
   const queue: FakeResponder[] = [];
   let fallback: FakeResponder = DEFAULT_FALLBACK;
+  let modelsAnswer: string[] | FakeErrorTurn = ["fake-model"];
   const keyTurns = new Map<string, FakeTurn>();
   let waiters: Array<{ n: number; resolve: () => void }> = [];
   const sockets = new Set<Socket>();
@@ -328,6 +334,9 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
           if (body?.turn) keyTurns.set(String(body.key), body.turn);
           else keyTurns.delete(String(body?.key));
           return sendJson(res, 200, {});
+        case "POST /__fake/models":
+          modelsAnswer = body;
+          return sendJson(res, 200, {});
         case "POST /__fake/reset":
           api.reset();
           return sendJson(res, 200, {});
@@ -337,7 +346,12 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
     }
 
     if (req.method === "GET" && /\/models\/?$/.test(path)) {
-      return sendJson(res, 200, { object: "list", data: [{ id: "fake-model", object: "model", created: 0, owned_by: "fake" }] });
+      const key = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ""))?.[1];
+      const keyed = key !== undefined ? keyTurns.get(key) : undefined;
+      const answer = keyed && isError(keyed) ? keyed : modelsAnswer;
+      if (Array.isArray(answer)) return sendJson(res, 200, { object: "list", data: answer.map((id) => ({ id, object: "model", created: 0, owned_by: "fake" })) });
+      const e = answer.error;
+      return sendJson(res, e.status, { error: { message: e.message, type: e.type ?? errorType(e.status), param: null, code: e.code === undefined ? errorCode(e.status) : e.code } });
     }
     if (req.method !== "POST" || !/\/chat\/completions\/?$/.test(path)) {
       return sendJson(res, 404, { error: { message: `fake-llm: no route ${req.method} ${path}`, type: "invalid_request_error", param: null, code: "unknown_url" } });
@@ -523,6 +537,9 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
       fallback = r;
     },
     pending: () => queue.length,
+    setModels: (r) => {
+      modelsAnswer = r;
+    },
     byKey: (key, turn) => {
       if (turn) keyTurns.set(key, turn);
       else keyTurns.delete(key);
@@ -533,6 +550,7 @@ export async function startFakeLlm(opts: { port?: number; host?: string } = {}):
       requests.length = 0;
       seq = 0;
       fallback = DEFAULT_FALLBACK;
+      modelsAnswer = ["fake-model"];
     },
     waitForRequests: (n, timeoutMs = 10000) => {
       if (requests.length >= n) return Promise.resolve();
@@ -576,6 +594,7 @@ export interface FakeLlmRemote {
   setFallback(turn: FakeTurn): Promise<void>;
   byKey(key: string, turn: FakeTurn | undefined): Promise<void>;
   reset(): Promise<void>;
+  setModels(r: string[] | FakeErrorTurn): Promise<void>;
   waitForRequests(n: number, timeoutMs?: number): Promise<FakeRequest[]>;
   modelsJson(opts?: FakeModelsJsonOptions): FakeModelsJson;
 }
@@ -597,6 +616,7 @@ export function connectFakeLlm(baseUrl: string): FakeLlmRemote {
     setFallback: async (turn) => void (await call("POST", "fallback", turn)),
     byKey: async (key, turn) => void (await call("POST", "by-key", { key, turn })),
     reset: async () => void (await call("POST", "reset", {})),
+    setModels: async (r) => void (await call("POST", "models", r)),
     waitForRequests: async (n, timeoutMs = 10000) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -70,4 +70,14 @@ describe("usage report", () => {
       "total           3  3,000     300           0            0   3,300  $2.7500",
     ]);
   });
+
+  it("shows $? for a model without prices, not $0.0000, and a total that lacks them as a lower bound", () => {
+    const records = [rec({ costUsd: 0.25 }), rec({ channel: "cli/local", adapter: "cli", provider: "ollama", model: "llama3.1:8b", costUsd: 0 })];
+    expect(formatUsageTable(summarizeUsage(records, "model"), "model").split("\n")).toEqual([
+      "model                        calls  input  output  cache read  cache write  tokens         cost",
+      "anthropic/claude-sonnet-4-5      1  1,000     100           0            0   1,100      $0.2500",
+      "ollama/llama3.1:8b               1  1,000     100           0            0   1,100           $?",
+      "total                            2  2,000     200           0            0   2,200  $0.2500 + ?",
+    ]);
+  });
 });

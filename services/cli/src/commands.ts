@@ -1,4 +1,4 @@
-import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl } from "@mom/config";
+import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl, serviceLogger } from "@mom/config";
 import { fstatSync, mkdirSync, openSync } from "node:fs";
 import { isatty } from "node:tty";
 import { fileURLToPath } from "node:url";
@@ -147,10 +147,11 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
     }
     // The ingresses stop first (at the signal) and are waited for before NATS stops.
     closers.push(() => (childrenStopped ??= supervisor.stop()));
-    const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", logger.child({ service: "agent-runner" })), logger: logger.child({ service: "agent-runner" }) });
+    const runnerLog = serviceLogger(logger, "agent-runner");
+    const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", runnerLog), logger: runnerLog });
     closers.push(() => runner.close());
     // Event files (workspace/events/*.json) fire from the terminal too.
-    const schedulerLog = logger.child({ service: "scheduler" });
+    const schedulerLog = serviceLogger(logger, "scheduler");
     const scheduler = await startScheduler({ loaded, logger: schedulerLog }, busOptions(loaded, url, "scheduler", schedulerLog));
     closers.push(() => scheduler.close());
     // Every other adapter in a process of its own: one platform's crash cannot take the others down.
@@ -165,7 +166,7 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   }
   let ended: Promise<void> | undefined;
   if (chat) {
-    const cli = await terminalChat(cliAdapterName(loaded), loaded, url, logger.child({ service: "ingress-cli" }));
+    const cli = await terminalChat(cliAdapterName(loaded), loaded, url, serviceLogger(logger, "ingress-cli"));
     closers.push(() => cli.close());
     ended = cli.ended;
   }
@@ -179,6 +180,8 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
       : `mom is up without a terminal chat (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}); ${o.chat === false ? "--no-chat" : "stdin is not a terminal"}. SIGTERM or Ctrl-C stops it.\n`,
   );
   logger.info({ chat, ingresses, nats: redactNatsUrl(url) }, "mom up ready");
+  // Does not hold the start up: an unreachable model is said now, not at the first message.
+  void checkModelAtStart(loaded, logger, (line) => void process.stdout.write(`mom: ${line}\n`));
   const graceMs = loaded.config.runner.shutdownGraceSeconds * 1000;
   return shutdownWith({
     closers: [...processClosers, ...closers],
@@ -201,6 +204,22 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   });
 }
 
+/**
+ * The model's endpoint asked once, in the background, as a service starts (no completion,
+ * nothing spent): one line in the log — and in the terminal when `say` is given — naming the
+ * endpoint, what failed and the fix. Never holds the start up, never throws.
+ */
+async function checkModelAtStart(loaded: LoadedConfig, logger: Logger, say?: (line: string) => void): Promise<void> {
+  const { startupModelCheck } = await import("./model-probe.js");
+  const problem = await startupModelCheck(loaded).catch((err: unknown) => `model check failed: ${(err as Error).message}`);
+  if (problem) {
+    logger.warn({ model: loaded.config.model }, problem);
+    say?.(problem);
+  } else {
+    logger.info({ model: loaded.config.model }, "model endpoint reachable");
+  }
+}
+
 /** `mom runner`: the agent runner alone, as deployed; pino logs to stderr. */
 export async function runner(dataDir: string): Promise<never> {
   const loaded = loadConfig(dataDir, process.env, { sandbox: true });
@@ -208,6 +227,7 @@ export async function runner(dataDir: string): Promise<never> {
   await observe(loaded, "agent-runner", logger);
   const { startRunner } = await import("@mom/agent-runner");
   const service = await startRunner({ loaded, bus: busOptions(loaded, loaded.config.nats.url, "agent-runner", logger), logger });
+  void checkModelAtStart(loaded, logger);
   return shutdownOn([() => service.close()]);
 }
 

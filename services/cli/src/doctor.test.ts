@@ -77,8 +77,35 @@ describe("mom doctor", () => {
     writeFileSync(join(d, "models.json"), JSON.stringify(models));
     writeFileSync(join(d, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace } }));
     const checks = byName(await runDoctor(d));
-    expect(checks.model).toMatchObject({ ok: false, detail: expect.stringMatching(/^fake\/fake-model \(.*http:\/\/127\.0\.0\.1:1\/v1\): credentials found, but a one-word test call failed: \S/) });
+    expect(checks.model).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/^credentials found, but a one-word test call failed: model fake\/fake-model at http:\/\/127\.0\.0\.1:1\/v1: connection refused \(ECONNREFUSED\) — nothing listens there: start the server .* or correct providers\.fake\.baseUrl in \S+models\.json$/),
+    });
     expect(checks.model!.detail).not.toContain("\n");
+  });
+
+  it("says a refused key is a refused key (401), naming the endpoint and where the key is set", async () => {
+    const d = join(dir, "denied");
+    require_dir(d);
+    writeFileSync(join(d, "models.json"), JSON.stringify(llm.modelsJson()));
+    writeFileSync(join(d, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: nats.url, namespace: nats.namespace } }));
+    llm.enqueue({ error: { status: 401, message: "Incorrect API key provided" } });
+    const checks = byName(await runDoctor(d));
+    expect(checks.model).toMatchObject({
+      ok: false,
+      detail: expect.stringContaining(`model fake/fake-model at ${llm.baseUrl}: credentials refused (HTTP 401) (Incorrect API key provided) — check the key: providers.fake.apiKey in ${join(d, "models.json")}`),
+    });
+  });
+
+  it("says a model the server does not have is not found (404), and how to get it", async () => {
+    const d = join(dir, "nomodel");
+    require_dir(d);
+    writeFileSync(join(d, "models.json"), JSON.stringify(llm.modelsJson({ modelId: "llama3" })));
+    writeFileSync(join(d, "config.json"), JSON.stringify({ model: "fake/llama3", nats: { url: nats.url, namespace: nats.namespace } }));
+    llm.enqueue({ error: { status: 404, message: 'model "llama3" not found, try pulling it first' } });
+    const checks = byName(await runDoctor(d));
+    expect(checks.model).toMatchObject({ ok: false, detail: expect.stringContaining(`model fake/llama3 at ${llm.baseUrl}: model not found (HTTP 404)`) });
+    expect(checks.model!.detail).toContain("`ollama pull llama3`");
   });
 
   it("does not create a mistyped data dir, and says when config.json is missing", async () => {

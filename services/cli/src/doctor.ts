@@ -1,4 +1,4 @@
-import { ModelSetupError, resolveModel } from "@mom/agent";
+import { ModelSetupError, resolveModel, shownEndpoint } from "@mom/agent";
 import { Bus, serverCaveat } from "@mom/bus";
 import { runnersBucket } from "@mom/contracts";
 import { authConfigIssues } from "@mom/auth";
@@ -112,11 +112,11 @@ export async function runDoctor(dataDir: string): Promise<Check[]> {
     const { provider, modelId } = parseModelRef(loaded.config.model);
     const resolved = resolveModel(provider, modelId, loaded.paths, (p) => profiles.some((x) => x.provider === p));
     const { model } = resolved;
-    const problem = await probeModel(resolved, profiles, loaded.paths.dataDir);
+    const problem = await probeModel(resolved, profiles, loaded.paths.dataDir, loaded.paths.modelsFile);
     checks.push(
       problem
-        ? { name: "model", ok: false, detail: `${model.provider}/${model.id} (${model.api}, ${model.baseUrl}): credentials found, but a one-word test call failed: ${firstLine(problem)}` }
-        : { name: "model", ok: true, detail: `${model.provider}/${model.id} (${model.api}), credentials found, a one-word test call answered` },
+        ? { name: "model", ok: false, detail: `credentials found, but a one-word test call failed: ${firstLine(problem)}` }
+        : { name: "model", ok: true, detail: `${model.provider}/${model.id} (${model.api}, ${shownEndpoint(model.baseUrl)}), credentials found, a one-word test call answered` },
     );
   } catch (err) {
     checks.push({ name: "model", ok: false, detail: err instanceof ModelSetupError ? err.message : String(err) });

@@ -90,6 +90,39 @@ function program(): Command {
     const { tailCommand } = await import("./tail-command.js");
     return tailCommand(target, { ...o, data: dir(o) }, print);
   });
+  withData(
+    mom
+      .command("init")
+      .description("set mom up: the model (provider and key or Claude setup-token, or an OpenAI-compatible URL such as Ollama's, checked live) and the chat platforms; writes config.json, models.json, auth-profiles.json")
+      .option("--provider <name>", "anthropic, openai, … (pi-ai's providers), or the name of a custom provider given with --base-url")
+      .option("--base-url <url>", "an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (Ollama)")
+      .option("--model <id>", "the model id")
+      .option("--api-key <key>", "the API key (stored in auth-profiles.json, or models.json for a custom endpoint)")
+      .option("--setup-token <token>", "a Claude subscription token from `claude setup-token` (anthropic)")
+      .option("--cost <input,output>", "a custom model's prices, USD per million tokens (without them usage shows $?)")
+      .option("--adapters <list>", "chat platforms besides the terminal: slack, discord, telegram, whatsapp (comma-separated), or none")
+      .option("--whatsapp-phone-number-id <id>", "with --adapters whatsapp")
+      .option("--no-check", "do not make the one-word model call before writing")
+      .option("-y, --yes", "ask nothing: defaults where there are some, else an error naming the flag")
+      .option("--force", "replace an existing config.json"),
+  ).action(async (o: Omit<import("./init-command.js").InitOptions, "data"> & { data?: string }) => {
+    const { initCommand } = await import("./init-command.js");
+    exitCode = await initCommand({ ...o, data: dataDirOf(o) }, { input: process.stdin, write: (t) => void process.stdout.write(t), tty: process.stdin.isTTY === true });
+  });
+  withData(
+    mom
+      .command("logs")
+      .description("the log `mom up` writes (data/logs/mom.log), pretty-printed; filter by service, channel and level; -f follows")
+      .option("-s, --service <name>", "only this service (agent-runner, scheduler, mom, ingress-cli, ingress-<adapter>; `ingress` for every ingress)")
+      .option("-c, --channel <adapter[/channel]>", "only lines about this channel, or every channel of this adapter")
+      .option("-l, --level <level>", "this level and above: trace, debug, info, warn, error, fatal")
+      .option("-n, --lines <n>", "only the last n matching lines of what is there")
+      .option("-f, --follow", "keep printing what is appended, until Ctrl-C")
+      .option("--json", "the JSON lines as written, filtered"),
+  ).action(async (o: { data?: string; service?: string; channel?: string; level?: string; lines?: string; follow?: boolean; json?: boolean }) => {
+    const { logsCommand } = await import("./logs-command.js");
+    exitCode = await logsCommand({ ...o, data: dir(o), color: process.stdout.isTTY === true }, (t) => void process.stdout.write(t));
+  });
   registerAuth(mom, {
     print,
     terminal: { input: process.stdin, write: (t) => void process.stdout.write(t) },

@@ -1,5 +1,7 @@
 import { Bus, type RangeStart, readRange } from "@mom/bus";
-import { type ChannelRef, type ChannelSubjectKind, type StreamKey } from "@mom/contracts";
+import { type ChannelRef, type ChannelSubjectKind, qualifiedChannelId, type StreamKey } from "@mom/contracts";
+import { WorkspaceLayout } from "@mom/store";
+import { existsSync } from "node:fs";
 import { createLogger, loadConfig } from "@mom/config";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import ms from "ms";
@@ -88,6 +90,22 @@ export async function readChannelWindow(bus: Bus, ref: ChannelRef, w: { since?: 
   return { entries: interleave(lists), agedOut };
 }
 
+/** The channels the bus's inbound stream holds messages of, and those the workspace has a directory for. */
+export async function knownChannels(bus: Bus, workspaceDir: string): Promise<string[]> {
+  const found = new Set<string>();
+  try {
+    const info = await bus.jsm.streams.info(bus.subjects.stream("IN"), { subjects_filter: bus.subjects.wildcard("in") });
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const ref = bus.subjects.parse(subject);
+      if (ref) found.add(qualifiedChannelId(ref));
+    }
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+  }
+  if (existsSync(workspaceDir)) for (const ref of new WorkspaceLayout(workspaceDir).listChannels()) found.add(qualifiedChannelId(ref));
+  return [...found].sort();
+}
+
 function agedOutLine(a: AgedOut): string {
   const keeps = a.maxBytes ? `${a.maxAge}, at most ${a.maxBytes.toLocaleString("en-US")} bytes` : a.maxAge;
   return `(older messages of ${a.stream} have aged out of retention: it keeps ${keeps}; its oldest is #${a.firstSeq} from ${a.firstTime})`;
@@ -109,6 +127,14 @@ export async function replayCommand(qualified: string, o: ReplayOptions, print: 
     const bus = await Bus.connect({ url: target.url, name: "mom-replay", namespace: loaded.config.nats.namespace, logger: createLogger("mom-replay", { level: "silent" }) });
     try {
       const window = await readChannelWindow(bus, ref, { since, until, fromSeq });
+      if (window.entries.length === 0) {
+        // A typo (cli/locl) is not an empty channel: say which channels there are.
+        const known = await knownChannels(bus, loaded.paths.workspaceDir);
+        if (!known.includes(qualified)) {
+          const list = known.length ? `channels: ${known.slice(0, 30).join(", ")}${known.length > 30 ? `, … (${known.length} in all)` : ""}` : "no channel has any traffic yet";
+          throw new CommandError(`no channel ${qualified} on the bus or in ${loaded.paths.workspaceDir}; ${list}`);
+        }
+      }
       // The agent and its model SDKs load only for a redrive.
       if (o.redrive) return await (await import("./redrive.js")).redrive(loaded, ref, window.entries, { model: o.model, workspace: o.workspace, json: o.json }, print);
       printWindow(qualified, window, { since, until, fromSeq }, !!o.json, print);
