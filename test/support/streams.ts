@@ -3,13 +3,14 @@ import { ControlMessage, DeadLetter, OutboundEvent, parsePayload, Receipt, valid
 
 /** Every valid outbound event of a channel so far, read back from the OUT stream in order. */
 export async function outboundEvents(bus: Bus, ref = { adapter: "cli", channelId: "local" }): Promise<OutboundEvent[]> {
-  const stream = bus.subjects.stream("OUT");
+  const stream = "OUT" as const;
   const subject = bus.subjects.channel("out", ref);
-  const info = await bus.jsm.streams.info(stream);
+  const info = await bus.streamInfo(stream);
+  if (!info) throw new Error(`stream ${stream} does not exist`);
   const v = validator(OutboundEvent);
   const events: OutboundEvent[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const m = await bus.storedMessage(stream, seq).catch(() => undefined);
     if (!m || m.subject !== subject) continue;
     const r = parsePayload(v, m.data);
     if (r.ok) events.push(r.value);
@@ -19,13 +20,14 @@ export async function outboundEvents(bus: Bus, ref = { adapter: "cli", channelId
 
 /** Every valid ControlMessage of a channel so far, in stream order. */
 export async function controlMessagesOf(bus: Bus, ref: { adapter: string; channelId: string }): Promise<ControlMessage[]> {
-  const stream = bus.subjects.stream("CTL");
+  const stream = "CTL" as const;
   const subject = bus.subjects.channel("ctl", ref);
-  const info = await bus.jsm.streams.info(stream);
+  const info = await bus.streamInfo(stream);
+  if (!info) throw new Error(`stream ${stream} does not exist`);
   const v = validator(ControlMessage);
   const out: ControlMessage[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const m = await bus.storedMessage(stream, seq).catch(() => undefined);
     const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
     if (r?.ok) out.push(r.value);
   }
@@ -34,12 +36,13 @@ export async function controlMessagesOf(bus: Bus, ref: { adapter: string; channe
 
 /** Every dead letter so far (any stage), in stream order. */
 export async function deadLetters(bus: Bus): Promise<DeadLetter[]> {
-  const stream = bus.subjects.stream("DLQ");
-  const info = await bus.jsm.streams.info(stream);
+  const stream = "DLQ" as const;
+  const info = await bus.streamInfo(stream);
+  if (!info) throw new Error(`stream ${stream} does not exist`);
   const v = validator(DeadLetter);
   const out: DeadLetter[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const m = await bus.storedMessage(stream, seq).catch(() => undefined);
     const r = m ? parsePayload(v, m.data) : undefined;
     if (r?.ok) out.push(r.value);
   }
@@ -48,13 +51,14 @@ export async function deadLetters(bus: Bus): Promise<DeadLetter[]> {
 
 /** Every valid Receipt of a channel on the bus so far (the runner's tool receipts and the ingress's delivery receipts), in stream order. */
 export async function receiptsOf(bus: Bus, ref: { adapter: string; channelId: string }): Promise<Receipt[]> {
-  const stream = bus.subjects.stream("RECEIPTS");
+  const stream = "RECEIPTS" as const;
   const subject = bus.subjects.channel("receipts", ref);
-  const info = await bus.jsm.streams.info(stream);
+  const info = await bus.streamInfo(stream);
+  if (!info) throw new Error(`stream ${stream} does not exist`);
   const v = validator(Receipt);
   const out: Receipt[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const m = await bus.storedMessage(stream, seq).catch(() => undefined);
     const r = m?.subject === subject ? parsePayload(v, m.data) : undefined;
     if (r?.ok) out.push(r.value);
   }

@@ -1,7 +1,6 @@
 import { Bus, type RangeStart, readRange } from "@mom/bus";
 import { type ChannelRef, type ChannelSubjectKind, type StreamKey } from "@mom/contracts";
 import { createLogger, loadConfig } from "@mom/config";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import ms from "ms";
 import { type BusEntry, entryJson, formatEntry, interleave, toEntry } from "./bus-view.js";
 import { channelArg } from "./channel-arg.js";
@@ -62,13 +61,8 @@ export async function readChannelWindow(bus: Bus, ref: ChannelRef, w: { since?: 
   const subjectsOfChannel = new Set(KINDS.map(([kind]) => s.channel(kind, ref)));
   for (const [kind, key] of [...KINDS, ["dlq", "DLQ"] as const]) {
     const stream = s.stream(key);
-    let info;
-    try {
-      info = await bus.jsm.streams.info(stream);
-    } catch (err) {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) continue; // nothing was ever sent
-      throw err;
-    }
+    const info = await bus.streamInfo(key);
+    if (!info) continue; // nothing was ever sent
     const start: RangeStart = key === "IN" && w.fromSeq !== undefined ? { seq: w.fromSeq } : since ? { time: since } : w.fromSeq !== undefined ? "new" : "first";
     const { first_seq: firstSeq, first_ts: firstTs, last_seq: lastSeq } = info.state;
     const wantedBefore = typeof start === "object" && ("seq" in start ? start.seq < firstSeq : start.time.getTime() < Date.parse(firstTs));
