@@ -5,6 +5,7 @@ import { type ChannelMessage, type ChannelRef, escapeChannelToken, type Interrup
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import pRetry from "p-retry";
 import type { Logger } from "pino";
 import type { ActiveRun } from "./active-run.js";
@@ -294,7 +295,7 @@ export class ChannelWorker {
    * previous one logged but did not finish) is no duplicate, unless its answer is already logged.
    */
   private async isDuplicate(seq: number, message: ChannelMessage): Promise<boolean> {
-    const firstSeq = this.taken.get(message.id);
+    const firstSeq = this.taken.peek(message.id);
     const resent = firstSeq !== undefined && firstSeq !== seq;
     const answered = await this.deps.store.findReplyTo(message.id);
     if (!resent && !answered) return false;
@@ -305,13 +306,11 @@ export class ChannelWorker {
     return true;
   }
 
-  /** Message ids taken in here and their stream sequence; the oldest are forgotten past TAKEN_IDS. */
-  private readonly taken = new Map<string, number>();
+  /** Message ids taken in here and their stream sequence; the least recently taken are forgotten past TAKEN_IDS. */
+  private readonly taken = new LRUCache<string, number>({ max: TAKEN_IDS });
 
   private noteTaken(id: string, seq: number): void {
-    this.taken.delete(id);
     this.taken.set(id, seq);
-    if (this.taken.size > TAKEN_IDS) this.taken.delete(this.taken.keys().next().value!);
   }
 
   /**
