@@ -24,6 +24,8 @@ const dist = (p) => import(join(root, p));
 const { freePort, findNatsServer, startFakeLlm } = await dist("libs/testing/dist/index.js");
 const { loadConfig, createLogger } = await dist("libs/config/dist/index.js");
 const { Bus } = await dist("libs/bus/dist/index.js");
+// The NATS handles behind a Bus (not exported by the package: for tests and benches only).
+const { connectionOf } = await dist("libs/bus/dist/bus.js");
 const { startRunner, ChannelWorker, ChannelList, replyLogEntry, channelSandbox } = await dist("services/agent-runner/dist/index.js");
 const { Sandbox } = await dist("libs/sandbox/dist/index.js");
 const { busOptions } = await dist("services/cli/dist/index.js");
@@ -217,13 +219,13 @@ function busDriver(bus, tag) {
   const byMessage = new Map(); // messageId -> record
   const runToMessage = new Map(); // runId -> messageId
   const orphans = new Map(); // runId -> {t, events} seen before any event naming its trigger (not expected)
-  const sub = bus.nc.subscribe(bus.subjects.wildcard("out"));
+  const sub = connectionOf(bus).nc.subscribe(bus.subjects.wildcard("out"));
   let undecodable = 0;
   // A dropped connection loses what core NATS delivered meanwhile: a run_ended missed that way
   // reads as a run that timed out, so the bench says when it happened.
   const connectionEvents = [];
   void (async () => {
-    for await (const s of bus.nc.status()) if (s.type === "disconnect" || s.type === "reconnect" || s.type === "slowConsumer") connectionEvents.push(s.type);
+    for await (const s of connectionOf(bus).nc.status()) if (s.type === "disconnect" || s.type === "reconnect" || s.type === "slowConsumer") connectionEvents.push(s.type);
   })().catch(() => {});
   const pump = (async () => {
     for await (const m of sub) {
@@ -484,7 +486,7 @@ async function busMode(ctx) {
         const loop = (async () => {
           while (!stop) {
             try {
-              const ci = await bus.jsm.consumers.info(stream, "agent-runner");
+              const ci = await connectionOf(bus).jsm.consumers.info(stream, "agent-runner");
               seen.samples++;
               seen.numPending.push(ci.num_pending);
               seen.ackPending.push(ci.num_ack_pending);

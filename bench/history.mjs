@@ -16,6 +16,8 @@ const dist = (p) => import(join(root, p));
 const { spawnNatsServer, startFakeLlm } = await dist("libs/testing/dist/index.js");
 const { loadConfig, createLogger } = await dist("libs/config/dist/index.js");
 const { Bus } = await dist("libs/bus/dist/index.js");
+// The NATS handles behind a Bus (not exported by the package: for tests and benches only).
+const { connectionOf } = await dist("libs/bus/dist/bus.js");
 const { startRunner } = await dist("services/agent-runner/dist/index.js");
 const { busOptions } = await dist("services/cli/dist/index.js");
 const { SessionManager } = await import("@mariozechner/pi-coding-agent");
@@ -74,7 +76,7 @@ async function withAsk(dataDir, nats, fn) {
   const logger = createLogger("bench", { level: "warn" });
   const bus = await Bus.connect(busOptions(loaded, nats.url, "bench-history", logger));
   const waiters = new Map();
-  const sub = bus.nc.subscribe(bus.subjects.wildcard("out"));
+  const sub = connectionOf(bus).nc.subscribe(bus.subjects.wildcard("out"));
   void (async () => {
     for await (const m of sub) {
       const e = m.json();

@@ -18,6 +18,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (p) => import(join(root, p));
 const { spawnNatsCluster } = await dist("libs/testing/dist/index.js");
 const { Bus } = await dist("libs/bus/dist/index.js");
+// The NATS handles behind a Bus (not exported by the package: for tests and benches only).
+const { connectionOf } = await dist("libs/bus/dist/bus.js");
 const { jetstream } = await import("@nats-io/jetstream");
 const { Kvm } = await import("@nats-io/kv");
 const { pino } = await import("pino");
@@ -70,7 +72,7 @@ try {
   const KV_STREAM = `KV_${BUCKET}`;
   // The writers' own JetStream context: the Bus's 5 s request timeout would hide the election
   // behind the wait for an ack that a killed leader never sends.
-  const js = jetstream(bus.nc, { timeout: TIMEOUT_MS });
+  const js = jetstream(connectionOf(bus).nc, { timeout: TIMEOUT_MS });
   const kv = await new Kvm(js).open(BUCKET);
   const subject = bus.subjects.channel("in", { adapter: "bench", channelId: "elect" });
 
@@ -129,8 +131,8 @@ try {
         // A frozen node keeps its sockets open, so a client on it notices nothing until its pings
         // go unanswered (nats.js: every 2 min): that is sigstop-client-node. Here: the election.
         const kvLeaderNow = await cluster.leaderOf(KV_STREAM);
-        for (let tries = 0; bus.nc.info?.server_name === kvLeaderNow && tries < 10; tries++) {
-          await bus.nc.reconnect();
+        for (let tries = 0; connectionOf(bus).nc.info?.server_name === kvLeaderNow && tries < 10; tries++) {
+          await connectionOf(bus).nc.reconnect();
           await sleep(200);
         }
         await sleep(500);
@@ -138,7 +140,7 @@ try {
       const kvLeader = await cluster.leaderOf(KV_STREAM);
       const streamLeader = await cluster.leaderOf(STREAM);
       const meta = await cluster.metaLeader();
-      const clientNode = bus.nc.info?.server_name;
+      const clientNode = connectionOf(bus).nc.info?.server_name;
       const victimName =
         scenario === "stream-leader" ? streamLeader
         : scenario === "meta-leader" ? meta
@@ -177,7 +179,7 @@ try {
 
   const report = summary(samples, failures);
   if (o.out) writeFileSync(o.out, report);
-  if (o.json) console.log(JSON.stringify({ server: bus.nc.info?.version, samples }, null, 2));
+  if (o.json) console.log(JSON.stringify({ server: connectionOf(bus).nc.info?.version, samples }, null, 2));
   else console.log(`\n${report}`);
 } finally {
   stopping = true;
@@ -198,7 +200,7 @@ function stats(xs) {
 
 function summary(samples, failures) {
   const lines = [
-    `nats-server ${bus.nc.info?.version}, 3 nodes on 127.0.0.1, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}), ${new Date().toISOString()}`,
+    `nats-server ${connectionOf(bus).nc.info?.version}, 3 nodes on 127.0.0.1, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}), ${new Date().toISOString()}`,
     `Writers: KV put (R3 bucket with TTL, as MOM_RUNNERS) and stream publish (R3 stream ${bus.subjects.stream("IN")}), each every ${WRITE_EVERY_MS} ms, ${TIMEOUT_MS} ms per attempt, retried.`,
     `Figures (min / p50 / max over ${SAMPLES} samples): "first" = fault -> end of the first write issued after it that succeeded;`,
     `"gap" = the longest time without a successful write from the fault until 2 s after both writers got through (lame duck: after the node exited).`,

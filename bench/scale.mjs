@@ -15,6 +15,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (p) => import(join(root, p));
 const { spawnNatsServer, startFakeLlm } = await dist("libs/testing/dist/index.js");
 const { Bus } = await dist("libs/bus/dist/index.js");
+// The NATS handles behind a Bus (not exported by the package: for tests and benches only).
+const { connectionOf } = await dist("libs/bus/dist/bus.js");
 const { runnersBucket } = await dist("libs/contracts/dist/index.js");
 const { startRunnerProcess } = await import("./runner-process.mjs");
 const { pino } = await import("pino");
@@ -82,7 +84,7 @@ async function cluster() {
     const m = { id: `${ch}-${n}`, channelId: ch, timestamp: new Date().toISOString(), sender: { id: "U1", username: "u", isBot: false }, text: `q ${ch}:${n}`, attachments: [], isMention: true };
     await bus.publish(bus.subjects.channel("in", { adapter: "cli", channelId: ch }), m, m.id, { retryForMs: 30_000 });
   };
-  const sub = bus.nc.subscribe(bus.subjects.wildcard("out"));
+  const sub = connectionOf(bus).nc.subscribe(bus.subjects.wildcard("out"));
   void (async () => {
     for await (const msg of sub) {
       const e = msg.json();

@@ -4,8 +4,14 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { supported, SUPPORTED } from "./ensure-node.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+// `npm start` refuses an old Node (scripts/start.mjs); the test suite, the benches and the image
+// test still run on one, but say that it is not what mom supports.
+if (!supported()) {
+  console.error(`mom: warning: Node ${process.versions.node} is out of support; mom runs on ${SUPPORTED} (\`node scripts/ensure-node.mjs\` gets one)`);
+}
 
 function run(cmd, args) {
   const r = spawnSync(cmd, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });

@@ -4,12 +4,14 @@
 import { spawn, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { supported, tooOldMessage } from "./ensure-node.mjs";
 import { ensureBubblewrap, ensureNatsServer } from "./ensure-tools.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const [major, minor] = process.versions.node.split(".").map(Number);
-if (major < 20 || (major === 20 && minor < 19)) {
-  console.error(`mom needs Node >= 20.19 (this is ${process.versions.node})`);
+// Before installing or building anything: on an old Node the dependencies install but fail at run
+// time (undici, @nats-io/nuid, file-type want >= 22), far from the cause.
+if (!supported()) {
+  console.error(tooOldMessage("mom"));
   process.exit(1);
 }
 const run = (args) => spawnSync(process.execPath, args, { stdio: "inherit", cwd: root }).status ?? 1;

@@ -175,7 +175,7 @@ describe("runner replicas on a 3-node JetStream cluster under node and runner fa
     }, 30_000);
     victim = withRunner;
     await runInFlight();
-    inject("kill -9 meta leader / a runner's node", `${victim} (${[victim === meta && "meta leader", "runners connected", victim === c.bus.nc.info?.server_name && "the test's connection"].filter(Boolean).join(", ")})`);
+    inject("kill -9 meta leader / a runner's node", `${victim} (${[victim === meta && "meta leader", "runners connected", victim === c.bus.serverInfo?.server_name && "the test's connection"].filter(Boolean).join(", ")})`);
     await cluster.node(victim).kill9();
     await sleep(5000);
     await cluster.node(victim).start();
@@ -188,7 +188,7 @@ describe("runner replicas on a 3-node JetStream cluster under node and runner fa
     // about the runners (bench/nats-elections.mjs measures a frozen node under its client).
     await healthy();
     const recordsLeader = await leaderOf(channelsStream);
-    const mine = c.bus.nc.info?.server_name;
+    const mine = c.bus.serverInfo?.server_name;
     const runnersOn = new Map<string, number>();
     for (const x of cluster.nodes) runnersOn.set(x.name, (await cluster.clientsOf(x.name)).filter((n) => n === "agent-runner").length);
     const rank = (x: string) => (runnersOn.get(x)! > 0 ? 4 : 0) + (x !== mine ? 2 : 0) + (x === recordsLeader ? 1 : 0);

@@ -42,10 +42,10 @@ describe("a Bus given one node's URL (what a Service address gives)", () => {
   });
 
   it("learns the other nodes and reaches the cluster through them after kill -9 of its node", async () => {
-    expect(bus.nc.info?.server_name).toBe("n0");
+    expect(bus.serverInfo?.server_name).toBe("n0");
     // The gossip that makes failover possible: every node's client URL, in the server's INFO.
     const others = cluster.nodes.slice(1).map((x) => `127.0.0.1:${x.port}`);
-    expect(bus.nc.info?.connect_urls ?? []).toEqual(expect.arrayContaining(others));
+    expect(bus.serverInfo?.connect_urls ?? []).toEqual(expect.arrayContaining(others));
     const kv = await bus.keyValue("SERVICE_URL", { ttlMs: 60_000 });
     await kv.put("k", "before");
     const subject = bus.subjects.channel("in", { adapter: "cli", channelId: "svc" });
@@ -57,7 +57,7 @@ describe("a Bus given one node's URL (what a Service address gives)", () => {
     await bus.publish(subject, { n: 2 }, "svc-2", { retryForMs: 30_000, timeoutMs: 1000 });
     const published = Date.now() - killed;
     await putWithin30s(kv, "after", killed);
-    expect(bus.nc.info?.server_name).toMatch(/^n[12]$/);
+    expect(bus.serverInfo?.server_name).toMatch(/^n[12]$/);
     expect((await kv.get("k"))?.string()).toBe("after");
     expect(published).toBeLessThan(30_000);
     expect(bus.readinessProblem()).toBeUndefined();
@@ -67,13 +67,13 @@ describe("a Bus given one node's URL (what a Service address gives)", () => {
     await cluster.node("n0").start(); // killed by the test before
     await cluster.waitForHealth();
     const kv = await bus.keyValue("SERVICE_URL", { ttlMs: 60_000 });
-    const on = bus.nc.info!.server_name;
+    const on = bus.serverInfo!.server_name;
     const node = cluster.node(on);
     node.pause();
     const paused = Date.now();
     try {
       // nats.js's default ping (every 2 min) would leave it waiting on the frozen node that long.
-      while (bus.nc.info?.server_name === on) {
+      while (bus.serverInfo?.server_name === on) {
         if (Date.now() - paused > 15_000) throw new Error(`still on the hung node ${on} after 15 s`);
         await sleep(100);
       }

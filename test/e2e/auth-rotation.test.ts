@@ -4,6 +4,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startStack, type Stack } from "../support/stack.js";
 import { outboundEvents } from "../support/streams.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 // Rotation of auth profiles against the fake LLM answering per API key: real NATS (cooldowns in
 // KV), the real runner and CLI ingress.
@@ -154,9 +155,9 @@ describe("auth profile rotation", () => {
 /** Every message of every stream of the test's namespace (including KV and ledger streams). */
 async function allStreamMessages(st: Stack): Promise<string[]> {
   const out: string[] = [];
-  for await (const info of st.bus.jsm.streams.list()) {
+  for await (const info of connectionOf(st.bus).jsm.streams.list()) {
     for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const m = await st.bus.jsm.streams.getMessage(info.config.name, { seq }).catch(() => undefined);
+      const m = await connectionOf(st.bus).jsm.streams.getMessage(info.config.name, { seq }).catch(() => undefined);
       if (m) out.push(`${m.subject} ${new TextDecoder().decode(m.data)}`);
     }
   }

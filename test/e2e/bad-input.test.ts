@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { eventually } from "../support/discord-stack.js";
 import { startStack, type Stack } from "../support/stack.js";
 import { deadLetters } from "../support/streams.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 // Bad input on mom.in, as a hostile or careless producer sends it: each payload ends as one dead
 // letter whose reason says what is wrong, and nothing of it reaches a channel or the model.
@@ -84,7 +85,7 @@ describe("bad input on mom.in is dead-lettered with a clear reason", () => {
     const id = `bad-${Math.random().toString(36).slice(2)}`;
     const subject = st.bus.subjects.channel("in", { adapter: c.adapter ?? "cli", channelId: c.channelId ?? "local" });
     const payload = c.payload(id);
-    await st.bus.js.publish(subject, typeof payload === "string" ? payload : JSON.stringify(payload), { msgID: id });
+    await connectionOf(st.bus).js.publish(subject, typeof payload === "string" ? payload : JSON.stringify(payload), { msgID: id });
     const letter = await eventually(async () => (await deadLetters(st.bus)).find((l) => l.msgId === id), `the dead letter of ${c.name}`);
     expect(letter).toMatchObject({ stage: "agent-runner", subject });
     expect(letter.reason).toMatch(c.reason);

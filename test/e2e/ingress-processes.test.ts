@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { OutputCapture } from "../support/output-capture.js";
 import { sample, scrape } from "../support/prometheus.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -53,7 +54,7 @@ describe("mom ingress <telegram|whatsapp adapter> as processes", () => {
   async function published(adapter: string, channelId: string): Promise<{ id: string; text: string } | undefined> {
     const subject = bus.subjects.channel("in", { adapter, channelId });
     for (let i = 0; i < 100; i++) {
-      const m = await bus.jsm.streams.getMessage(bus.subjects.stream("IN"), { last_by_subj: subject }).catch(() => undefined);
+      const m = await connectionOf(bus).jsm.streams.getMessage(bus.subjects.stream("IN"), { last_by_subj: subject }).catch(() => undefined);
       if (m) return m.json<{ id: string; text: string }>();
       await new Promise((r) => setTimeout(r, 50));
     }

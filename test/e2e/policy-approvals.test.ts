@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startStack, type Stack, type StackOptions } from "../support/stack.js";
 import { outboundEvents } from "../support/streams.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 let s: Stack | undefined;
 afterEach(async () => {
@@ -22,10 +23,10 @@ const types = (rs: Receipt[]) => rs.map((r) => r.type);
 
 async function streamReceipts(st: Stack): Promise<Receipt[]> {
   const stream = st.bus.subjects.stream("RECEIPTS");
-  const info = await st.bus.jsm.streams.info(stream);
+  const info = await connectionOf(st.bus).jsm.streams.info(stream);
   const out: Receipt[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-    const m = await st.bus.jsm.streams.getMessage(stream, { seq });
+    const m = await connectionOf(st.bus).jsm.streams.getMessage(stream, { seq });
     const r = parsePayload(validator(Receipt), m.data);
     if (r.ok) out.push(r.value);
   }

@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { OutputCapture } from "../support/output-capture.js";
 import { startStack, type Stack } from "../support/stack.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const mom = join(root, "services/cli/bin/mom.js");
@@ -83,7 +84,7 @@ describe("mom replay and mom tail", () => {
   });
 
   it("replays a channel in order, readable, without touching the live consumers", async () => {
-    const consumersBefore = await s.bus.jsm.consumers.list(s.bus.subjects.stream("IN")).next();
+    const consumersBefore = await connectionOf(s.bus).jsm.consumers.list(s.bus.subjects.stream("IN")).next();
     const r = await momRun(["replay", "cli/local", "--data", s.dataDir]);
     expect(r.err).toBe("");
     expect(r.code).toBe(0);
@@ -94,7 +95,7 @@ describe("mom replay and mom tail", () => {
     expect(at.every((i) => i > 0)).toBe(true);
     expect([...at].sort((a, b) => a - b)).toEqual(at);
     expect(r.out).toContain("· receipt tool.call.succeeded bash [destructive]");
-    const consumersAfter = await s.bus.jsm.consumers.list(s.bus.subjects.stream("IN")).next();
+    const consumersAfter = await connectionOf(s.bus).jsm.consumers.list(s.bus.subjects.stream("IN")).next();
     expect(consumersAfter.map((c) => c.name).sort()).toEqual(consumersBefore.map((c) => c.name).sort());
   });
 
@@ -114,8 +115,8 @@ describe("mom replay and mom tail", () => {
 
   it("reports messages that aged out of retention", async () => {
     const inStream = s.bus.subjects.stream("IN");
-    const first = (await s.bus.jsm.streams.info(inStream)).state.first_seq;
-    await s.bus.jsm.streams.purge(inStream, { seq: first + 1 }); // what max_age would have removed
+    const first = (await connectionOf(s.bus).jsm.streams.info(inStream)).state.first_seq;
+    await connectionOf(s.bus).jsm.streams.purge(inStream, { seq: first + 1 }); // what max_age would have removed
     const r = await momRun(["replay", "cli/local", "--data", s.dataDir]);
     expect(r.out).toMatch(new RegExp(`older messages of ${inStream} have aged out of retention: it keeps 7 days; its oldest is #${first + 1}`));
     expect(r.out).not.toContain("how many files?");
@@ -140,7 +141,7 @@ describe("mom replay --redrive", () => {
   it("feeds the recorded messages to a fresh agent in a scratch workspace and prints both answers", async () => {
     const scratch = mkdtempSync(join(tmpdir(), "mom-redrive-test-"));
     const logBefore = readFileSync(join(s.loaded.paths.workspaceDir, "channels/cli/local/log.jsonl"), "utf8");
-    const outBefore = (await s.bus.jsm.streams.info(s.bus.subjects.stream("OUT"))).state.messages;
+    const outBefore = (await connectionOf(s.bus).jsm.streams.info(s.bus.subjects.stream("OUT"))).state.messages;
     s.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Think harder", command: "true" } }] }, { text: "A new answer." });
     const r = await momRun(["replay", "cli/local", "--redrive", "--workspace", scratch, "--data", s.dataDir]);
     expect(r.err).toBe("");
@@ -153,7 +154,7 @@ describe("mom replay --redrive", () => {
     // the fresh agent worked in the scratch dir; the live channel and the bus are as they were
     expect(readFileSync(join(scratch, "workspace/channels/cli/local/log.jsonl"), "utf8")).toContain("A new answer.");
     expect(readFileSync(join(s.loaded.paths.workspaceDir, "channels/cli/local/log.jsonl"), "utf8")).toBe(logBefore);
-    expect((await s.bus.jsm.streams.info(s.bus.subjects.stream("OUT"))).state.messages).toBe(outBefore);
+    expect((await connectionOf(s.bus).jsm.streams.info(s.bus.subjects.stream("OUT"))).state.messages).toBe(outBefore);
     expect((await momRun(["replay", "cli/local", "--redrive", "--workspace", join(s.dataDir, "workspace"), "--data", s.dataDir])).err).toMatch(/^mom: --workspace .*inside the data dir/);
     expect(existsSync(scratch)).toBe(true);
     rmSync(scratch, { recursive: true, force: true });

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { OutputCapture } from "../support/output-capture.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -58,7 +59,7 @@ describe("mom ingress <slack adapter> as a process", () => {
         const subject = bus.subjects.channel("in", { adapter: "slack-acme", channelId: "C0GENERAL" });
         let found: { id: string; text: string } | undefined;
         for (let i = 0; i < 100 && !found; i++) {
-          const m = await bus.jsm.streams.getMessage(bus.subjects.stream("IN"), { last_by_subj: subject }).catch(() => undefined);
+          const m = await connectionOf(bus).jsm.streams.getMessage(bus.subjects.stream("IN"), { last_by_subj: subject }).catch(() => undefined);
           if (m) found = m.json<{ id: string; text: string }>();
           else await new Promise((r) => setTimeout(r, 50));
         }

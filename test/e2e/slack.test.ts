@@ -6,6 +6,7 @@ import type { FakeSlackMessage } from "@mom/testing";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SLACK_ADAPTER, type SlackStack, startSlackStack } from "../support/slack-stack.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 // The Slack ingress end to end: a fake Slack (Web API + Socket Mode on loopback), real NATS, the
 // real runner and a fake LLM. One stack for the file; each test uses its own channel or thread.
@@ -50,11 +51,11 @@ async function waitUntil(what: string, fn: () => boolean | Promise<boolean>, tim
 async function streamPayloads<S extends TSchema>(key: "IN" | "CTL", schema: S, channel: string): Promise<Array<import("typebox").Static<S>>> {
   const stream = s.bus.subjects.stream(key);
   const subject = s.bus.subjects.channel(key === "IN" ? "in" : "ctl", { adapter: SLACK_ADAPTER, channelId: channel });
-  const info = await s.bus.jsm.streams.info(stream);
+  const info = await connectionOf(s.bus).jsm.streams.info(stream);
   const v = validator(schema);
   const out: Array<import("typebox").Static<S>> = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && seq > 0; seq++) {
-    const m = await s.bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const m = await connectionOf(s.bus).jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
     if (!m || m.subject !== subject) continue;
     const r = parsePayload(v, m.data);
     if (r.ok) out.push(r.value);

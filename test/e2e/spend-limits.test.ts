@@ -5,6 +5,7 @@ import { openLedgerStream } from "@mom/usage";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startStack, type Stack, type StackOptions } from "../support/stack.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 // Spend limits against the fake LLM with priced models: the check before each call stops a run
 // before the money is spent; the usage ledger (a JetStream stream) outlives the runner.
@@ -34,10 +35,10 @@ describe("spend limits", () => {
     await st.output.waitFor("ok");
     expect(st.llm.requests).toHaveLength(1);
     const dlq = st.bus.subjects.stream("DLQ");
-    const info = await st.bus.jsm.streams.info(dlq);
+    const info = await connectionOf(st.bus).jsm.streams.info(dlq);
     const letters = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const r = parsePayload(validator(DeadLetter), (await st.bus.jsm.streams.getMessage(dlq, { seq })).data);
+      const r = parsePayload(validator(DeadLetter), (await connectionOf(st.bus).jsm.streams.getMessage(dlq, { seq })).data);
       if (r.ok) letters.push(r.value);
     }
     expect(letters).toEqual([expect.objectContaining({ stage: "agent-runner", subject: ledger.subject("cli.local"), msgId: "seq-1", reason: expect.stringMatching(/^usage ledger record not counted: /) })]);
@@ -73,7 +74,7 @@ describe("spend limits", () => {
     await st.output.waitForAnswer("counted");
     expect(await usageReport(["--data", st.dataDir])).toMatch(/cli\/local\s+1\s+20,000\s+1,000\s/);
     // A follower would be a consumer on the stream, fed every replica's every call.
-    const { state } = await st.bus.jsm.streams.info((await openLedgerStream(st.bus)).stream);
+    const { state } = await connectionOf(st.bus).jsm.streams.info((await openLedgerStream(st.bus)).stream);
     expect(state.messages).toBe(1);
     expect(state.consumer_count).toBe(0);
   });

@@ -11,6 +11,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { OutputCapture } from "../support/output-capture.js";
 import { outboundEvents } from "../support/streams.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -81,7 +82,7 @@ describe("a stream whose store lost messages its consumers had seen", () => {
   const durableDeliveredUpTo = async () => {
     const bus = await Bus.connect({ url: `nats://127.0.0.1:${port}`, name: "test", logger: createLogger("test", { level: "silent" }) });
     try {
-      return (await bus.jsm.consumers.info("MOM_IN", "agent-runner")).delivered.stream_seq;
+      return (await connectionOf(bus).jsm.consumers.info("MOM_IN", "agent-runner")).delivered.stream_seq;
     } catch {
       return 0;
     } finally {

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startStack, type Stack } from "../support/stack.js";
 import { outboundEvents } from "../support/streams.js";
+import { connectionOf } from "../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
 
 const channelDir = (s: Stack) => join(s.loaded.paths.workspaceDir, "channels", "cli", "local");
 const readJsonl = (file: string) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
@@ -99,17 +100,17 @@ describe("terminal chat end to end (real NATS, fake LLM, runner + CLI ingress)",
     s.output.text = "";
     const subject = s.bus.subjects.channel("in", { adapter: "cli", channelId: "local" });
     await s.bus.publish(subject, { hello: "not a ChannelMessage" }, "bad-1");
-    await s.bus.nc.publish(subject, "{not json");
+    await connectionOf(s.bus).nc.publish(subject, "{not json");
     s.llm.enqueue({ text: "still here" });
     s.type("are you alive?");
     await s.output.waitFor("still here");
 
     const dlq = s.bus.subjects.stream("DLQ");
-    const info = await s.bus.jsm.streams.info(dlq);
+    const info = await connectionOf(s.bus).jsm.streams.info(dlq);
     expect(info.state.messages).toBeGreaterThanOrEqual(2);
     const letters = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const m = await s.bus.jsm.streams.getMessage(dlq, { seq });
+      const m = await connectionOf(s.bus).jsm.streams.getMessage(dlq, { seq });
       const r = parsePayload(validator(DeadLetter), m.data);
       if (r.ok) letters.push(r.value);
     }

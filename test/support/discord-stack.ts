@@ -106,11 +106,12 @@ export async function startDiscordStack(opts: DiscordStackOptions = {}): Promise
 }
 
 async function streamPayloads<T>(bus: Bus, key: "IN" | "CTL", subject: string, parse: (data: Uint8Array) => T | undefined): Promise<T[]> {
-  const stream = bus.subjects.stream(key);
-  const info = await bus.jsm.streams.info(stream);
+  const stream = key;
+  const info = await bus.streamInfo(stream);
+  if (!info) throw new Error(`stream ${stream} does not exist`);
   const out: T[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    const m = await bus.storedMessage(stream, seq).catch(() => undefined);
     if (!m || m.subject !== subject) continue;
     const v = parse(m.data);
     if (v !== undefined) out.push(v);
@@ -129,13 +130,14 @@ export function inboundMessages(bus: Bus, channelId: string): Promise<ChannelMes
 
 /** The Nats-Msg-Id of every message on a Discord channel's inbound subject, in stream order. */
 export async function inboundMsgIds(bus: Bus, channelId: string): Promise<string[]> {
-  const stream = bus.subjects.stream("IN");
+  const stream = "IN" as const;
   const subject = bus.subjects.channel("in", { adapter: ADAPTER, channelId });
-  const info = await bus.jsm.streams.info(stream);
+  const info = await bus.streamInfo(stream);
+  if (!info) throw new Error(`stream ${stream} does not exist`);
   const out: string[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-    const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
-    if (m?.subject === subject) out.push(m.header?.get("Nats-Msg-Id") ?? "");
+    const m = await bus.storedMessage(stream, seq).catch(() => undefined);
+    if (m?.subject === subject) out.push(m.headers["Nats-Msg-Id"] ?? "");
   }
   return out;
 }

@@ -302,7 +302,7 @@ export class RunnerCluster {
   }
 
   private observe(): void {
-    this.listening = this.bus.nc.subscribe(this.bus.subjects.wildcard("out"), {
+    this.listening = this.bus.subscribe(this.bus.subjects.wildcard("out"), {
       callback: (err, m) => {
         if (err) return;
         try {

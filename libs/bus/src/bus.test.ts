@@ -4,6 +4,7 @@ import { nanos } from "@nats-io/nats-core";
 import { Bus } from "./bus.js";
 import { DEFAULT_STREAM_SETTINGS } from "./options.js";
 import { busesOnTestNats, collectDeadLetters, waitFor } from "./test-support/helpers.js";
+import { connectionOf } from "./bus.js";
 
 const { buses, server } = busesOnTestNats();
 
@@ -30,7 +31,7 @@ describe("provision", () => {
     await bus.provision();
     const ns = bus.subjects.namespace;
     for (const [key, token] of [["IN", "in"], ["OUT", "out"], ["CTL", "ctl"], ["RECEIPTS", "receipts"], ["DLQ", "dlq"]] as const) {
-      const { config } = await bus.jsm.streams.info(bus.subjects.stream(key));
+      const { config } = await connectionOf(bus).jsm.streams.info(bus.subjects.stream(key));
       expect(config.subjects).toEqual([`${ns}.${token}.>`]);
       expect(config.storage).toBe("file");
       expect(config.retention).toBe("limits");
@@ -56,7 +57,7 @@ describe("provision", () => {
     const bus = await buses.open({ streams: { maxAgeMs: 3_600_000, maxBytes: 5_000_000, byStream: { RECEIPTS: { maxAgeMs: 7_200_000 }, OUT: { maxBytes: 1_000_000 } } } });
     await bus.provision();
     const limits = async (key: "IN" | "OUT" | "RECEIPTS") => {
-      const { config } = await bus.jsm.streams.info(bus.subjects.stream(key));
+      const { config } = await connectionOf(bus).jsm.streams.info(bus.subjects.stream(key));
       return [config.max_age, config.max_bytes];
     };
     expect(await limits("IN")).toEqual([nanos(3_600_000), 5_000_000]);
@@ -80,7 +81,7 @@ describe("provision", () => {
   it("clamps the duplicate window to max age", async () => {
     const bus = await buses.open({ streams: { maxAgeMs: 10_000, duplicateWindowMs: 60_000 } });
     await bus.provision();
-    const { config } = await bus.jsm.streams.info(bus.subjects.stream("CTL"));
+    const { config } = await connectionOf(bus).jsm.streams.info(bus.subjects.stream("CTL"));
     expect(config.duplicate_window).toBe(nanos(10_000));
   });
 });
@@ -96,7 +97,7 @@ describe("publish", () => {
     expect(first).toEqual({ seq: 1, duplicate: false });
     expect(again).toEqual({ seq: 1, duplicate: true });
     expect(other).toEqual({ seq: 2, duplicate: false });
-    const stored = await bus.jsm.streams.getMessage(bus.subjects.stream("OUT"), { seq: 1 });
+    const stored = await connectionOf(bus).jsm.streams.getMessage(bus.subjects.stream("OUT"), { seq: 1 });
     expect(stored?.json()).toEqual({ hello: "world" });
     expect(stored?.header.get("Nats-Msg-Id")).toBe("run-1:0");
   });
@@ -137,7 +138,7 @@ describe("drain", () => {
     await bus.provision();
     await Promise.all([bus.drain(), bus.drain()]);
     await bus.drain();
-    expect(bus.nc.isClosed()).toBe(true);
+    expect(connectionOf(bus).nc.isClosed()).toBe(true);
     await expect(
       bus.consume({ stream: "IN", durable: "late", filterSubject: bus.subjects.wildcard("in"), schema: {} as never, stage: "x", handler: async () => {} }),
     ).rejects.toThrow(/draining/);

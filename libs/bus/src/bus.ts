@@ -1,6 +1,7 @@
 import { createSubjects, type Subjects } from "@mom/contracts";
-import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type JetStreamPublishOptions, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { headers, type NatsConnection, nuid } from "@nats-io/nats-core";
+import { type JetStreamAccountStats, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type JetStreamPublishOptions, jetstream, jetstreamManager, type StreamInfo } from "@nats-io/jetstream";
+import { headers, type NatsConnection, nuid, type ServerInfo, type Status, type Subscription, type SubscriptionOptions } from "@nats-io/nats-core";
+import pRetry, { AbortError } from "p-retry";
 import { metrics } from "@mom/observability";
 import { type Logger, pino } from "pino";
 import type { TSchema } from "typebox";
@@ -47,7 +48,6 @@ export interface PublishOptions {
   traceparent?: string;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function describePublishError(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
@@ -71,6 +71,17 @@ function shownUrl(url: string): string {
   return splitCredentials(url).shown;
 }
 
+/** The NATS handles behind a Bus, for this package's own modules (record streams, range reads); the package does not export it. */
+export interface BusConnection {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+}
+const connections = new WeakMap<Bus, BusConnection>();
+export function connectionOf(bus: Bus): BusConnection {
+  return connections.get(bus)!;
+}
+
 /** The one place that touches NATS: connection, stream provisioning, publishing, typed consumption. */
 export class Bus implements FileSource {
   readonly subjects: Subjects;
@@ -83,15 +94,16 @@ export class Bus implements FileSource {
   private disconnected = false;
 
   private constructor(
-    readonly nc: NatsConnection,
-    readonly js: JetStreamClient,
-    readonly jsm: JetStreamManager,
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
     private readonly opts: BusOptions,
     logger: Logger,
   ) {
     this.subjects = createSubjects(opts.namespace ?? "mom");
     this.filesBucket = filesBucketName(this.subjects.namespace);
     this.logger = logger;
+    connections.set(this, { nc, js, jsm });
     void this.watchConnection();
   }
 
@@ -202,21 +214,34 @@ export class Bus implements FileSource {
       h.set("traceparent", opts.traceparent);
       pubOpts.headers = h;
     }
-    const deadline = Date.now() + (opts.retryForMs ?? 0);
-    for (let attempt = 1; ; attempt++) {
-      if (opts.signal?.aborted) throw new Error(`publish to ${subject} (msgId ${msgId}) cancelled`);
-      try {
-        const ack = await this.js.publish(subject, json, pubOpts);
-        this.logger.debug({ subject, msgId, seq: ack.seq, duplicate: ack.duplicate }, "published");
-        return { seq: ack.seq, duplicate: ack.duplicate };
-      } catch (err) {
-        // Every error is retried until the deadline: a restarting server answers with API errors too.
-        const pause = Math.min(250 * attempt, 2000);
-        const final = this.nc.isClosed() || opts.signal?.aborted || Date.now() + pause > deadline;
-        if (final) throw new Error(`publish to ${subject} (msgId ${msgId}) failed: ${describePublishError(err)}`, { cause: err });
-        if (attempt === 1 || attempt % 10 === 0) this.logger.warn({ subject, msgId, attempt, err }, "publish failed; retrying with the same msg-id");
-        await sleep(pause);
-      }
+    const cancelled = () => new Error(`publish to ${subject} (msgId ${msgId}) cancelled`);
+    let stopped: Error | undefined;
+    try {
+      // Every error is retried until retryForMs (backoff 250 ms → 2 s), with the same msg id: a
+      // restarting server answers with API errors too. An abort is looked at between attempts: a
+      // publish that landed is never reported as cancelled.
+      const ack = await pRetry(
+        () => {
+          if (opts.signal?.aborted) throw new AbortError((stopped = cancelled()));
+          return this.js.publish(subject, json, pubOpts);
+        },
+        {
+          retries: Number.POSITIVE_INFINITY,
+          maxRetryTime: opts.retryForMs ?? 0,
+          minTimeout: 250,
+          maxTimeout: 2000,
+          shouldRetry: ({ attemptNumber, error }) => {
+            if (this.nc.isClosed() || opts.signal?.aborted) return false;
+            if (attemptNumber === 1 || attemptNumber % 10 === 0) this.logger.warn({ subject, msgId, attempt: attemptNumber, err: error }, "publish failed; retrying with the same msg-id");
+            return true;
+          },
+        },
+      );
+      this.logger.debug({ subject, msgId, seq: ack.seq, duplicate: ack.duplicate }, "published");
+      return { seq: ack.seq, duplicate: ack.duplicate };
+    } catch (err) {
+      if (err === stopped) throw err;
+      throw new Error(`publish to ${subject} (msgId ${msgId}) failed: ${describePublishError(err)}`, { cause: err });
     }
   }
 
@@ -311,6 +336,58 @@ export class Bus implements FileSource {
   /** The server's version, e.g. "2.9.10". */
   get serverVersion(): string {
     return this.nc.info?.version ?? "unknown";
+  }
+
+  /** What the server this connection is on said at connect (its name, version, the cluster's URLs). */
+  get serverInfo(): ServerInfo | undefined {
+    return this.nc.info;
+  }
+
+  /** The connection's status changes (disconnect, reconnect, …) as nats.js reports them; ends when it closes. */
+  status(): AsyncIterable<Status> {
+    return this.nc.status();
+  }
+
+  /** A core NATS subscription (not JetStream): what is published on `subject` from now on. */
+  subscribe(subject: string, opts?: SubscriptionOptions): Subscription {
+    return this.nc.subscribe(subject, opts);
+  }
+
+  /** This account's JetStream usage and limits (streams, consumers, storage). */
+  accountInfo(): Promise<JetStreamAccountStats> {
+    return this.jsm.getAccountInfo();
+  }
+
+  /**
+   * A stream's configuration and state (with `subjectsFilter`, the message count of each subject
+   * matching it in `state.subjects`); undefined when it does not exist (yet).
+   */
+  async streamInfo(stream: StreamKey, opts: { subjectsFilter?: string } = {}): Promise<StreamInfo | undefined> {
+    try {
+      return await this.jsm.streams.info(this.subjects.stream(stream), opts.subjectsFilter ? { subjects_filter: opts.subjectsFilter } : undefined);
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return undefined;
+      throw err;
+    }
+  }
+
+  /** The message stored at `seq` of a stream (its payload as stored), or undefined when there is none (deleted, purged). */
+  async storedMessage(stream: StreamKey, seq: number): Promise<{ seq: number; subject: string; data: Uint8Array; headers: Record<string, string>; time: Date } | undefined> {
+    try {
+      const m = await this.jsm.streams.getMessage(this.subjects.stream(stream), { seq });
+      if (!m) return undefined;
+      const h: Record<string, string> = {};
+      for (const [k, v] of m.header ?? []) h[k] = v[0] ?? "";
+      return { seq: m.seq, subject: m.subject, data: m.data, headers: h, time: m.time };
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.NoMessageFound) return undefined;
+      throw err;
+    }
+  }
+
+  /** Removes every message of the stream named `stream` (e.g. `subjects.stream("IN")`, or a record stream's). */
+  async purgeStream(stream: string): Promise<void> {
+    await this.jsm.streams.purge(stream);
   }
 
   /** Publishes a DeadLetter on `<ns>.dlq.<stage>` and logs the reason. */

@@ -3,12 +3,13 @@ import type { Socket } from "node:net";
 import type { Bus } from "./bus.js";
 import { withNextWrite } from "./coalesce-writes.js";
 import { busesOnTestNats, waitFor } from "./test-support/helpers.js";
+import { connectionOf } from "./bus.js";
 
 const { buses, server } = busesOnTestNats();
 
 /** Counts the writes that reach the bus's socket (one per syscall: write or writev). */
 function countWrites(bus: Bus): () => number {
-  const socket = (bus.nc as unknown as { protocol: { transport: { socket: Socket & Record<string, unknown> } } }).protocol.transport.socket;
+  const socket = (connectionOf(bus).nc as unknown as { protocol: { transport: { socket: Socket & Record<string, unknown> } } }).protocol.transport.socket;
   let writes = 0;
   for (const name of ["_write", "_writev"] as const) {
     const original = socket[name] as (...a: unknown[]) => unknown;
@@ -22,7 +23,7 @@ function countWrites(bus: Bus): () => number {
 
 /** Publishes `n` messages, each from its own callback (a microtask checkpoint between each), all in one loop turn. */
 function publishFromCallbacks(bus: Bus, subject: string, n: number): void {
-  for (let i = 0; i < n; i++) setImmediate(() => bus.nc.publish(subject, String(i)));
+  for (let i = 0; i < n; i++) setImmediate(() => connectionOf(bus).nc.publish(subject, String(i)));
 }
 
 describe("coalesced socket writes", () => {
@@ -54,8 +55,8 @@ describe("coalesced socket writes", () => {
     expect(again.seq).toBe(31);
     const writes = countWrites(bus); // the new connection's socket
     const got: string[] = [];
-    const sub = bus.nc.subscribe("coalesce.b", { callback: (_err, m) => got.push(m.string()) });
-    await bus.nc.flush();
+    const sub = connectionOf(bus).nc.subscribe("coalesce.b", { callback: (_err, m) => got.push(m.string()) });
+    await connectionOf(bus).nc.flush();
     publishFromCallbacks(bus, "coalesce.b", 10);
     await waitFor(() => got.length === 10, 5000, "10 messages after the reconnect");
     expect(writes()).toBeLessThanOrEqual(3);
@@ -68,18 +69,18 @@ describe("coalesced socket writes", () => {
     const got: string[] = [];
     const sub = reader.nc.subscribe("ride.>", { callback: (_err, m) => got.push(m.subject) });
     await reader.nc.flush();
-    await bus.nc.flush();
+    await connectionOf(bus).nc.flush();
     await new Promise((r) => setImmediate(r)); // the flush's own write is out
     const writes = countWrites(bus);
-    withNextWrite(bus.nc, () => bus.nc.publish("ride.ack", ""), 60_000);
+    withNextWrite(connectionOf(bus).nc, () => connectionOf(bus).nc.publish("ride.ack", ""), 60_000);
     await new Promise((r) => setImmediate(r));
     expect(writes()).toBe(0);
-    bus.nc.publish("ride.next", "");
+    connectionOf(bus).nc.publish("ride.next", "");
     await waitFor(() => got.length === 2, 5000, "both messages");
     expect(got.sort()).toEqual(["ride.ack", "ride.next"]);
     expect(writes()).toBe(1);
     // Nothing else written: it goes out on its own after the delay.
-    withNextWrite(bus.nc, () => bus.nc.publish("ride.late", ""), 50);
+    withNextWrite(connectionOf(bus).nc, () => connectionOf(bus).nc.publish("ride.late", ""), 50);
     await waitFor(() => got.includes("ride.late"), 5000, "the late one");
     sub.unsubscribe();
   });

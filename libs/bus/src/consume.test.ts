@@ -3,6 +3,7 @@ import Type from "typebox";
 import type { Bus } from "./bus.js";
 import type { ConsumeOptions, Delivery } from "./consume-types.js";
 import { busesOnTestNats, collectDeadLetters, type LogCapture, sleep, waitFor } from "./test-support/helpers.js";
+import { connectionOf } from "./bus.js";
 
 const Item = Type.Object({ n: Type.Number() }, { additionalProperties: false });
 type Item = { n: number };
@@ -29,7 +30,7 @@ function consumeItems(bus: Bus, handler: (d: Delivery<Item>) => Promise<void>, e
 }
 
 async function ackFloor(bus: Bus, durable = "runner"): Promise<number> {
-  const info = await bus.jsm.consumers.info(bus.subjects.stream("IN"), durable);
+  const info = await connectionOf(bus).jsm.consumers.info(bus.subjects.stream("IN"), durable);
   return info.ack_floor.stream_seq;
 }
 
@@ -64,7 +65,7 @@ describe("consume", () => {
     await waitFor(async () => (await ackFloor(observer)) === 3, 5000, "acks of 1-3, sent after their delay");
     await bus.publish(subject, { n: 4 }, "m-4");
     await waitFor(() => got.length === 4);
-    await bus.nc.flush(); // a write of the connection's, which the waiting ack rides with
+    await connectionOf(bus).nc.flush(); // a write of the connection's, which the waiting ack rides with
     await waitFor(async () => (await ackFloor(observer)) === 4, 5000, "ack of 4");
   });
 
@@ -82,7 +83,7 @@ describe("consume", () => {
     const { letters } = await collectDeadLetters(bus, "agent-runner");
     const got: number[] = [];
     await consumeItems(bus, async (d) => void got.push(d.data.n));
-    await bus.js.publish(subject, "{not json", { msgID: "bad-json" });
+    await connectionOf(bus).js.publish(subject, "{not json", { msgID: "bad-json" });
     await bus.publish(subject, { n: "one" }, "bad-schema");
     await bus.publish(subject, { n: 3 }, "good");
     await waitFor(() => got.length === 1 && letters.length === 2, 5000, "good message and two dead letters");
@@ -176,7 +177,7 @@ describe("consume", () => {
         // (with the next pull in the same write, it once still counted the acked message), while
         // a message fetched ahead of a free slot would still be pending then.
         await sleep(20);
-        const info = await bus.jsm.consumers.info(bus.subjects.stream("IN"), "runner");
+        const info = await connectionOf(bus).jsm.consumers.info(bus.subjects.stream("IN"), "runner");
         maxHeld = Math.max(maxHeld, info.num_ack_pending);
         await sleep(40);
         running--;
@@ -234,7 +235,7 @@ describe("consume", () => {
     expect(got).toEqual([a]);
     await c1.stop();
     await consumeItems(bus, async (d) => void got.push(d.subject), { filterSubject: bus.subjects.wildcard("in", "discord"), ackWaitMs: 9000, maxDeliver: 7 });
-    const info = await bus.jsm.consumers.info(bus.subjects.stream("IN"), "runner");
+    const info = await connectionOf(bus).jsm.consumers.info(bus.subjects.stream("IN"), "runner");
     expect(info.config.ack_wait).toBe(9000 * 1_000_000);
     expect(info.config.max_deliver).toBe(7);
   });
@@ -278,6 +279,6 @@ describe("consume", () => {
     await waitFor(() => started);
     await bus.drain();
     expect(done).toBe(true);
-    expect(bus.nc.isClosed()).toBe(true);
+    expect(connectionOf(bus).nc.isClosed()).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@jest/globals";
 import Type from "typebox";
 import type { FollowOptions } from "./follow.js";
 import { busesOnTestNats, waitFor } from "./test-support/helpers.js";
+import { connectionOf } from "./bus.js";
 
 const Item = Type.Object({ n: Type.Number() }, { additionalProperties: false });
 
@@ -20,7 +21,7 @@ async function feedWithOneMessage(timing: Pick<FollowOptions<typeof Item>, "stal
   /** The feed's consumer vanishes under it, as a server can lose it. */
   const deleteConsumer = async () => {
     const stream = bus.subjects.stream("IN");
-    for await (const c of await bus.jsm.consumers.list(stream)) await bus.jsm.consumers.delete(stream, c.name);
+    for await (const c of await connectionOf(bus).jsm.consumers.list(stream)) await connectionOf(bus).jsm.consumers.delete(stream, c.name);
   };
   return { bus, subject, seen, feed, firstSeq: seq, stalls, deleteConsumer };
 }

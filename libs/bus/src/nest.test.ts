@@ -5,6 +5,7 @@ import { NestFactory } from "@nestjs/core";
 import { Bus } from "./bus.js";
 import { BusModule } from "./nest.js";
 import { captureLogs } from "./test-support/helpers.js";
+import { connectionOf } from "./bus.js";
 
 let nats: TestNats;
 beforeAll(async () => {
@@ -34,10 +35,10 @@ describe("BusModule", () => {
     const bus = app.get(Publisher).bus;
     expect(bus).toBe(app.get(Bus));
     expect(bus.subjects.namespace).toBe(namespace);
-    const info = await bus.jsm.streams.info(bus.subjects.stream("IN"));
+    const info = await connectionOf(bus).jsm.streams.info(bus.subjects.stream("IN"));
     expect(info.config.subjects).toEqual([`${namespace}.in.>`]);
     await app.close();
-    expect(bus.nc.isClosed()).toBe(true);
+    expect(connectionOf(bus).nc.isClosed()).toBe(true);
   });
 
   it("forRootAsync builds the options from injected providers", async () => {
@@ -54,9 +55,9 @@ describe("BusModule", () => {
     class AppModule {}
     const app = await NestFactory.createApplicationContext(AppModule, { logger: false, abortOnError: false });
     const bus = app.get(Publisher).bus;
-    await expect(bus.jsm.streams.info(bus.subjects.stream("DLQ"))).resolves.toBeTruthy();
+    await expect(connectionOf(bus).jsm.streams.info(bus.subjects.stream("DLQ"))).resolves.toBeTruthy();
     await app.close();
-    expect(bus.nc.isClosed()).toBe(true);
+    expect(connectionOf(bus).nc.isClosed()).toBe(true);
   });
 
   it("fails the application start with an error naming the URL when NATS is unreachable", async () => {

@@ -1,5 +1,5 @@
 import { type Consumer, DeliverPolicy, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
-import type { Bus } from "./bus.js";
+import { type Bus, connectionOf } from "./bus.js";
 import { msgIdOf } from "./process-message.js";
 
 /** One stored message as it is, for readers that show traffic (replay, tail) rather than act on it. */
@@ -35,7 +35,7 @@ function startOptions(start: RangeStart): Partial<OrderedConsumerOptions> {
  * wants or nothing more is pending.
  */
 async function readOrdered(bus: Bus, stream: string, opts: Partial<OrderedConsumerOptions>, visit: (m: JsMsg) => boolean): Promise<void> {
-  const consumer: Consumer = await bus.js.consumers.get(stream, opts);
+  const consumer: Consumer = await connectionOf(bus).js.consumers.get(stream, opts);
   try {
     if ((await consumer.info()).num_pending === 0) return;
     for (;;) {
@@ -57,7 +57,7 @@ async function readOrdered(bus: Bus, stream: string, opts: Partial<OrderedConsum
 
 /** Reads what a stream holds now on `filter`, from `start` up to `until` (stored at or before). */
 export async function readRange(bus: Bus, stream: string, filter: string, start: RangeStart, until?: Date): Promise<RawMessage[]> {
-  const last = (await bus.jsm.streams.info(stream)).state.last_seq;
+  const last = (await connectionOf(bus).jsm.streams.info(stream)).state.last_seq;
   const out: RawMessage[] = [];
   if (last === 0 || start === "new") return out;
   await readOrdered(bus, stream, { filter_subjects: filter, ...startOptions(start) }, (m) => {
@@ -75,7 +75,7 @@ export async function readRange(bus: Bus, stream: string, filter: string, start:
  */
 export async function lastPerSubject(bus: Bus, stream: string, filter: string): Promise<RawMessage[]> {
   const out: RawMessage[] = [];
-  if ((await bus.jsm.streams.info(stream)).state.messages === 0) return out;
+  if ((await connectionOf(bus).jsm.streams.info(stream)).state.messages === 0) return out;
   await readOrdered(bus, stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.LastPerSubject }, (m) => {
     out.push(toRaw(stream, m));
     return false;
@@ -89,7 +89,7 @@ export interface Watching {
 
 /** Calls `onMessage` for every message stored on `filter` from now on (ordered consumer, as above). */
 export async function watchNew(bus: Bus, stream: string, filter: string, onMessage: (m: RawMessage) => void): Promise<Watching> {
-  const consumer = await bus.js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.New });
+  const consumer = await connectionOf(bus).js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.New });
   const messages = await consumer.consume();
   const loop = (async () => {
     for await (const m of messages) onMessage(toRaw(stream, m));

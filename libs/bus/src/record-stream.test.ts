@@ -2,6 +2,7 @@ import { describe, expect, it } from "@jest/globals";
 import { spawnNatsServer } from "@mom/testing";
 import { openRecordStream, type RecordStream, type StreamRecord } from "./record-stream.js";
 import { busesOnTestNats, sleep, waitFor } from "./test-support/helpers.js";
+import { connectionOf } from "./bus.js";
 
 // Spawned (never NATS_URL): one test restarts the server.
 const { buses, server } = busesOnTestNats(spawnNatsServer);
@@ -62,8 +63,8 @@ describe("record stream follow()", () => {
   it("is caught up at once on a purged stream (last sequence above zero, no records)", async () => {
     const { stream, bus } = await ledger();
     await append(stream, [1, 2]);
-    await bus.jsm.streams.purge(stream.stream);
-    const info = await bus.jsm.streams.info(stream.stream);
+    await connectionOf(bus).jsm.streams.purge(stream.stream);
+    const info = await connectionOf(bus).jsm.streams.info(stream.stream);
     expect([info.state.last_seq, info.state.messages]).toEqual([2, 0]);
     const { seen, started } = follower(stream, new Date(Date.now() - 3600_000));
     const f = await started;
@@ -93,7 +94,7 @@ describe("record stream follow()", () => {
     // Enough records that the replay spans many pull round trips: the warning's timer gets a turn.
     const count = 5000;
     for (let i = 0; i < count; i += 500) {
-      await Promise.all(Array.from({ length: 500 }, (_, j) => bus.js.publish(stream.subject("cli.local"), JSON.stringify({ n: i + j }))));
+      await Promise.all(Array.from({ length: 500 }, (_, j) => connectionOf(bus).js.publish(stream.subject("cli.local"), JSON.stringify({ n: i + j }))));
     }
     const f = await stream.follow(new Date(Date.now() - 3600_000), () => {}, { warnEveryMs: 1 });
     await within(f.caughtUp, 20_000, "caught up");

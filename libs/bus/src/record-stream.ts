@@ -1,6 +1,6 @@
 import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/nats-core";
-import type { Bus } from "./bus.js";
+import { type Bus, connectionOf } from "./bus.js";
 import { namespacedName } from "./json-kv.js";
 import { ensureStream } from "./provision.js";
 import { retryTransient } from "./transient.js";
@@ -58,7 +58,7 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
     max_bytes: -1,
     num_replicas: opts.replicas ?? 1,
   } as StreamConfig;
-  await retryTransient(`provisioning stream ${stream}`, () => ensureStream(bus.jsm, cfg, bus.logger), bus.logger);
+  await retryTransient(`provisioning stream ${stream}`, () => ensureStream(connectionOf(bus).jsm, cfg, bus.logger), bus.logger);
 
   const recordOf = (seq: number, subject: string, text: string): StreamRecord => {
     let data: unknown;
@@ -77,7 +77,7 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
    * is older than `since`, so "delivered 0" is no sign that there is nothing to replay).
    */
   const startOf = async (since: Date): Promise<number> => {
-    const probe = await bus.jsm.consumers.add(stream, {
+    const probe = await connectionOf(bus).jsm.consumers.add(stream, {
       filter_subject: filter,
       deliver_policy: DeliverPolicy.StartTime,
       opt_start_time: since.toISOString(),
@@ -85,7 +85,7 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
       mem_storage: true,
       inactive_threshold: nanos(60_000),
     });
-    await bus.jsm.consumers.delete(stream, probe.name).catch(() => {});
+    await connectionOf(bus).jsm.consumers.delete(stream, probe.name).catch(() => {});
     return probe.delivered.stream_seq + 1;
   };
   return {
@@ -101,10 +101,10 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
       // Ordered from a sequence, not a time: nats.js re-makes an ordered consumer (after a NATS
       // restart) with its start time still beside the new start sequence, which the server
       // refuses, and a follower made from a time would stop for good.
-      const consumer = await bus.js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: await startOf(since) });
+      const consumer = await connectionOf(bus).js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: await startOf(since) });
       const toReplay = (await consumer.info(true)).num_pending;
       // Read after the consumer was made, so every record it counted is at or below it.
-      const last = (await bus.jsm.streams.info(stream)).state.last_seq;
+      const last = (await connectionOf(bus).jsm.streams.info(stream)).state.last_seq;
       const messages = await consumer.consume();
       let delivered = 0;
       let toGo = toReplay;

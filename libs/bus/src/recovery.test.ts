@@ -3,6 +3,7 @@ import { spawnNatsServer } from "@mom/testing";
 import Type from "typebox";
 import type { Bus } from "./bus.js";
 import { busesOnTestNats, sleep, waitFor } from "./test-support/helpers.js";
+import { connectionOf } from "./bus.js";
 
 const Item = Type.Object({ n: Type.Number() });
 
@@ -31,8 +32,8 @@ describe("recovery", () => {
     const subject = await consumer(bus, got);
     await bus.publish(subject, { n: 1 }, "m1");
     await waitFor(() => got.length === 1);
-    await waitFor(async () => (await bus.jsm.consumers.info(bus.subjects.stream("IN"), "runner")).ack_floor.stream_seq === 1);
-    await bus.jsm.consumers.delete(bus.subjects.stream("IN"), "runner");
+    await waitFor(async () => (await connectionOf(bus).jsm.consumers.info(bus.subjects.stream("IN"), "runner")).ack_floor.stream_seq === 1);
+    await connectionOf(bus).jsm.consumers.delete(bus.subjects.stream("IN"), "runner");
     await bus.publish(subject, { n: 2 }, "m2");
     await waitFor(() => got.length >= 2, 8000, "delivery after the durable was deleted");
     await sleep(200);
@@ -46,8 +47,8 @@ describe("recovery", () => {
     const subject = await consumer(bus, got);
     await bus.publish(subject, { n: 1 }, "m1");
     await waitFor(() => got.length === 1);
-    await bus.jsm.streams.delete(bus.subjects.stream("IN"));
-    await waitFor(async () => (await bus.jsm.streams.names().next()).includes(bus.subjects.stream("IN")), 8000, "stream re-created");
+    await connectionOf(bus).jsm.streams.delete(bus.subjects.stream("IN"));
+    await waitFor(async () => (await connectionOf(bus).jsm.streams.names().next()).includes(bus.subjects.stream("IN")), 8000, "stream re-created");
     await bus.publish(subject, { n: 2 }, "m2", { retryForMs: 8000, timeoutMs: 1000 });
     await waitFor(() => got.length === 2, 8000, "delivery after the stream came back");
     expect(got).toEqual([1, 2]);
@@ -76,7 +77,7 @@ describe("recovery", () => {
     const subject = await consumer(bus, got);
     await bus.publish(subject, { n: 1 }, "m1");
     await waitFor(() => got.length === 1);
-    await waitFor(async () => (await bus.jsm.consumers.info(bus.subjects.stream("IN"), "runner")).ack_floor.stream_seq === 1);
+    await waitFor(async () => (await connectionOf(bus).jsm.consumers.info(bus.subjects.stream("IN"), "runner")).ack_floor.stream_seq === 1);
 
     await server().restart!();
     // Published while the client is still reconnecting: the bus retries with the same msg id.

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@jest/globals";
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
 import { MuxSubscription, RequestOne } from "@nats-io/nats-core/internal";
 import { busesOnTestNats } from "./test-support/helpers.js";
+import { connectionOf } from "./bus.js";
 
 const { buses } = busesOnTestNats();
 
@@ -24,15 +25,15 @@ describe("the cancel error nats.js builds for every request", () => {
 
   it("leaves answers, timeouts and missing responders as they were", async () => {
     const bus = await buses.open();
-    const sub = bus.nc.subscribe("share.echo", { callback: (_err, m) => m.respond(m.data) });
-    await bus.nc.flush();
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => bus.nc.request("share.echo", String(i), { timeout: 5000 })));
+    const sub = connectionOf(bus).nc.subscribe("share.echo", { callback: (_err, m) => m.respond(m.data) });
+    await connectionOf(bus).nc.flush();
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => connectionOf(bus).nc.request("share.echo", String(i), { timeout: 5000 })));
     expect(answers.map((m) => m.string())).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
 
-    const silent = bus.nc.subscribe("share.silent", { callback: () => {} });
-    await bus.nc.flush();
-    await expect(bus.nc.request("share.silent", "x", { timeout: 200 })).rejects.toBeInstanceOf(TimeoutError);
-    const missing = await bus.nc.request("share.nobody", "x", { timeout: 5000 }).catch((err: unknown) => err);
+    const silent = connectionOf(bus).nc.subscribe("share.silent", { callback: () => {} });
+    await connectionOf(bus).nc.flush();
+    await expect(connectionOf(bus).nc.request("share.silent", "x", { timeout: 200 })).rejects.toBeInstanceOf(TimeoutError);
+    const missing = await connectionOf(bus).nc.request("share.nobody", "x", { timeout: 5000 }).catch((err: unknown) => err);
     expect(missing).toBeInstanceOf(RequestError);
     expect((missing as RequestError).cause).toBeInstanceOf(NoRespondersError);
     sub.unsubscribe();

@@ -1,13 +1,20 @@
-/** A set that forgets its oldest entries: message ids seen lately (platform retries, gateway replays). */
+import { LRUCache } from "lru-cache";
+
+/**
+ * A set that forgets its oldest entries: message ids seen lately (platform retries, gateway
+ * replays). An id is only ever added once and `has` does not refresh it, so the least recently
+ * used is the oldest added.
+ */
 export class RecentIds {
-  private readonly ids = new Set<string>();
-  constructor(private readonly capacity = 10_000) {}
+  private readonly ids: LRUCache<string, true>;
+  constructor(capacity = 10_000) {
+    this.ids = new LRUCache({ max: capacity });
+  }
 
   /** True the first time an id is seen (within the last `capacity` ids). */
   add(id: string): boolean {
     if (this.ids.has(id)) return false;
-    this.ids.add(id);
-    if (this.ids.size > this.capacity) this.ids.delete(this.ids.values().next().value!);
+    this.ids.set(id, true);
     return true;
   }
 
@@ -21,19 +28,19 @@ export class RecentIds {
   }
 }
 
-/** A map that forgets its least recently set entries. */
-export class RecentMap<V> {
-  private readonly map = new Map<string, V>();
-  constructor(private readonly capacity = 10_000) {}
+/** A map that forgets its least recently set entries (reading one does not keep it). */
+export class RecentMap<V extends {}> {
+  private readonly map: LRUCache<string, V>;
+  constructor(capacity = 10_000) {
+    this.map = new LRUCache({ max: capacity });
+  }
 
   set(key: string, value: V): void {
-    this.map.delete(key);
     this.map.set(key, value);
-    if (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value!);
   }
 
   get(key: string): V | undefined {
-    return this.map.get(key);
+    return this.map.peek(key);
   }
 
   delete(key: string): void {

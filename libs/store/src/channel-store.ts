@@ -5,6 +5,7 @@ import { appendLine } from "./append-line.js";
 import { moveAsideBeneath, openBeneath, openDirBeneath, type OpenMode, readBeneath, RefusedPathError } from "./beneath.js";
 import { fileSize, type LogCursor, type PlacedEntry, readLogSince, readLogTail } from "./log-reader.js";
 import { logEntryValidator, parseJsonLines, parseLogLines, receiptValidator, type SkippedLine } from "./log-lines.js";
+import PQueue from "p-queue";
 
 export interface ReadLogOptions {
   /** Only entries after the entry with this id; when the id is not in the log, every entry. */
@@ -57,7 +58,8 @@ export class ChannelStore {
   /** Told about an entry of the channel's directory the runner refused or moved aside (a symlink, FIFO, hard link), for its log. */
   onFileProblem?: (problem: string) => void;
 
-  private queue: Promise<unknown> = Promise.resolve();
+  /** One task at a time, in call order; a failed one does not stop the next. */
+  private readonly queue = new PQueue({ concurrency: 1 });
   private ids?: Set<string>;
   /** Who wrote (mom aside) the entries `ids` holds, by user id. */
   private senders = new Map<string, LogSender>();
@@ -243,10 +245,8 @@ export class ChannelStore {
   }
 
   private serialise<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.queue.then(task);
-    // One failed append must not wedge the channel: the next one still runs.
-    this.queue = result.catch(() => undefined);
-    return result;
+    // One failed append must not wedge the channel: its promise rejects, the next one still runs.
+    return this.queue.add(task);
   }
 
   // The ids in the log's last MiB plus those appended since. Only intact entries count, so an

@@ -5,6 +5,8 @@ import { type ChannelMessage, type ChannelRef, escapeChannelToken, type Interrup
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
+import { LRUCache } from "lru-cache";
+import pRetry from "p-retry";
 import type { Logger } from "pino";
 import type { ActiveRun } from "./active-run.js";
 import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
@@ -111,7 +113,8 @@ export class NotHandledHere extends Error {
 }
 
 const INTERRUPTED = "interrupted: the runner answering it stopped unexpectedly; another runner resumes it";
-const INTAKE_RETRIES_MS = [250, 1000, 4000];
+/** Intake retries: 3, after 250 ms, 1 s and 4 s. */
+const INTAKE_RETRIES = { count: 3, firstMs: 250, factor: 4 };
 /** Message ids a worker remembers for telling a re-sent message from a re-read one. */
 const TAKEN_IDS = 10_000;
 
@@ -217,22 +220,34 @@ export class ChannelWorker {
     let started!: (outcome: Later) => void;
     const later = new Promise<Later>((r) => (started = r));
     this.intake = this.intake.then(async () => {
-      for (let attempt = 0; ; attempt++) {
-        if (this.halted) return started({ done: Promise.reject(new NotHandledHere(`worker ${this.halted}`)) });
-        try {
-          return started(await this.accept(seq, message, traceparent));
-        } catch (err) {
-          // Fenced: the channel's next owner takes the message in; nothing to retry or set aside here.
-          if (err instanceof ChannelLost) return started({ done: Promise.reject(new NotHandledHere(err.message)) });
-          const pause = INTAKE_RETRIES_MS[attempt];
-          if (pause === undefined) {
-            const reason = `could not take the message in after ${attempt + 1} attempts: ${(err as Error).message}`;
-            this.deps.log.error({ err, seq, msgId: message.id }, reason);
-            return started({ done: this.deps.deadLetter(message, seq, reason) });
-          }
-          this.deps.log.warn({ err, seq, msgId: message.id, retryInMs: pause }, "taking a message in failed; retrying");
-          await new Promise((r) => setTimeout(r, pause));
-        }
+      let attempts = 0;
+      try {
+        started(
+          await pRetry(
+            () => {
+              if (this.halted) return { done: Promise.reject(new NotHandledHere(`worker ${this.halted}`)) };
+              attempts++;
+              return this.accept(seq, message, traceparent);
+            },
+            {
+              // 4 attempts, 250 ms, 1 s and 4 s apart.
+              retries: INTAKE_RETRIES.count,
+              minTimeout: INTAKE_RETRIES.firstMs,
+              factor: INTAKE_RETRIES.factor,
+              // Fenced: the channel's next owner takes the message in; nothing to retry or set aside here.
+              shouldRetry: ({ error, retriesConsumed }) => {
+                if (error instanceof ChannelLost) return false;
+                this.deps.log.warn({ err: error, seq, msgId: message.id, retryInMs: INTAKE_RETRIES.firstMs * INTAKE_RETRIES.factor ** retriesConsumed }, "taking a message in failed; retrying");
+                return true;
+              },
+            },
+          ),
+        );
+      } catch (err) {
+        if (err instanceof ChannelLost) return started({ done: Promise.reject(new NotHandledHere(err.message)) });
+        const reason = `could not take the message in after ${attempts} attempts: ${(err as Error).message}`;
+        this.deps.log.error({ err, seq, msgId: message.id }, reason);
+        started({ done: this.deps.deadLetter(message, seq, reason) });
       }
     });
     return later.then((l) => l.done);
@@ -281,7 +296,7 @@ export class ChannelWorker {
    * previous one logged but did not finish) is no duplicate, unless its answer is already logged.
    */
   private async isDuplicate(seq: number, message: ChannelMessage): Promise<boolean> {
-    const firstSeq = this.taken.get(message.id);
+    const firstSeq = this.taken.peek(message.id);
     const resent = firstSeq !== undefined && firstSeq !== seq;
     const answered = await this.deps.store.findReplyTo(message.id);
     if (!resent && !answered) return false;
@@ -292,13 +307,11 @@ export class ChannelWorker {
     return true;
   }
 
-  /** Message ids taken in here and their stream sequence; the oldest are forgotten past TAKEN_IDS. */
-  private readonly taken = new Map<string, number>();
+  /** Message ids taken in here and their stream sequence; the least recently taken are forgotten past TAKEN_IDS. */
+  private readonly taken = new LRUCache<string, number>({ max: TAKEN_IDS });
 
   private noteTaken(id: string, seq: number): void {
-    this.taken.delete(id);
     this.taken.set(id, seq);
-    if (this.taken.size > TAKEN_IDS) this.taken.delete(this.taken.keys().next().value!);
   }
 
   /**

@@ -117,7 +117,7 @@ describe("spend limits at the turn of a day and a month", () => {
     const ledger = await openLedgerStream(bus);
     await ledger.append("cli.local", usageRecord("old", lastMonthTs, 1000), "old");
     await ledger.append("cli.local", usageRecord("today", clock.now.toISOString(), 1000), "today");
-    await bus.jsm.streams.purge(ledger.stream);
+    await bus.purgeStream(ledger.stream);
     const purged = await within(guardAt(clock, limits, namespace), 5000, "the guard on a purged ledger");
     expect(purged.spent("month")).toBe(0);
     await purged.call(1000);

@@ -5,6 +5,8 @@ import { MAX_EVENT_TEXT, OutboundEvent, parsePayload, validator } from "@mom/con
 import { ZERO_USAGE } from "@mom/agent";
 import { startTestNats, type TestNats } from "@mom/testing";
 import { DELTA_WINDOW_MS, RunPublisher } from "./run-publisher.js";
+import { connectionOf } from "../../../libs/bus/src/bus.js"; // the NATS handles behind a Bus: tests and benches only
+import type { JetStreamClient } from "@nats-io/jetstream";
 
 describe("RunPublisher", () => {
   let nats: TestNats;
@@ -24,10 +26,10 @@ describe("RunPublisher", () => {
   async function eventsOf(ref: { adapter: string; channelId: string }): Promise<OutboundEvent[]> {
     const stream = bus.subjects.stream("OUT");
     const subject = bus.subjects.channel("out", ref);
-    const info = await bus.jsm.streams.info(stream);
+    const info = await connectionOf(bus).jsm.streams.info(stream);
     const events: OutboundEvent[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const m = await bus.jsm.streams.getMessage(stream, { seq });
+      const m = await connectionOf(bus).jsm.streams.getMessage(stream, { seq });
       if (m.subject !== subject) continue;
       const r = parsePayload(validator(OutboundEvent), m.data);
       if (r.ok) events.push(r.value);
@@ -46,10 +48,10 @@ describe("RunPublisher", () => {
     await pub.flushed();
 
     const stream = bus.subjects.stream("OUT");
-    const info = await bus.jsm.streams.info(stream);
+    const info = await connectionOf(bus).jsm.streams.info(stream);
     const events: OutboundEvent[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const r = parsePayload(validator(OutboundEvent), (await bus.jsm.streams.getMessage(stream, { seq })).data);
+      const r = parsePayload(validator(OutboundEvent), (await connectionOf(bus).jsm.streams.getMessage(stream, { seq })).data);
       if (r.ok) events.push(r.value);
     }
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
@@ -117,10 +119,10 @@ describe("RunPublisher", () => {
     for (let i = 0; i < 120; i++) pub.emit({ type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: piece } });
     await pub.flushed();
     const stream = bus.subjects.stream("OUT");
-    const info = await bus.jsm.streams.info(stream);
+    const info = await connectionOf(bus).jsm.streams.info(stream);
     const deltas: string[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const m = await bus.jsm.streams.getMessage(stream, { seq });
+      const m = await connectionOf(bus).jsm.streams.getMessage(stream, { seq });
       const r = parsePayload(validator(OutboundEvent), m.data);
       if (r.ok && r.value.runId === "run-long" && r.value.event.type === "message_update") deltas.push(r.value.event.assistantMessageEvent.delta ?? "");
     }
@@ -134,11 +136,11 @@ describe("RunPublisher", () => {
     const flaky = Object.create(bus) as Bus;
     let lost = false;
     Object.defineProperty(flaky, "js", {
-      value: new Proxy(bus.js, {
+      value: new Proxy(connectionOf(bus).js, {
         get: (js, key) =>
           key !== "publish"
             ? Reflect.get(js, key)
-            : async (...args: Parameters<typeof bus.js.publish>) => {
+            : async (...args: Parameters<JetStreamClient["publish"]>) => {
                 if (!lost && args[2]?.msgID === "run-order:0") {
                   lost = true;
                   await new Promise((r) => setTimeout(r, 100));

@@ -1,6 +1,7 @@
 import type { Bus } from "@mom/bus";
 import { type ChannelRef, MAX_EVENT_TEXT, type OutboundEvent, type OutboundEventBody } from "@mom/contracts";
 import type { Logger } from "pino";
+import PQueue from "p-queue";
 
 /** Streamed text arriving within this window travels as one event. */
 export const DELTA_WINDOW_MS = 50;
@@ -74,7 +75,10 @@ export function runEventMsgId(runId: string, seq: number, type: OutboundEventBod
  * is lost or reordered), which keeps a long answer from costing hundreds of JetStream round trips.
  */
 export class RunPublisher {
-  private chain: Promise<void> = Promise.resolve();
+  /** Outbound events, one publish at a time in emit order. */
+  private readonly queue = new PQueue({ concurrency: 1 });
+  /** The last event queued: flushed() waits for it. */
+  private last: Promise<void> = Promise.resolve();
   private lost = 0;
   private readonly cancelled = new AbortController();
   private held?: Delta;
@@ -133,7 +137,7 @@ export class RunPublisher {
   /** Resolves once everything emitted so far is on the bus. */
   flushed(): Promise<void> {
     this.release();
-    return this.chain;
+    return this.last;
   }
 
   private release(): void {
@@ -154,7 +158,7 @@ export class RunPublisher {
     // (runners-chaos, a NATS restart with runs in flight). Only back-to-back events wait, one
     // round trip each; the agent never does (emit does not block).
     const traceparent = this.traceparent;
-    this.chain = this.chain.then(async () => {
+    this.last = this.queue.add(async () => {
       if (this.cancelled.signal.aborted) return;
       try {
         await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal, traceparent });

@@ -382,7 +382,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   /** While disconnected this runner heard nobody: that silence is not evidence of death. */
   private async watchConnection(): Promise<void> {
-    for await (const s of this.bus.nc.status()) {
+    for await (const s of this.bus.status()) {
       if (s.type === "disconnect") this.membership.deaf("disconnected");
       if (s.type === "reconnect") {
         this.bus.streamState("IN").then((st) => (this.streamCreated = st.created), () => {});

@@ -16,7 +16,7 @@ describe("mom up's local NATS", () => {
       expect(nats.url).toMatch(/^nats:\/\/127\.0\.0\.1:\d+$/);
       const bus = await Bus.connect({ url: nats.url, name: "local-nats-test", namespace: "mom" });
       await bus.provision();
-      expect((await bus.jsm.getAccountInfo()).streams).toBeGreaterThanOrEqual(5);
+      expect((await bus.accountInfo()).streams).toBeGreaterThanOrEqual(5);
       await bus.drain();
       expect(existsSync(join(dir, "nats", "jetstream"))).toBe(true);
     } finally {

@@ -3,7 +3,6 @@ import { type ChannelRef, type ChannelSubjectKind, qualifiedChannelId, type Stre
 import { WorkspaceLayout } from "@mom/store";
 import { existsSync } from "node:fs";
 import { createLogger, loadConfig } from "@mom/config";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import ms from "ms";
 import { type BusEntry, entryJson, formatEntry, interleave, toEntry } from "./bus-view.js";
 import { channelArg } from "./channel-arg.js";
@@ -64,13 +63,8 @@ export async function readChannelWindow(bus: Bus, ref: ChannelRef, w: { since?: 
   const subjectsOfChannel = new Set(KINDS.map(([kind]) => s.channel(kind, ref)));
   for (const [kind, key] of [...KINDS, ["dlq", "DLQ"] as const]) {
     const stream = s.stream(key);
-    let info;
-    try {
-      info = await bus.jsm.streams.info(stream);
-    } catch (err) {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) continue; // nothing was ever sent
-      throw err;
-    }
+    const info = await bus.streamInfo(key);
+    if (!info) continue; // nothing was ever sent
     const start: RangeStart = key === "IN" && w.fromSeq !== undefined ? { seq: w.fromSeq } : since ? { time: since } : w.fromSeq !== undefined ? "new" : "first";
     const { first_seq: firstSeq, first_ts: firstTs, last_seq: lastSeq } = info.state;
     const wantedBefore = typeof start === "object" && ("seq" in start ? start.seq < firstSeq : start.time.getTime() < Date.parse(firstTs));
@@ -93,14 +87,10 @@ export async function readChannelWindow(bus: Bus, ref: ChannelRef, w: { since?: 
 /** The channels the bus's inbound stream holds messages of, and those the workspace has a directory for. */
 export async function knownChannels(bus: Bus, workspaceDir: string): Promise<string[]> {
   const found = new Set<string>();
-  try {
-    const info = await bus.jsm.streams.info(bus.subjects.stream("IN"), { subjects_filter: bus.subjects.wildcard("in") });
-    for (const subject of Object.keys(info.state.subjects ?? {})) {
-      const ref = bus.subjects.parse(subject);
-      if (ref) found.add(qualifiedChannelId(ref));
-    }
-  } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+  const info = await bus.streamInfo("IN", { subjectsFilter: bus.subjects.wildcard("in") });
+  for (const subject of Object.keys(info?.state.subjects ?? {})) {
+    const ref = bus.subjects.parse(subject);
+    if (ref) found.add(qualifiedChannelId(ref));
   }
   if (existsSync(workspaceDir)) for (const ref of new WorkspaceLayout(workspaceDir).listChannels()) found.add(qualifiedChannelId(ref));
   return [...found].sort();

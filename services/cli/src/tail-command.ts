@@ -6,7 +6,6 @@ import { entryJson, formatEntry, toEntry } from "./bus-view.js";
 import { channelArg } from "./channel-arg.js";
 import { CommandError } from "./command-error.js";
 import { explicitNatsUrl, runningUpNats } from "./nats-target.js";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 
 const KINDS: Array<[ChannelSubjectKind, StreamKey]> = [
   ["in", "IN"],
@@ -35,10 +34,7 @@ function targetTokens(target: string | undefined): { tokens: string; matches: (s
 async function untilStreamsExist(bus: Bus, keys: StreamKey[], onWait: () => void): Promise<void> {
   let said = false;
   for (;;) {
-    const missing = await Promise.all(keys.map((k) => bus.jsm.streams.info(bus.subjects.stream(k)).then(() => false, (err: unknown) => {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return true;
-      throw err;
-    })));
+    const missing = await Promise.all(keys.map(async (k) => (await bus.streamInfo(k)) === undefined));
     if (!missing.includes(true)) return;
     if (!said) onWait();
     said = true;

@@ -10,6 +10,7 @@ import { firingMessage, type Report, reportMessage } from "./event-message.js";
 import { type FileContent, type FileStamp, EventsDir } from "./events-dir.js";
 import { ChannelRateLimit } from "./rate-limit.js";
 import { formatDuration, LATE_AFTER_MS } from "./schedule.js";
+import PQueue from "p-queue";
 
 /** config.json `scheduler` (see docs/scheduler.md). */
 export interface SchedulerSettings {
@@ -111,7 +112,8 @@ export class EventScheduler {
   private readonly settleMs: number;
   private readonly retryMs: number;
   private readonly log: Logger;
-  private chain: Promise<void> = Promise.resolve();
+  /** The work queue: one task at a time, in order; a failed one is logged and the next runs. */
+  private readonly queue = new PQueue({ concurrency: 1 });
   private scanQueued = false;
   private stopped = false;
   private pollTimer?: NodeJS.Timeout;
@@ -156,11 +158,7 @@ export class EventScheduler {
 
   /** Resolves when no work is queued (tests: after writing a file and calling `rescan()`). */
   async idle(): Promise<void> {
-    for (;;) {
-      const c = this.chain;
-      await c;
-      if (c === this.chain) return;
-    }
+    await this.queue.onIdle();
   }
 
   /** Reads the directory now instead of at the next notification or poll. */
@@ -184,12 +182,16 @@ export class EventScheduler {
   // ------------------------------------------------------------------ the work queue
 
   private enqueue(fn: () => Promise<void> | void): Promise<void> {
-    const p = this.chain
-      .then(() => (this.stopped ? undefined : fn()))
-      .catch((err: unknown) => this.log.error({ err }, "scheduler task failed"))
-      .finally(() => this.arm());
-    this.chain = p;
-    return p;
+    // Never rejects; the next wake-up is armed before the next task starts.
+    return this.queue.add(async () => {
+      try {
+        if (!this.stopped) await fn();
+      } catch (err) {
+        this.log.error({ err }, "scheduler task failed");
+      } finally {
+        this.arm();
+      }
+    });
   }
 
   private requestScan(): void {

@@ -1,4 +1,5 @@
 import type { ChannelRecord, InterruptedRun } from "@mom/contracts";
+import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
 import { type ChannelDirectory, RecordConflict, type Versioned } from "./channel-directory.js";
 
@@ -10,7 +11,6 @@ export class ChannelLost extends Error {
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 /** How long after its last run a quiet channel's progress is saved. */
 export const SAVE_DEBOUNCE_MS = 250;
 const SAVE_RETRY_FOR_MS = 120_000;
@@ -147,34 +147,44 @@ export class ChannelLedger {
       if (this.lost) throw new ChannelLost(this.key);
       const next = change(this.v.record);
       if (JSON.stringify(next) === JSON.stringify(this.v.record)) return;
-      const deadline = Date.now() + SAVE_RETRY_FOR_MS;
       let unsure = false;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          this.v = await this.dir.write(this.key, next, this.v.revision);
-          return;
-        } catch (err) {
-          // A timed-out attempt may have landed: the retry then conflicts with our own write,
-          // which is no takeover (it looked like one after every NATS restart).
-          if (err instanceof RecordConflict && unsure) {
-            const stored = await this.dir.read(this.key).catch(() => undefined);
-            if (stored && JSON.stringify(stored.record) === JSON.stringify(next)) {
-              this.v = stored;
-              return;
+      // NATS failures are retried for SAVE_RETRY_FOR_MS (backoff 250 ms → 2 s); a lost race is not.
+      await pRetry(
+        async () => {
+          try {
+            this.v = await this.dir.write(this.key, next, this.v.revision);
+          } catch (err) {
+            // A timed-out attempt may have landed: the retry then conflicts with our own write,
+            // which is no takeover (it looked like one after every NATS restart).
+            if (err instanceof RecordConflict && unsure) {
+              const stored = await this.dir.read(this.key).catch(() => undefined);
+              if (stored && JSON.stringify(stored.record) === JSON.stringify(next)) {
+                this.v = stored;
+                return;
+              }
             }
+            if (err instanceof RecordConflict) {
+              this.lost = true;
+              this.log.warn({ channel: this.key }, "channel was taken over by another runner; stopping here");
+              this.onLost();
+              throw new AbortError(new ChannelLost(this.key));
+            }
+            unsure = true;
+            throw err;
           }
-          if (err instanceof RecordConflict) {
-            this.lost = true;
-            this.log.warn({ channel: this.key }, "channel was taken over by another runner; stopping here");
-            this.onLost();
-            throw new ChannelLost(this.key);
-          }
-          unsure = true;
-          if (Date.now() > deadline) throw err;
-          if (attempt === 1) this.log.warn({ err, channel: this.key }, "could not save channel progress; retrying");
-          await sleep(Math.min(250 * attempt, 2000));
-        }
-      }
+        },
+        {
+          retries: Number.POSITIVE_INFINITY,
+          maxRetryTime: SAVE_RETRY_FOR_MS,
+          minTimeout: 250,
+          maxTimeout: 2000,
+          unref: true,
+          shouldRetry: ({ attemptNumber, error }) => {
+            if (attemptNumber === 1) this.log.warn({ err: error, channel: this.key }, "could not save channel progress; retrying");
+            return true;
+          },
+        },
+      );
     });
     this.writes = write.catch(() => undefined);
     return write;

@@ -1,5 +1,6 @@
 import type { ChannelRecord } from "@mom/contracts";
 import { createHash } from "node:crypto";
+import pRetry from "p-retry";
 import type { Logger } from "pino";
 import { type ChannelDirectory, RecordConflict, type Versioned } from "./channel-directory.js";
 import type { Membership } from "./membership.js";
@@ -78,25 +79,28 @@ export class Ownership {
    * record's doneSeq). `firstDoneSeq` is where a channel never seen before starts.
    */
   async ensureOwner(key: string, firstDoneSeq: () => Promise<number>): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      // The mirror first (cheap, nearly always right); after a lost race, what is stored.
-      const have = (attempt === 0 ? this.o.directory.get(key) : undefined) ?? (await this.o.directory.read(key));
-      const fresh = have && have.record.streamCreated === this.o.streamCreated() ? have : undefined;
-      if (fresh?.record.owner && this.o.membership.isAlive(fresh.record.owner)) return;
-      // Who is alive and who owns what may be out of date (a NATS failover): decide nothing on it.
-      if (!this.vouched) throw new Error(`the view of runners and channels is not current (NATS failover?); channel ${key} is assigned once it is`);
-      const to = this.target(key);
-      if (!to) throw new Error("no live runner to give the channel to");
-      const base: ChannelRecord = fresh?.record ?? { owner: null, doneSeq: await firstDoneSeq(), streamCreated: this.o.streamCreated() };
-      try {
-        await this.o.directory.write(key, assign(base, to), have?.revision ?? 0);
-        this.o.log.info({ channel: key, owner: to, doneSeq: base.doneSeq, from: have?.record.owner ?? null }, "channel assigned");
-        return;
-      } catch (err) {
-        if (!(err instanceof RecordConflict)) throw err;
-      }
+    // Compare-and-set, tried again at once after a lost race (5 attempts); other failures end it.
+    try {
+      await pRetry(
+        async (attempt) => {
+          // The mirror first (cheap, nearly always right); after a lost race, what is stored.
+          const have = (attempt === 1 ? this.o.directory.get(key) : undefined) ?? (await this.o.directory.read(key));
+          const fresh = have && have.record.streamCreated === this.o.streamCreated() ? have : undefined;
+          if (fresh?.record.owner && this.o.membership.isAlive(fresh.record.owner)) return;
+          // Who is alive and who owns what may be out of date (a NATS failover): decide nothing on it.
+          if (!this.vouched) throw new Error(`the view of runners and channels is not current (NATS failover?); channel ${key} is assigned once it is`);
+          const to = this.target(key);
+          if (!to) throw new Error("no live runner to give the channel to");
+          const base: ChannelRecord = fresh?.record ?? { owner: null, doneSeq: await firstDoneSeq(), streamCreated: this.o.streamCreated() };
+          await this.o.directory.write(key, assign(base, to), have?.revision ?? 0);
+          this.o.log.info({ channel: key, owner: to, doneSeq: base.doneSeq, from: have?.record.owner ?? null }, "channel assigned");
+        },
+        { retries: 4, minTimeout: 0, shouldRetry: ({ error }) => error instanceof RecordConflict },
+      );
+    } catch (err) {
+      if (err instanceof RecordConflict) throw new Error(`could not settle an owner for channel ${key} (kept changing)`, { cause: err });
+      throw err;
     }
-    throw new Error(`could not settle an owner for channel ${key} (kept changing)`);
   }
 
   /** One round of housekeeping: take over dead runners' channels, give away surplus ones. */

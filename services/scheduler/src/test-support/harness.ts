@@ -90,11 +90,12 @@ export async function harness(scheduler: Partial<SchedulerConfig> = {}, opts: { 
       if (mtimeMs !== undefined) utimesSync(path, mtimeMs / 1000, mtimeMs / 1000);
     },
     async inbound() {
-      const stream = bus.subjects.stream("IN");
-      const info = await bus.jsm.streams.info(stream);
+      const stream = "IN" as const;
+      const info = await bus.streamInfo(stream);
+      if (!info) throw new Error(`stream ${stream} does not exist`);
       const out: Array<ChannelMessage & { subject: string }> = [];
       for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-        const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+        const m = await bus.storedMessage(stream, seq).catch(() => undefined);
         if (!m) continue;
         const r = parsePayload(v, m.data);
         if (!r.ok) throw new Error(`invalid ChannelMessage on ${m.subject}: ${r.reason}`);
