@@ -20,12 +20,23 @@ async function procInfo(pid: number): Promise<ProcInfo | undefined> {
   }
 }
 
-async function hasMarker(pid: number, marker: string): Promise<boolean> {
+/**
+ * Whether the process carries the marker; "unsure" when its environment reads empty, as it does
+ * for a moment while a process execs (a `setsid sleep` caught mid-exec would otherwise be missed).
+ */
+async function hasMarker(pid: number, marker: string): Promise<boolean | "unsure"> {
   try {
-    return (await readFile(`/proc/${pid}/environ`, "latin1")).split("\0").includes(marker);
+    const environ = await readFile(`/proc/${pid}/environ`, "latin1");
+    return environ === "" ? "unsure" : environ.split("\0").includes(marker);
   } catch {
     return false;
   }
+}
+
+/** The processes of a command, and how many others could not be told apart yet (see hasMarker). */
+interface Scan {
+  pids: number[];
+  unsure: number;
 }
 
 /**
@@ -33,18 +44,20 @@ async function hasMarker(pid: number, marker: string): Promise<boolean> {
  * parent), its process group and session, and — for those that re-parented themselves with
  * `setsid` plus a double fork — every process that still carries the command's environment marker.
  */
-export async function commandProcesses(rootPid: number, marker: string): Promise<number[]> {
+export async function commandProcesses(rootPid: number, marker: string): Promise<Scan> {
   let pids: number[];
   try {
     pids = (await readdir("/proc")).filter((n) => /^\d+$/.test(n)).map(Number);
   } catch {
-    return [rootPid]; // no /proc: the process group is the best we can do
+    return { pids: [rootPid], unsure: 0 }; // no /proc: the process group is the best we can do
   }
   const infos = (await Promise.all(pids.map(procInfo))).filter((p): p is ProcInfo => p !== undefined && p.pid !== process.pid);
   const found = new Set<number>();
   for (const p of infos) if (p.pid === rootPid || p.pgid === rootPid || p.sid === rootPid) found.add(p.pid);
   const marked = await Promise.all(infos.map((p) => hasMarker(p.pid, marker)));
-  infos.forEach((p, i) => marked[i] && found.add(p.pid));
+  infos.forEach((p, i) => marked[i] === true && found.add(p.pid));
+  // Kernel threads (kthreadd, pid 2, and its children) have no environment at all: not unsure.
+  const unsure = infos.filter((p, i) => marked[i] === "unsure" && p.pid !== 2 && p.ppid !== 2).length;
   // Descendants of anything found so far, to a fixed point.
   let grew = true;
   while (grew) {
@@ -56,7 +69,7 @@ export async function commandProcesses(rootPid: number, marker: string): Promise
       }
     }
   }
-  return [...found];
+  return { pids: [...found], unsure };
 }
 
 /** SIGKILLs every process of the command, again until none is left (a fork between scans is caught next round). */
@@ -67,7 +80,7 @@ export async function killCommandTree(rootPid: number, marker: string): Promise<
     // no such group any more
   }
   for (let round = 0; round < 5; round++) {
-    const pids = await commandProcesses(rootPid, marker);
+    const { pids, unsure } = await commandProcesses(rootPid, marker);
     let alive = 0;
     for (const pid of pids) {
       try {
@@ -77,7 +90,8 @@ export async function killCommandTree(rootPid: number, marker: string): Promise<
         // already gone
       }
     }
-    if (alive === 0) return;
+    // None left, unless a process was caught mid-exec: it is looked at again next round.
+    if (alive === 0 && unsure === 0) return;
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -55,7 +55,10 @@ export async function runProcess(o: RunProcessOptions): Promise<ExecResult> {
 }
 
 async function killAll(cgroup: CommandCgroup): Promise<void> {
-  for (let round = 0; round < 100; round++) {
+  // Bounded by time, not rounds: on a busy host a fork bomb at its pids limit refills the slots
+  // its killed processes free for longer than a fixed number of quick rounds.
+  const deadline = Date.now() + 5000;
+  for (let round = 0; Date.now() < deadline; round++) {
     const pids = await cgroup.pids();
     if (pids.length === 0) return;
     for (const pid of pids) {
