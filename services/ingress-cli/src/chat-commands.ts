@@ -1,5 +1,5 @@
-import { type LoadedConfig, parseModelRef } from "@mom/config";
-import { isNewSessionCommand, isStopCommand } from "@mom/contracts";
+import { type LoadedConfig, parseModelRef } from "@mom/ingress-sdk";
+import { isNewSessionCommand, isStopCommand } from "@mom/ingress-sdk";
 import { readFileSync } from "node:fs";
 
 /** What the terminal chat's commands say; typed lines that are none of these go to mom. */

@@ -1,6 +1,6 @@
-import type { FileSource } from "@mom/bus";
-import type { OutboundEvent } from "@mom/contracts";
-import { formatSizeOverLimit, guessMimeType, safeFileName, writeNewFile } from "@mom/store";
+import type { FileSource } from "@mom/ingress-sdk";
+import type { OutboundEvent } from "@mom/ingress-sdk";
+import { formatSizeOverLimit, guessMimeType, safeFileName, writeNewFile } from "@mom/ingress-sdk";
 import { readFile, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 

@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/bus";
+import { BusModule, type BusOptions } from "@mom/ingress-sdk";
 import { CLI_OPTIONS, type CliIngressOptions } from "./cli-options.js";
 import { CliIngressService } from "./cli-ingress.service.js";
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, fileObjectName, serviceReadiness } from "@mom/bus";
-import { type Attachment, type ChannelMessage, escapeChannelToken, OutboundEvent } from "@mom/contracts";
+import { Bus, type Consumption, fileObjectName, serviceReadiness } from "@mom/ingress-sdk";
+import { type Attachment, type ChannelMessage, escapeChannelToken, OutboundEvent } from "@mom/ingress-sdk";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
@@ -8,7 +8,7 @@ import { Writable } from "node:stream";
 import { HELP_TEXT, modelText, parseChatCommand, switchModelText } from "./chat-commands.js";
 import { parseAttachCommand, readUpload, saveDownload } from "./cli-files.js";
 import { CLI_OPTIONS, type CliIngressOptions } from "./cli-options.js";
-import { DEFAULT_MAX_ATTACHMENT_BYTES, decideApproval, observeRendering, plainDialect, publishInbound } from "@mom/render";
+import { DEFAULT_MAX_ATTACHMENT_BYTES, decideApproval, observeRendering, plainDialect, publishInbound } from "@mom/ingress-sdk";
 import { CliRenderer } from "./cli-renderer.js";
 
 /** What the input line starts with on an interactive terminal. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import type { OutboundEvent, OutboundEventBody } from "@mom/contracts";
+import type { OutboundEvent, OutboundEventBody } from "@mom/ingress-sdk";
 import { CliRenderer } from "./cli-renderer.js";
 
 const usage = { input: 1200, output: 34, cacheRead: 0, cacheWrite: 0, totalTokens: 1234, cost: { input: 0.0036, output: 0.0005, cacheRead: 0, cacheWrite: 0, total: 0.0041 }, contextTokens: 24_000, contextWindow: 200_000 };

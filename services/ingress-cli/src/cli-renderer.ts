@@ -1,7 +1,7 @@
-import { MAX_EVENT_TEXT, type OutboundEvent, spellCodePoint } from "@mom/contracts";
-import { formatUsage } from "@mom/format";
+import { MAX_EVENT_TEXT, type OutboundEvent, spellCodePoint } from "@mom/ingress-sdk";
+import { formatUsage } from "@mom/ingress-sdk";
 import { AnswerStream } from "./answer-stream.js";
-import { activityLines, approvalOutcomeLine, approvalPromptText, endNotes, plainDialect, RunTracker, statusText, stepLine } from "@mom/render";
+import { activityLines, approvalOutcomeLine, approvalPromptText, endNotes, plainDialect, RunTracker, statusText, stepLine } from "@mom/ingress-sdk";
 import stringWidth from "string-width";
 
 const TERMINAL = plainDialect();

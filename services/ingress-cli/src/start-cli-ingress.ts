@@ -1,6 +1,6 @@
 import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
-import type { BusOptions } from "@mom/bus";
+import type { BusOptions } from "@mom/ingress-sdk";
 import type { CliIngressOptions } from "./cli-options.js";
 import { CliIngressModule } from "./cli-ingress.module.js";
 import { CliIngressService } from "./cli-ingress.service.js";

@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/bus";
+import { BusModule, type BusOptions } from "@mom/ingress-sdk";
 import { DISCORD_OPTIONS, type DiscordIngressOptions } from "./discord-options.js";
 import { DiscordIngressService } from "./discord-ingress.service.js";
 

@@ -1,8 +1,8 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
-import { metrics } from "@mom/observability";
-import type { ChannelMessage, ChannelRef } from "@mom/contracts";
-import { busReceipts, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, InboundIntake, mayDirectMessage, publishInbound, RecentMap, readDownload } from "@mom/render";
+import { Bus, type Consumption, serviceReadiness } from "@mom/ingress-sdk";
+import { metrics } from "@mom/ingress-sdk";
+import type { ChannelMessage, ChannelRef } from "@mom/ingress-sdk";
+import { busReceipts, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, InboundIntake, mayDirectMessage, publishInbound, RecentMap, readDownload } from "@mom/ingress-sdk";
 import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, RESTEvents, Status, type User } from "discord.js";
 import type { Logger } from "pino";
 import { type DiscordApi, RestDiscordApi } from "./discord-api.js";

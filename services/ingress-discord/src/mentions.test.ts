@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { idsForMentions, namesForMentions } from "./mentions.js";
-import { isStopCommand } from "@mom/contracts";
+import { isStopCommand } from "@mom/ingress-sdk";
 
 describe("namesForMentions", () => {
   const names = {

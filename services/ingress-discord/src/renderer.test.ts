@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import type { OutboundEvent, OutboundEventBody } from "@mom/contracts";
+import type { OutboundEvent, OutboundEventBody } from "@mom/ingress-sdk";
 import { pino } from "pino";
 import type { DiscordApi, OutMessage } from "./discord-api.js";
 import { batchEmbeds, DiscordRenderer, type RendererDeps, toolEmbed } from "./renderer.js";

@@ -1,5 +1,5 @@
-import { formatDuration, formatUsage, splitMessage } from "@mom/format";
-import { activityLines, answerText, clip, type DeliveryReceipts, type Dialect, type Ev, fenceSafe, type FileOutcome, firstLine, type Layout, Presenter, progressText, type RunView, type ToolStep, toolSteps, UNICODE_MARKS } from "@mom/render";
+import { formatDuration, formatUsage, splitMessage } from "@mom/ingress-sdk";
+import { activityLines, answerText, clip, type DeliveryReceipts, type Dialect, type Ev, fenceSafe, type FileOutcome, firstLine, type Layout, Presenter, progressText, type RunView, type ToolStep, toolSteps, UNICODE_MARKS } from "@mom/ingress-sdk";
 import type { APIEmbed } from "discord.js";
 import type { Logger } from "pino";
 import type { DiscordApi, OutFile } from "./discord-api.js";

@@ -1,6 +1,6 @@
 import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
-import type { BusOptions } from "@mom/bus";
+import type { BusOptions } from "@mom/ingress-sdk";
 import type { DiscordIngressOptions } from "./discord-options.js";
 import { DiscordIngressModule } from "./discord-ingress.module.js";
 import { DiscordIngressService } from "./discord-ingress.service.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import type { RawMessage } from "@mom/bus";
+import type { RawMessage } from "@mom/ingress-sdk";
 import { type InboundHistory, lastPublishedTs } from "./slack-backfill.js";
 
 const stored = (seq: number, id: string): RawMessage => ({ stream: "MOM_IN", seq, subject: "mom.in.slack.C1", time: new Date(), text: JSON.stringify({ id, channelId: "C1" }) });

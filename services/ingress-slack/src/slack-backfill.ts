@@ -1,4 +1,4 @@
-import type { RawMessage } from "@mom/bus";
+import type { RawMessage } from "@mom/ingress-sdk";
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import { compareTs, isSlackTs, type SlackMessageEvent } from "./slack-inbound.js";

@@ -1,4 +1,4 @@
-import { FileRefused, readDownload } from "@mom/render";
+import { FileRefused, readDownload } from "@mom/ingress-sdk";
 import type { SlackFile } from "./slack-inbound.js";
 
 export interface DownloadedFile {

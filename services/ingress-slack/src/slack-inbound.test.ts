@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { compareTs, isConversationMessage, toChannelMessage, tsToIso } from "./slack-inbound.js";
-import { isStopCommand as isStopText } from "@mom/contracts";
+import { isStopCommand as isStopText } from "@mom/ingress-sdk";
 
 const alice = { id: "U0ALICE", username: "alice", displayName: "Alice", isBot: false };
 const names = { user: (id: string) => (id === "U0ALICE" ? "alice" : id === "UBOT" ? "mom" : undefined) };

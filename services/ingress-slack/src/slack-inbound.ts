@@ -1,5 +1,5 @@
-import type { Attachment, ChannelMessage } from "@mom/contracts";
-import { mrkdwnToText, type SlackNames } from "@mom/format";
+import type { Attachment, ChannelMessage } from "@mom/ingress-sdk";
+import { mrkdwnToText, type SlackNames } from "@mom/ingress-sdk";
 import type { SlackUser } from "./slack-directory.js";
 
 /** A file as Slack describes it in a message (the fields mom uses). */

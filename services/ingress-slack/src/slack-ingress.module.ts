@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/bus";
+import { BusModule, type BusOptions } from "@mom/ingress-sdk";
 import { SLACK_OPTIONS, type SlackIngressOptions } from "./slack-options.js";
 import { SlackIngressService } from "./slack-ingress.service.js";
 

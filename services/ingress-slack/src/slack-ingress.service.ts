@@ -1,9 +1,9 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, lastPerSubject, readRange, serviceReadiness } from "@mom/bus";
-import { metrics } from "@mom/observability";
-import type { Attachment, ChannelMessage } from "@mom/contracts";
-import { markdownToMrkdwn } from "@mom/format";
-import { busReceipts, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, InboundIntake, publishInbound } from "@mom/render";
+import { Bus, type Consumption, lastPerSubject, readRange, serviceReadiness } from "@mom/ingress-sdk";
+import { metrics } from "@mom/ingress-sdk";
+import type { Attachment, ChannelMessage } from "@mom/ingress-sdk";
+import { markdownToMrkdwn } from "@mom/ingress-sdk";
+import { busReceipts, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, InboundIntake, publishInbound } from "@mom/ingress-sdk";
 import { App, SocketModeReceiver } from "@slack/bolt";
 import { type WebClient, WebClientEvent } from "@slack/web-api";
 import type { Logger } from "pino";

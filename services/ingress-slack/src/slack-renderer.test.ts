@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
-import type { FileSource } from "@mom/bus";
-import type { OutboundEvent, Usage } from "@mom/contracts";
-import { markdownToMrkdwn } from "@mom/format";
+import type { FileSource } from "@mom/ingress-sdk";
+import type { OutboundEvent, Usage } from "@mom/ingress-sdk";
+import { markdownToMrkdwn } from "@mom/ingress-sdk";
 import { pino } from "pino";
 import { type SlackPoster, SlackRenderer } from "./slack-renderer.js";
 

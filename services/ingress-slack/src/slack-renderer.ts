@@ -1,5 +1,5 @@
-import type { FileSource } from "@mom/bus";
-import { escapeMrkdwn, splitMessage } from "@mom/format";
+import type { FileSource } from "@mom/ingress-sdk";
+import { escapeMrkdwn, splitMessage } from "@mom/ingress-sdk";
 import {
   activityLines,
   answerText,
@@ -18,9 +18,9 @@ import {
   stepLine,
   clip,
   usageLine,
-} from "@mom/render";
+} from "@mom/ingress-sdk";
 import type { Logger } from "pino";
-import { formatDuration } from "@mom/format";
+import { formatDuration } from "@mom/ingress-sdk";
 import { isSlackTs } from "./slack-inbound.js";
 
 /** What the renderer needs of Slack (the Web API client implements it; tests may fake it). */

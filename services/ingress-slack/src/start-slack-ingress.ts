@@ -1,6 +1,6 @@
 import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
-import type { BusOptions } from "@mom/bus";
+import type { BusOptions } from "@mom/ingress-sdk";
 import type { SlackIngressOptions } from "./slack-options.js";
 import { SlackIngressModule } from "./slack-ingress.module.js";
 import { SlackIngressService } from "./slack-ingress.service.js";

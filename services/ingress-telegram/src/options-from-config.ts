@@ -1,4 +1,4 @@
-import { adapterEntry, type LoadedConfig } from "@mom/config";
+import { adapterEntry, type LoadedConfig } from "@mom/ingress-sdk";
 import type { Logger } from "pino";
 import type { TelegramIngressOptions } from "./telegram-options.js";
 

@@ -1,6 +1,6 @@
 import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
-import type { BusOptions } from "@mom/bus";
+import type { BusOptions } from "@mom/ingress-sdk";
 import { TelegramIngressModule } from "./telegram-ingress.module.js";
 import { TelegramIngressService } from "./telegram-ingress.service.js";
 import type { TelegramIngressOptions } from "./telegram-options.js";

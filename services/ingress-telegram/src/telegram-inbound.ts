@@ -1,4 +1,4 @@
-import type { ChannelMessage, Sender } from "@mom/contracts";
+import type { ChannelMessage, Sender } from "@mom/ingress-sdk";
 import type { Message, MessageEntity, User } from "grammy/types";
 
 /** A file in a Telegram message, before it is downloaded. */

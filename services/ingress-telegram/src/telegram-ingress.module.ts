@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/bus";
+import { BusModule, type BusOptions } from "@mom/ingress-sdk";
 import { TelegramIngressService } from "./telegram-ingress.service.js";
 import { TELEGRAM_OPTIONS, type TelegramIngressOptions } from "./telegram-options.js";
 

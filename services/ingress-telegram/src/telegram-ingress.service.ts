@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
-import { metrics } from "@mom/observability";
+import { Bus, type Consumption, serviceReadiness } from "@mom/ingress-sdk";
+import { metrics } from "@mom/ingress-sdk";
 import {
   busReceipts,
   DeliveryReceipts,
@@ -16,7 +16,7 @@ import {
   Presenter,
   publishInbound,
   readDownload,
-} from "@mom/render";
+} from "@mom/ingress-sdk";
 import { autoRetry } from "@grammyjs/auto-retry";
 import { Bot, type Context, GrammyError } from "grammy";
 import type { Message } from "grammy/types";

@@ -1,4 +1,4 @@
-import { type ChatSurface, type Dialect, type Placement, type SharedFile, UNICODE_MARKS, fenceSafe } from "@mom/render";
+import { type ChatSurface, type Dialect, type Placement, type SharedFile, UNICODE_MARKS, fenceSafe } from "@mom/ingress-sdk";
 import { type Api, GrammyError, InputFile } from "grammy";
 import markdownEscape from "markdown-escape";
 import { markdownToTelegramHtml } from "./telegram-html.js";

@@ -1,4 +1,4 @@
-import { readDownload } from "@mom/render";
+import { readDownload } from "@mom/ingress-sdk";
 import pRetry from "p-retry";
 import type { Logger } from "pino";
 

@@ -1,7 +1,7 @@
 import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import type { NestExpressApplication } from "@nestjs/platform-express";
-import { Bus, type BusOptions, serviceReadiness } from "@mom/bus";
+import { Bus, type BusOptions, serviceReadiness } from "@mom/ingress-sdk";
 import type { AddressInfo } from "node:net";
 import { WhatsAppIngressModule } from "./whatsapp-ingress.module.js";
 import { WhatsAppIngressService } from "./whatsapp-ingress.service.js";

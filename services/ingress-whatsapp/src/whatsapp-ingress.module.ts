@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/bus";
+import { BusModule, type BusOptions } from "@mom/ingress-sdk";
 import { WhatsAppIngressService } from "./whatsapp-ingress.service.js";
 import { WHATSAPP_OPTIONS, type WhatsAppIngressOptions } from "./whatsapp-options.js";
 import { WhatsAppWebhookController } from "./whatsapp-webhook.controller.js";

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption } from "@mom/bus";
+import { Bus, type Consumption } from "@mom/ingress-sdk";
 import {
   busReceipts,
   DeliveryReceipts,
@@ -14,8 +14,8 @@ import {
   mayDirectMessage,
   Presenter,
   publishInbound,
-} from "@mom/render";
-import { metrics } from "@mom/observability";
+} from "@mom/ingress-sdk";
+import { metrics } from "@mom/ingress-sdk";
 import type { Logger } from "pino";
 import { GraphApi } from "./graph-api.js";
 import { DEFAULT_GRAPH_VERSION, WHATSAPP_OPTIONS, type WhatsAppIngressOptions } from "./whatsapp-options.js";

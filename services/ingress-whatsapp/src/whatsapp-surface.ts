@@ -1,4 +1,4 @@
-import { type ChatSurface, clip, type Dialect, fenceSafe, type Placement, RecentMap, type SharedFile, UNICODE_MARKS } from "@mom/render";
+import { type ChatSurface, clip, type Dialect, fenceSafe, type Placement, RecentMap, type SharedFile, UNICODE_MARKS } from "@mom/ingress-sdk";
 import { GraphApi, GraphError, WINDOW_CLOSED } from "./graph-api.js";
 import type { Logger } from "pino";
 import { markdownToWhatsApp } from "./whatsapp-format.js";

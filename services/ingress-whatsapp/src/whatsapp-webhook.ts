@@ -1,4 +1,4 @@
-import type { ChannelMessage } from "@mom/contracts";
+import type { ChannelMessage } from "@mom/ingress-sdk";
 import { createHmac, timingSafeEqual } from "node:crypto";
 
 /** True when `header` is `sha256=<hex>` of the raw body under the app secret (compared in constant time). */
