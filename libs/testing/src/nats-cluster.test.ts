@@ -92,9 +92,11 @@ describe("spawnNatsCluster", () => {
     }, 30_000);
     expect(next).not.toBe(meta);
     await c.node(meta).start();
-    await c.waitForHealth(30_000);
+    // A meta leader stopped and started again can take a while to be current with the new one
+    // (seen once at 30 s on a busy machine): what is checked is that it gets there.
+    await c.waitForHealth(60_000);
     expect(await c.clientsOf(nc.info!.server_name)).toContain("harness-test");
-  }, 90_000);
+  }, 150_000);
 
   it("stop() ends every server, a frozen one too, and removes the store dirs", async () => {
     const other = await spawnNatsCluster(3);
