@@ -2,7 +2,7 @@
 // runs (every stream at replicas 3) and the faults only a cluster has: leader elections, a node
 // frozen or gone while the others carry on, a rolling restart.
 import { type ChildProcess, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -180,6 +180,14 @@ class Node implements NatsNode {
     if (!this.running) throw new Error(`${this.name} is not running`);
     this.child!.kill("SIGSTOP");
     this.frozen = true;
+    // The stop lands on every thread a moment later: until it has, the server still answers (a
+    // connect right after pause() once got its INFO). Return only once all of it is stopped.
+    const pid = this.child!.pid!;
+    const deadline = Date.now() + 2000;
+    while (!allThreadsStopped(pid)) {
+      if (Date.now() > deadline) throw new Error(`${this.name} (pid ${pid}) did not stop within 2 s of SIGSTOP`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+    }
   }
 
   resume(): void {
@@ -429,4 +437,17 @@ export async function spawnNatsCluster(n = 3, bin = findNatsServer(), opts: Clus
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Whether every thread of a process is stopped (state T or t in /proc/<pid>/task/<tid>/stat). */
+function allThreadsStopped(pid: number): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/task`).every((tid) => {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      return state === "T" || state === "t";
+    });
+  } catch {
+    return true; // gone: nothing of it runs
+  }
 }

@@ -17,10 +17,9 @@ import {
 } from "@mom/ingress-sdk";
 import { metrics } from "@mom/ingress-sdk";
 import type { Logger } from "pino";
-import { GraphApi } from "./graph-api.js";
+import { GraphApi, WINDOW_CLOSED } from "./graph-api.js";
 import { DEFAULT_GRAPH_VERSION, WHATSAPP_OPTIONS, type WhatsAppIngressOptions } from "./whatsapp-options.js";
 import { parseApprovalButton, WhatsAppSurface, WindowClosedError } from "./whatsapp-surface.js";
-import { WINDOW_CLOSED } from "./graph-api.js";
 import { failedDeliveries, toWhatsAppInbound, type WebhookMessage, webhookMessages } from "./whatsapp-webhook.js";
 
 /**
