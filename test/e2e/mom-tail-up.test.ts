@@ -61,6 +61,8 @@ describe("mom tail follows mom up", () => {
       const again = start(["up", dataDir]);
       ups.push(again);
       await again.out.waitFor("mom is up", 60_000);
+      // tail reads new messages from when it is back on: the message goes in once it says so.
+      await tail.out.waitFor(/tailing every channel[\s\S]*tailing every channel/, 30_000);
       llm.enqueue({ text: "second answer" });
       again.child.stdin!.write("again\n");
       await tail.out.waitFor("mom: second answer", 30_000);

@@ -398,8 +398,10 @@ export async function spawnNatsCluster(n = 3, bin = findNatsServer(), opts: Clus
       break;
     } catch (err) {
       await stopAll();
-      // A node that exited lost a port: lay out again. Anything else is for the caller to see.
-      if (attempt < 3 && /exited|not running/.test((err as Error).message)) continue;
+      // A node that exited lost a port, and one whose route port another test's server took
+      // dials that server and never becomes current ("not formed"): lay out again on new ports.
+      // Anything else is for the caller to see.
+      if (attempt < 3 && /exited|not running|not formed/.test((err as Error).message)) continue;
       keepLogs();
       rmSync(dir, { recursive: true, force: true });
       throw err;
