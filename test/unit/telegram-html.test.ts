@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
+// Lives outside the ingress: it checks the ingress's output with the test kit's Telegram HTML parser, and an ingress imports nothing of mom but the SDK.
 import { parseTelegramHtml } from "@mom/testing";
-import { markdownToTelegramHtml } from "./telegram-html.js";
+import { markdownToTelegramHtml } from "@mom/ingress-telegram";
 
 describe("markdownToTelegramHtml", () => {
   it("maps Markdown onto Telegram's tags and escapes the rest", () => {
