@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
-import { busOptions } from "@mom/cli";
+import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig } from "@mom/config";
 import type { ChannelMessage } from "@mom/contracts";
 import { startFakeLlm, startTestNats, type FakeLlm, type TestNats } from "@mom/testing";

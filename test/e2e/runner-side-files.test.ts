@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { busOptions } from "@mom/cli";
+import { busOptions } from "@mom/bus";
 import { startCliIngress, type RunningCliIngress } from "@mom/ingress-cli";
 import { type ChildProcess, spawn } from "node:child_process";
 import { lstatSync, mkdirSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { busOptions } from "@mom/cli";
+import { busOptions } from "@mom/bus";
 import { createLogger } from "@mom/config";
 import type { ChannelMessage } from "@mom/contracts";
 import { startScheduler, type RunningScheduler } from "@mom/scheduler";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
-import { busOptions } from "@mom/cli";
+import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig } from "@mom/config";
 import { slackOptionsFromConfig, startSlackIngress } from "@mom/ingress-slack";
 import { type FakeSlack, startFakeSlack, startTestNats, type TestNats } from "@mom/testing";

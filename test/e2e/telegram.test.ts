@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger, loadConfig } from "@mom/config";
-import { busOptions } from "@mom/cli";
-import { startTelegramIngress, telegramOptionsFromConfig } from "@mom/ingress-telegram";
+import { busOptions } from "@mom/bus";
+import { startConfiguredIngress } from "@mom/ingress-sdk";
+import { telegramIngress } from "@mom/ingress-telegram";
 import { metrics } from "@mom/observability";
 import { DM_REFUSAL } from "@mom/render";
 import { freePort } from "@mom/testing";
@@ -167,7 +168,7 @@ describe("Telegram ingress end to end (fake Bot API, unmodified grammY, real NAT
   it("a wrong bot token stops the service at start with a message that says so", async () => {
     const logger = createLogger("e2e-telegram-bad", { level: "silent" });
     const loaded = loadConfig(s.dataDir, { MOM_TEST_TELEGRAM_TOKEN: "999:wrong" }, { adapters: [TG_ADAPTER] });
-    await expect(startTelegramIngress(telegramOptionsFromConfig(TG_ADAPTER, loaded, logger), busOptions(loaded, s.nats.url, "ingress-bad", logger))).rejects.toThrow(
+    await expect(startConfiguredIngress(telegramIngress, loaded, TG_ADAPTER, logger, s.nats.url)).rejects.toThrow(
       /telegram adapter "telegram": the bot token was refused \(getMe: .*Unauthorized/,
     );
   });

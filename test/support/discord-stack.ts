@@ -1,6 +1,6 @@
 import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus } from "@mom/bus";
-import { busOptions } from "@mom/cli";
+import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
 import { ChannelMessage, ControlMessage, parsePayload, validator } from "@mom/contracts";
 import { discordOptionsFromConfig, type DiscordIngressOptions, type RunningDiscordIngress, startDiscordIngress } from "@mom/ingress-discord";

@@ -1,6 +1,6 @@
 import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus } from "@mom/bus";
-import { busOptions } from "@mom/cli";
+import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig, type LoadedConfig, type SlackAdapterConfig } from "@mom/config";
 import { type RunningSlackIngress, type SlackIngressOptions, startSlackIngress } from "@mom/ingress-slack";
 import { type FakeLlm, type FakeSlack, type FakeSlackOptions, startFakeLlm, startFakeSlack, startTestNats, type TestNats } from "@mom/testing";

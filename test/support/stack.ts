@@ -1,6 +1,6 @@
 import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus } from "@mom/bus";
-import { busOptions } from "@mom/cli";
+import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
 import { chatModels, startCliIngress, type RunningCliIngress } from "@mom/ingress-cli";
 import { startFakeLlm, startTestNats, type FakeLlm, type TestNats } from "@mom/testing";

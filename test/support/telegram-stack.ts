@@ -1,8 +1,9 @@
 import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus } from "@mom/bus";
-import { busOptions } from "@mom/cli";
+import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
-import { startTelegramIngress, telegramOptionsFromConfig, type RunningTelegramIngress, type TelegramIngressOptions } from "@mom/ingress-telegram";
+import { adapterSettings, type RunningIngress, startIngress } from "@mom/ingress-sdk";
+import { telegramIngress, type TelegramSettings } from "@mom/ingress-telegram";
 import { type FakeLlm, type FakeTelegram, startFakeLlm, startFakeTelegram, startTestNats, type TestNats, type TgChat, type TgUser } from "@mom/testing";
 import { rmSync } from "node:fs";
 import { writeTestDataDir } from "./data-dir.js";
@@ -26,12 +27,12 @@ export interface TelegramStack {
   telegram: FakeTelegram;
   bus: Bus;
   runner: RunningService;
-  ingress: RunningTelegramIngress;
+  ingress: RunningIngress;
   stop(): Promise<void>;
 }
 
 /** Real NATS, the fake LLM, the fake Bot API, the runner and the Telegram ingress (unmodified grammY), all on loopback. */
-export async function startTelegramStack(opts: { adapter?: object; config?: object; ingress?: Partial<TelegramIngressOptions> } = {}): Promise<TelegramStack> {
+export async function startTelegramStack(opts: { adapter?: object; config?: object; ingress?: Partial<TelegramSettings> } = {}): Promise<TelegramStack> {
   const nats = await startTestNats();
   const llm = await startFakeLlm();
   const telegram = await startFakeTelegram();
@@ -44,10 +45,14 @@ export async function startTelegramStack(opts: { adapter?: object; config?: obje
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
   await bus.provision();
   const runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
-  const ingress = await startTelegramIngress(
-    { ...telegramOptionsFromConfig(TG_ADAPTER, loaded, logger), editIntervalMs: 100, typingIntervalMs: 300, pollTimeoutSeconds: 2, ...opts.ingress },
-    busOptions(loaded, nats.url, `ingress-${TG_ADAPTER}`, logger),
-  );
+  const adapter = adapterSettings(telegramIngress, loaded, TG_ADAPTER);
+  const ingress = await startIngress(telegramIngress, {
+    adapter: { ...adapter, settings: { ...adapter.settings, pollTimeoutSeconds: 2, ...opts.ingress } },
+    bus: busOptions(loaded, nats.url, `ingress-${TG_ADAPTER}`, logger),
+    logger,
+    editIntervalMs: 100,
+    typingIntervalMs: 300,
+  });
   return {
     dataDir,
     loaded,

@@ -1,6 +1,6 @@
 import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus } from "@mom/bus";
-import { busOptions } from "@mom/cli";
+import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
 import { type RunningWhatsAppIngress, startWhatsAppIngress, whatsappOptionsFromConfig } from "@mom/ingress-whatsapp";
 import { type FakeLlm, type FakeWhatsApp, startFakeLlm, startFakeWhatsApp, startTestNats, type TestNats } from "@mom/testing";

@@ -23,3 +23,4 @@ export { type RecordStream, type RecordStreamOptions, type StreamRecord, openRec
 export { serviceReadiness } from "./service-readiness.js";
 export { serverCaveat } from "./server-caveat.js";
 export { lastPerSubject, type RangeStart, type RawMessage, type Watching, readRange, watchNew } from "./read-range.js";
+export { busOptions, streamSettings } from "./config-options.js";

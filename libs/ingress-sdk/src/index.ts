@@ -38,3 +38,13 @@ export { formatSizeOverLimit, guessMimeType, safeFileName, writeNewFile } from "
 // Object Store, publishing with the msg-id rule, approvals, drawing runs through a Layout or a
 // ChatSurface, delivery receipts.
 export * from "@mom/render";
+
+// The service shell: a platform supplies an IngressDefinition (its settings' schema and a
+// connection that converts); the shell does everything else and runs it.
+export { type AdapterAccess, type AdapterSettings, adapterSettings } from "./adapter-settings.js";
+export { IngressShell } from "./ingress-shell.js";
+export type { IngressDefinition, InboundPort, PlatformConnection, PlatformContext, PlatformMessage } from "./platform.js";
+export { type RunningIngress, runIngress, startConfiguredIngress, startIngress, type StartIngressOptions } from "./start-ingress.js";
+
+// Schemas of a platform's own settings, with the same TypeBox mom validates with.
+export { type Static, type TSchema, Type } from "typebox";

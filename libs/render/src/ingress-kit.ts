@@ -167,13 +167,27 @@ export class InboundIntake {
 
   /** Queues `handle` behind the chat's earlier messages; false (and nothing queued) when `id` was taken already. */
   take(chat: string, id: string, handle: () => Promise<unknown>): boolean {
-    const key = `${chat}:${id}`;
-    if (!this.seen.add(key)) return false;
-    void this.queue.push(chat, handle).catch((err: unknown) => {
-      this.seen.delete(key);
-      this.log.error({ err, chat, id }, `could not hand a ${this.platform} message to mom: ${(err as Error)?.message ?? err}`);
-    });
+    if (this.seen.has(`${chat}:${id}`)) return false;
+    // Failures are logged by handle(); nothing waits for this one.
+    this.handle(chat, id, handle).catch(() => {});
     return true;
+  }
+
+  /**
+   * Like `take`, for a caller that waits: resolves true once `handle` is done, false when `id` was
+   * taken already; rejects with `handle`'s error (logged here, the id forgotten).
+   */
+  handle(chat: string, id: string, handle: () => Promise<unknown>): Promise<boolean> {
+    const key = `${chat}:${id}`;
+    if (!this.seen.add(key)) return Promise.resolve(false);
+    return this.queue.push(chat, handle).then(
+      () => true,
+      (err: unknown) => {
+        this.seen.delete(key);
+        this.log.error({ err, chat, id }, `could not hand a ${this.platform} message to mom: ${(err as Error)?.message ?? err}`);
+        throw err;
+      },
+    );
   }
 
   /** Marks `id` as taken without handling it here (handled on another path, e.g. a backfill that queues its own work). */

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { startObservability } from "@mom/observability";
-import { busOptions } from "./bus-options.js";
+import { busOptions } from "@mom/bus";
 import { CommandError } from "./command-error.js";
 import { lockDataDir } from "./data-lock.js";
 import { startLocalNats } from "./local-nats.js";
@@ -273,8 +273,8 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
       return shutdownOn([() => slack.close()]);
     }
     case "telegram": {
-      const { startTelegramIngress, telegramOptionsFromConfig } = await import("@mom/ingress-telegram");
-      const telegram = await startTelegramIngress(telegramOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      const [{ startConfiguredIngress }, { telegramIngress }] = await Promise.all([import("@mom/ingress-sdk"), import("@mom/ingress-telegram")]);
+      const telegram = await startConfiguredIngress(telegramIngress, loaded, adapter, logger);
       return shutdownOn([() => telegram.close()]);
     }
     case "whatsapp": {

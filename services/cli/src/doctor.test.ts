@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Bus } from "@mom/bus";
 import { createLogger, loadConfig } from "@mom/config";
-import { busOptions } from "./bus-options.js";
+import { busOptions } from "@mom/bus";
 import { runDoctor } from "./doctor.js";
 
 describe("mom doctor", () => {

@@ -5,7 +5,7 @@ import { startTestNats, type TestNats } from "@mom/testing";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { busOptions } from "./bus-options.js";
+import { busOptions } from "@mom/bus";
 import { replayCommand } from "./replay-command.js";
 
 describe("mom replay of a channel that does not exist", () => {

@@ -2,7 +2,7 @@ import { Bus, STREAM_TOKENS, streamRetention, type StreamSettings } from "@mom/b
 import { createLogger, type LoadedConfig } from "@mom/config";
 import type { StreamKey } from "@mom/contracts";
 import { formatFileSize } from "@mom/store";
-import { streamSettings } from "./bus-options.js";
+import { streamSettings } from "@mom/bus";
 import type { Check } from "./doctor.js";
 
 const HOUR_MS = 3_600_000;

@@ -2,7 +2,7 @@ import { type Bot, type Transformer, webhookCallback } from "grammy";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
-import type { TelegramIngressOptions } from "./telegram-options.js";
+import type { TelegramSettings } from "./telegram-options.js";
 
 /** How updates arrive; `stop` ends it. */
 export interface UpdateSource {
@@ -45,7 +45,7 @@ export function getUpdatesHealth(log: Logger): { transformer: Transformer; probl
 }
 
 /** getUpdates long polling (the default): resolves once polling runs; rejects when it cannot start. */
-export async function startPolling(bot: Bot, opts: TelegramIngressOptions, log: Logger, health?: { problem(): string | undefined }): Promise<UpdateSource> {
+export async function startPolling(bot: Bot, opts: TelegramSettings, log: Logger, health?: { problem(): string | undefined }): Promise<UpdateSource> {
   let polling!: Promise<void>;
   await new Promise<void>((resolve, reject) => {
     polling = bot.start({ allowed_updates: [...ALLOWED_UPDATES], timeout: opts.pollTimeoutSeconds ?? 30, onStart: () => resolve() }).catch((err: unknown) => {
@@ -68,7 +68,7 @@ export async function startPolling(bot: Bot, opts: TelegramIngressOptions, log: 
  * X-Telegram-Bot-Api-Secret-Token is refused with 401 by grammY), and `setWebhook` pointing
  * Telegram at `webhookUrl`.
  */
-export async function startWebhook(bot: Bot, opts: TelegramIngressOptions & { webhookUrl: string }, log: Logger): Promise<UpdateSource & { port: number }> {
+export async function startWebhook(bot: Bot, opts: TelegramSettings & { webhookUrl: string; adapter: string }, log: Logger): Promise<UpdateSource & { port: number }> {
   if (!opts.webhookSecret) throw new Error(`telegram adapter "${opts.adapter}": webhookUrl needs webhookSecret, or anyone could post updates`);
   const handle = webhookCallback(bot, "http", { secretToken: opts.webhookSecret, onTimeout: "return" });
   const server = createServer((req, res) => void handle(req, res).catch((err: unknown) => log.error({ err }, "telegram webhook post failed")));

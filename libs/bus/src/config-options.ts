@@ -1,4 +1,4 @@
-import type { BusOptions, StreamSettings } from "@mom/bus";
+import type { BusOptions, StreamSettings } from "./options.js";
 import type { LoadedConfig, MomConfig } from "@mom/config";
 import type { StreamKey } from "@mom/contracts";
 import type { Logger } from "pino";

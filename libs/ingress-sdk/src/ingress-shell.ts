@@ -1,0 +1,136 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
+import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
+import {
+  type ApprovalClick,
+  type ChatSurface,
+  DeliveryReceipts,
+  DM_REFUSAL,
+  InboundIntake,
+  type Layout,
+  MessageLayout,
+  Presenter,
+  busReceipts,
+  decideApproval,
+  drawOutbound,
+  importAttachment,
+  mayDirectMessage,
+  publishInbound,
+} from "@mom/render";
+import type { Logger } from "pino";
+import type { AdapterSettings } from "./adapter-settings.js";
+import type { IngressDefinition, InboundPort, PlatformConnection, PlatformMessage } from "./platform.js";
+
+export const INGRESS_RUN = Symbol("INGRESS_RUN");
+
+/** What the shell is started with: the definition, the adapter's settings, and tuning for tests. */
+export interface IngressRun {
+  definition: IngressDefinition;
+  adapter: AdapterSettings<unknown>;
+  logger: Logger;
+  /** Overrides the platform's edit interval (tests). */
+  editIntervalMs?: number;
+  typingIntervalMs?: number;
+}
+
+function isLayout(s: ChatSurface | Layout<unknown, unknown>): s is Layout<unknown, unknown> {
+  return typeof (s as Layout<unknown, unknown>).open === "function";
+}
+
+/**
+ * One running ingress: the platform's connection between the bus's inbound (what people send,
+ * through the intake) and outbound (runs, through the presenter). Starts in that order — drawing
+ * before receiving, so nothing answered goes undrawn — and stops in the reverse.
+ */
+@Injectable()
+export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdown, InboundPort {
+  private readonly log: Logger;
+  private readonly intake: InboundIntake;
+  private connection?: PlatformConnection;
+  private presenter?: Presenter<unknown, unknown>;
+  private deliveries?: DeliveryReceipts;
+  private consumption?: Consumption;
+  private unready?: () => void;
+
+  constructor(
+    @Inject(Bus) private readonly bus: Bus,
+    @Inject(INGRESS_RUN) private readonly run: IngressRun,
+  ) {
+    this.log = run.logger;
+    this.intake = new InboundIntake(run.definition.platform, this.log);
+  }
+
+  get adapter(): string {
+    return this.run.adapter.adapter;
+  }
+
+  /** The platform side (for tests and for ingresses that expose their client). */
+  get platform(): PlatformConnection {
+    if (!this.connection) throw new Error("the ingress is not started");
+    return this.connection;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { definition, adapter } = this.run;
+    const conn = await definition.connect({ adapter: adapter.adapter, settings: adapter.settings, log: this.log, maxAttachmentBytes: adapter.maxAttachmentBytes, inbound: this });
+    this.connection = conn;
+    this.deliveries = new DeliveryReceipts(adapter.adapter, busReceipts(this.bus, adapter.adapter), this.log);
+    const layout = isLayout(conn.surface) ? conn.surface : new MessageLayout(conn.surface);
+    this.presenter = new Presenter(layout, {
+      files: this.bus,
+      maxBytes: adapter.maxAttachmentBytes,
+      log: this.log,
+      editIntervalMs: this.run.editIntervalMs ?? conn.editIntervalMs ?? 1500,
+      typingIntervalMs: this.run.typingIntervalMs ?? conn.typingIntervalMs ?? 4500,
+      deliveries: this.deliveries,
+    });
+    this.consumption = await drawOutbound(this.bus, adapter.adapter, this.presenter);
+    await conn.start();
+    this.unready = serviceReadiness(`ingress-${adapter.adapter}`, this.bus, () => conn.problem?.());
+    this.log.info({ adapter: adapter.adapter, platform: definition.platform }, `${definition.platform} ingress receiving`);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.unready?.();
+    await this.connection?.stop();
+    await this.intake.idle();
+    await this.consumption?.stop();
+    await this.presenter?.close();
+  }
+
+  receive(m: PlatformMessage): Promise<boolean> {
+    return this.intake.handle(m.channelId, m.id, () => this.publish(m));
+  }
+
+  private async publish(m: PlatformMessage): Promise<void> {
+    const { access, maxAttachmentBytes } = this.run.adapter;
+    if (m.isDirect && !m.sender.isBot && !mayDirectMessage(m.sender.id, access)) {
+      this.log.info({ chat: m.channelId, user: m.sender.id }, "direct message refused (dm policy)");
+      const refuse = m.refuse ?? ((text: string) => this.post(m.channelId, text));
+      await Promise.resolve(refuse(DM_REFUSAL)).catch((err: unknown) => this.log.warn({ err }, "could not send the DM refusal"));
+      return;
+    }
+    const { files = [], refuse: _refuse, ...rest } = m;
+    const ref = { adapter: this.adapter, channelId: m.channelId };
+    const attachments = [];
+    for (const f of files) attachments.push(await importAttachment(f, ref, { files: this.bus, maxBytes: maxAttachmentBytes }));
+    await publishInbound(this.bus, this.adapter, { ...rest, attachments }, { log: this.log });
+  }
+
+  private async post(channel: string, text: string): Promise<void> {
+    const surface = this.connection?.surface;
+    if (surface && !isLayout(surface)) await surface.post(channel, text, {});
+    else throw new Error("the platform gave no way to answer a refused direct message (PlatformMessage.refuse)");
+  }
+
+  async decide(click: ApprovalClick): Promise<{ refusal?: string }> {
+    const presenter = this.presenter;
+    if (!presenter) throw new Error("the ingress is not started");
+    const { refusal } = await decideApproval({ bus: this.bus, adapter: this.adapter, dialect: presenter.dialect, log: this.log }, presenter.approval(click.approvalId), click);
+    return refusal ? { refusal } : {};
+  }
+
+  undelivered(platformMessageId: string, error: string): Promise<boolean> {
+    if (!this.deliveries) return Promise.resolve(false);
+    return this.deliveries.failedLater(platformMessageId, error);
+  }
+}

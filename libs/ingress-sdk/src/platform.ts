@@ -1,0 +1,79 @@
+// What a platform supplies to the ingress shell, and what the shell hands it. A platform converts
+// (its events into PlatformMessages, runs into posts and edits) and nothing more: dedupe, order,
+// the DM policy, files, publishing, approvals, the presenter, health and shutdown are the shell's.
+import type { ChannelMessage } from "@mom/contracts";
+import type { ApprovalClick, ChatSurface, IncomingFile, Layout } from "@mom/render";
+import type { Static, TSchema } from "typebox";
+import type { Logger } from "pino";
+
+/** One platform's ingress: its name, its own settings' schema, and how to connect to it. */
+export interface IngressDefinition<S extends TSchema = TSchema> {
+  /** The platform in lower case ("matrix"): a built-in adapter `type`, or an external adapter's `platform`. */
+  readonly platform: string;
+  /**
+   * The platform's own settings (tokens, URLs), validated by the shell with the same errors as
+   * config.json's (file, JSON path, what was expected). Built-in types: the adapter entry without
+   * `type` and the common fields; external adapters: the entry's `settings`.
+   */
+  readonly settings: S;
+  /** Builds the platform side: clients, credential checks. Nothing is received before `start`. */
+  connect(ctx: PlatformContext<Static<S>>): Promise<PlatformConnection> | PlatformConnection;
+}
+
+/** What the shell gives a platform. */
+export interface PlatformContext<T> {
+  /** The adapter's name in config.json: the subject token of its channels. */
+  readonly adapter: string;
+  readonly settings: T;
+  readonly log: Logger;
+  /** config `attachments.maxBytes`: the largest file the shell imports. */
+  readonly maxAttachmentBytes: number;
+  /** Everything received from the platform goes here. */
+  readonly inbound: InboundPort;
+}
+
+/** A message as the platform saw it; `files` are downloaded by the shell, within the size limit. */
+export interface PlatformMessage extends Omit<ChannelMessage, "attachments"> {
+  files?: IncomingFile[];
+  /** Tells the sender their direct message was refused (the DM policy); default: a post in the chat. */
+  refuse?(text: string): Promise<unknown>;
+}
+
+export interface InboundPort {
+  /**
+   * Hands one platform message to mom: once per (channel, id), in order per channel, after the
+   * DM policy, with its files in the Object Store, published with the msg-id rule. Resolves true
+   * once handled (published, or refused by policy), false for a message already taken. Rejects
+   * when it could not be handled (logged by the shell; the id is forgotten, so the platform's
+   * redelivery is handled again): a webhook may answer the platform with an error then.
+   */
+  receive(message: PlatformMessage): Promise<boolean>;
+  /**
+   * An Allow once / Deny from the platform -> the approval decision on the bus. Resolves with the
+   * line to show the person privately when they may not decide (the decision is still sent and
+   * refused by the runner, so the audit trail has it).
+   */
+  decide(click: ApprovalClick): Promise<{ refusal?: string }>;
+  /**
+   * The platform reports later that a message it had accepted never reached the person (WhatsApp's
+   * status webhooks): records `delivery.failed` for the answer it carried. False when the message
+   * is not one of the answers this ingress drew.
+   */
+  undelivered(platformMessageId: string, error: string): Promise<boolean>;
+}
+
+/** The platform side of a running ingress. */
+export interface PlatformConnection {
+  /** Where runs are drawn: a ChatSurface (messages, edits, buttons) or a whole Layout. */
+  readonly surface: ChatSurface | Layout<unknown, unknown>;
+  /** Shortest time between two edits of a run's progress (the platform's edit rate; default 1,500 ms). */
+  readonly editIntervalMs?: number;
+  /** How often "typing…" is renewed during a run (default 4,500 ms). */
+  readonly typingIntervalMs?: number;
+  /** Starts receiving; called once mom draws this adapter's runs. */
+  start(): Promise<void>;
+  /** Stops receiving; in-flight messages are finished by the shell afterwards. */
+  stop(): Promise<void>;
+  /** Why the platform side is not ready (for /healthz), or undefined. */
+  problem?(): string | undefined;
+}

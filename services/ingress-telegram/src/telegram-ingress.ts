@@ -1,0 +1,92 @@
+import { autoRetry } from "@grammyjs/auto-retry";
+import { type IngressDefinition, metrics, type PlatformContext, type PlatformConnection, readDownload } from "@mom/ingress-sdk";
+import { Bot, type Context, GrammyError } from "grammy";
+import type { Message } from "grammy/types";
+import { type BotIdentity, senderOf, type TelegramFile, toTelegramInbound } from "./telegram-inbound.js";
+import { TelegramSettings } from "./telegram-options.js";
+import { parseApprovalButton, TelegramSurface } from "./telegram-surface.js";
+import { getUpdatesHealth, startPolling, startWebhook, type UpdateSource } from "./telegram-updates.js";
+
+/**
+ * One Telegram bot: updates (getUpdates long polling, or a webhook) become messages of
+ * `<adapter>/<chat id>`, runs are drawn as messages edited in place over the Bot API (see
+ * docs/telegram.md). Everything else is the ingress shell's.
+ */
+export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
+  platform: "telegram",
+  settings: TelegramSettings,
+  async connect(ctx) {
+    const { settings: s, log, adapter } = ctx;
+    const health = getUpdatesHealth(log);
+    const bot = new Bot(s.botToken, { client: { ...(s.apiUrl && { apiRoot: s.apiUrl }) } });
+    // Installed first, so it sits under auto-retry and sees every 429 attempt, not only the last.
+    bot.api.config.use(async (prev, method, payload, signal) => {
+      const res = await prev(method, payload, signal);
+      if (!res.ok && res.error_code === 429) metrics.platformRateLimits.inc({ adapter });
+      return res;
+    });
+    bot.api.config.use(health.transformer);
+    // 429 Too Many Requests: wait `retry_after` and retry, so coalesced edits and answers are never lost.
+    bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
+    try {
+      await bot.init();
+    } catch (err) {
+      const why = err instanceof GrammyError && err.error_code === 401 ? "the bot token was refused" : "could not reach the Bot API";
+      throw new Error(`telegram adapter "${adapter}": ${why} (getMe: ${(err as Error).message})`, { cause: err });
+    }
+    const me: BotIdentity = { id: bot.botInfo.id, username: bot.botInfo.username };
+    bot.on("message", (c) => onMessage(ctx, bot, me, c.message));
+    bot.on("callback_query:data", (c) => onButton(ctx, c));
+    // A failing handler is logged; receiving goes on.
+    bot.catch((err) => log.error({ err: err.error, updateId: err.ctx.update.update_id }, `telegram update handling failed: ${(err.error as Error)?.message ?? err.error}`));
+    let updates: UpdateSource | undefined;
+    const connection: PlatformConnection & { bot: Bot } = {
+      bot,
+      surface: new TelegramSurface(bot.api),
+      editIntervalMs: 1500, // Telegram allows about one edit per second per chat
+      typingIntervalMs: 4500, // "typing…" shows for 5 s
+      async start() {
+        updates = s.webhookUrl ? await startWebhook(bot, { ...s, webhookUrl: s.webhookUrl, adapter }, log) : await startPolling(bot, s, log, health);
+        log.info({ bot: me.username, via: updates.describe }, "telegram updates arriving");
+      },
+      stop: async () => updates?.stop(),
+      problem: () => updates?.problem(),
+    };
+    return connection;
+  },
+};
+
+/** Not awaited by grammY beyond queueing: a slow download must not hold the other chats. */
+function onMessage(ctx: PlatformContext<TelegramSettings>, bot: Bot, me: BotIdentity, msg: Message): void {
+  if (msg.from?.id === me.id) return;
+  const m = toTelegramInbound(msg, me);
+  if (!m) return;
+  const { files, ...rest } = m;
+  void ctx.inbound
+    .receive({
+      ...rest,
+      files: files.map((f) => ({ ...f, download: (max: number) => download(ctx.settings, bot, f, max) })),
+      refuse: (text) => bot.api.sendMessage(msg.chat.id, text),
+    })
+    .catch(() => {}); // logged by the shell; Telegram does not redeliver a polled update
+}
+
+/** getFile, then the bytes from the Bot API's file endpoint. */
+async function download(s: TelegramSettings, bot: Bot, f: TelegramFile, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
+  const file = await bot.api.getFile(f.fileId);
+  if (!file.file_path) throw new Error("Telegram gave no file path (files over 20 MB cannot be downloaded by bots)");
+  const root = s.apiUrl ?? "https://api.telegram.org";
+  return readDownload(await fetch(`${root}/file/bot${s.botToken}/${file.file_path}`), maxBytes);
+}
+
+/** Allow once / Deny -> the decision; a non-approver is told so in an alert only they see. */
+async function onButton(ctx: PlatformContext<TelegramSettings>, c: Context): Promise<void> {
+  const q = c.callbackQuery!;
+  const parsed = parseApprovalButton(q.data ?? "");
+  if (!parsed) return void (await c.answerCallbackQuery());
+  const sender = senderOf(q.from);
+  const chat = q.message?.chat.id;
+  const { refusal } = await ctx.inbound.decide({ ...parsed, user: { id: sender.id, username: sender.username }, ...(chat !== undefined && { channel: String(chat) }) });
+  // Markdown notes are for messages; an alert is plain text.
+  await c.answerCallbackQuery(refusal ? { text: refusal.replace(/\[(\d+)\]\(tg:\/\/user\?id=\d+\)/g, "$1"), show_alert: true } : {});
+}
