@@ -12,12 +12,23 @@ const packages = Object.fromEntries(
   ),
 );
 
+// Subpath exports (`@mom/ingress-sdk/testing`) map to the source beside their built file.
+const subpaths = Object.fromEntries(
+  Object.entries(packages).flatMap(([name, dir]) => {
+    const exports = JSON.parse(readFileSync(new URL(`${dir}/package.json`, import.meta.url), "utf8")).exports ?? {};
+    return Object.entries(exports)
+      .filter(([key, target]) => key !== "." && typeof target?.default === "string")
+      .map(([key, target]) => [`^${name}/${key.slice(2)}$`, `<rootDir>/${dir}/${target.default.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")}`]);
+  }),
+);
+
 export default {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
   testMatch: ["<rootDir>/{libs,services}/*/src/**/*.test.ts", "<rootDir>/test/**/*.test.ts"],
   moduleNameMapper: {
     ...Object.fromEntries(Object.entries(packages).map(([name, dir]) => [`^${name}$`, `<rootDir>/${dir}/src/index.ts`])),
+    ...subpaths,
     "^(\\.{1,2}/.*)\\.js$": "$1",
   },
   transform: {

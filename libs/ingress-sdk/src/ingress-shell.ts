@@ -86,7 +86,7 @@ export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdo
     this.consumption = await drawOutbound(this.bus, adapter.adapter, this.presenter);
     await conn.start();
     this.unready = serviceReadiness(`ingress-${adapter.adapter}`, this.bus, () => conn.problem?.());
-    this.log.info({ adapter: adapter.adapter, platform: definition.platform }, `${definition.platform} ingress receiving`);
+    this.log.info({ adapter: adapter.adapter, platform: definition.platform, ...(conn.via && { via: conn.via() }) }, `${definition.platform} ingress receiving`);
   }
 
   async onApplicationShutdown(): Promise<void> {

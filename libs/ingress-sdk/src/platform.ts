@@ -74,6 +74,8 @@ export interface PlatformConnection {
   start(): Promise<void>;
   /** Stops receiving; in-flight messages are finished by the shell afterwards. */
   stop(): Promise<void>;
+  /** How messages arrive, for the start line of the log ("long polling", "webhook https://…"). */
+  via?(): string;
   /** Why the platform side is not ready (for /healthz), or undefined. */
   problem?(): string | undefined;
 }
