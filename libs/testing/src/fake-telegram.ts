@@ -194,6 +194,11 @@ export class FakeTelegram {
     return msg;
   }
 
+  /** Telegram hands `msg` over again in a new update, as it does when an update was not confirmed. */
+  redeliver(msg: TgMessage): void {
+    this.push({ message: msg });
+  }
+
   /** `text` with a mention of the bot in front, and its entity. */
   mention(text: string): { text: string; entities: TgEntity[] } {
     const at = `@${this.bot.username}`;

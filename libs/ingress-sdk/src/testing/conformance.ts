@@ -159,9 +159,10 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
         const run = await mom.startRun(p.room, await mom.message(p.room, m));
         const ask = async (decision: "allow-once" | "deny", who: "admin" | "stranger") => {
           const approvalId = randomUUID();
+          const target = `/tmp/${m}-${decision}-${who}`;
           const expiresAt = new Date(Date.now() + 600_000).toISOString();
-          await run.emit({ type: "approval_requested", approvalId, toolId: "bash", risk: "destructive", argsSummary: `rm -rf /tmp/${m}`, requestedBy: { id: p.users.member, username: "member" }, expiresAt, approvers: [p.users.admin] });
-          await shown(p.room, `/tmp/${m}`, "the approval prompt showing the command");
+          await run.emit({ type: "approval_requested", approvalId, toolId: "bash", risk: "destructive", argsSummary: `rm -rf ${target}`, requestedBy: { id: p.users.member, username: "member" }, expiresAt, approvers: [p.users.admin] });
+          await shown(p.room, target, "the approval prompt showing the command");
           await p.decide(p.room, approvalId, decision, who);
           const d = await eventually(async () => (await mom.decisions(p.room)).find((x) => x.approvalId === approvalId), `the ${decision} decision on the bus`);
           check(d.decision === decision, `decision ${decision}, got ${d.decision}`);
