@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, it } from "@jest/globals";
-import { describeConformance, type Person } from "@mom/ingress-sdk/testing";
+import { describeConformance, eventually, type Person } from "@mom/ingress-sdk/testing";
 import { type FakeTelegram, startFakeTelegram, startTestNats, type TestNats, type TgMessage, type TgUser } from "@mom/testing";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -65,13 +65,16 @@ describeConformance(
           .filter((m) => m.document)
           .map((m) => ({ filename: m.document!.file_name ?? "", bytes: telegram.fileBytes(m.document!.file_id) ?? new Uint8Array() }));
       },
-      async decide(channel, approvalId, decision, who) {
+      async decide(channel, { approvalId, argsSummary }, decision, who) {
         const want = decision === "deny" ? "Deny" : "Allow once";
-        for (const m of telegram.botMessages(Number(channel))) {
-          const button = m.reply_markup?.inline_keyboard.flat().find((b) => b.text === want && b.callback_data?.includes(approvalId));
-          if (button) return void (await telegram.click(Number(channel), m.message_id, button.callback_data!, people[who]));
-        }
-        throw new Error(`no ${want} button for approval ${approvalId}`);
+        const [m, button] = await eventually(() => {
+          for (const m of telegram.botMessages(Number(channel))) {
+            const b = m.reply_markup?.inline_keyboard.flat().find((b) => b.text === want && b.callback_data?.includes(approvalId));
+            if (b && m.text?.includes(argsSummary)) return [m, b] as const;
+          }
+          return undefined;
+        }, `a prompt showing "${argsSummary}" with ${want} for approval ${approvalId}`);
+        await telegram.click(Number(channel), m.message_id, button.callback_data!, people[who]);
       },
       rateLimitNext(n) {
         telegram.rateLimit("sendMessage", n, 1);

@@ -13,7 +13,7 @@ export interface SentFile {
  */
 export interface PlatformDriver {
   users: Record<Person, string>;
-  /** A shared channel mom is in, as its channelId on the bus. */
+  /** A channel mom is in where the member writes, as its channelId on the bus (on platforms without shared rooms, the member's own chat). */
   room: string;
   /** The channelId of a direct conversation with `who`; absent when the platform has none apart from rooms. */
   dmWith?(who: Person): string;
@@ -27,8 +27,13 @@ export interface PlatformDriver {
   botTexts(channel: string): Promise<string[]>;
   /** Files mom sent to `channel`. Absent when the platform cannot carry files (the answer then says so). */
   botFiles?(channel: string): Promise<SentFile[]>;
-  /** `who` allows or denies the approval prompt of `approvalId` in `channel` (a button, a reaction, a reply with its code). */
-  decide(channel: string, approvalId: string, decision: "allow-once" | "deny", who: Person): Promise<void>;
+  /**
+   * `who` allows or denies the approval prompt of `approvalId` of a run in `channel` (a button, a
+   * reaction, a reply with its code), once the prompt is there: it waits for it, wherever the
+   * platform shows it (the channel, or the approvers' own chats), and fails when it never comes or
+   * does not show the call's arguments (`argsSummary`).
+   */
+  decide(channel: string, approval: { approvalId: string; argsSummary: string }, decision: "allow-once" | "deny", who: Person): Promise<void>;
   /** The platform answers mom's next `n` calls with its rate limit (and a short retry-after). */
   rateLimitNext?(n: number): void;
   /** Cuts the ingress's connection to the platform (gateway, long poll, IMAP); the ingress must come back by itself. */
