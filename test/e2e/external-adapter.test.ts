@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { OutboundEvent } from "@mom/contracts";
-import { ingress } from "@mom/cli";
+import { ingress, runDoctor, usageReport } from "@mom/cli";
+import { replayCommand } from "../../services/cli/src/replay-command.js";
 import { loadConfig } from "@mom/config";
 import { publishInbound } from "@mom/render";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -57,6 +58,16 @@ describe("an external adapter (a platform whose ingress is deployed on its own)"
     expect(denied && denied.type === "tool_execution_end" && denied.resultText).toMatch(/too long|smaller/i);
 
     await expect(ingress(ADAPTER, st.dataDir)).rejects.toThrow(/an external matrix adapter: its ingress is a service of its own/);
+  });
+
+  it("replay, usage and doctor handle its channel like any other", async () => {
+    const lines: string[] = [];
+    expect(await replayCommand(`${ADAPTER}/${ROOM}`, { data: st.dataDir }, (l) => lines.push(l))).toBe(0);
+    expect(lines.join("\n")).toMatch(/@mom hi[\s\S]*Hello from mom, Matrix\./);
+    expect(await usageReport(["--by", "adapter", "--data", st.dataDir])).toMatch(new RegExp(`${ADAPTER}\\s+3\\s`));
+    expect(await usageReport(["--data", st.dataDir])).toContain(`${ADAPTER}/${ROOM}`);
+    const failed = (await runDoctor(st.dataDir)).filter((c) => !c.ok && !c.optional);
+    expect(failed).toEqual([]);
   });
 
   it("config.json: an external adapter needs its platform; `settings` is the ingress's own and passes through", () => {
