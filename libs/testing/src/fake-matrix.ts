@@ -18,7 +18,8 @@
 //   legacy /_matrix/media/v3/download/{server}/{id}. `authenticatedMedia: false` answers the first
 //   404 M_UNRECOGNIZED, as a homeserver from before 1.11 does.
 // - `rateLimit(endpoint, times, retryAfterMs)` answers the next calls 429 M_LIMIT_EXCEEDED with
-//   `retry_after_ms` (and Retry-After).
+//   `retry_after_ms` (and Retry-After); `fail(endpoint, times)` answers them 502 Bad Gateway with a
+//   plain-text body, as a reverse proxy in front of a homeserver that is down does.
 //
 // People are simulated with `createRoom`, `invite`, `say` (a message, in a thread, a reply, a
 // file), `react`, `sayEncrypted`, and `redeliver` (an event a second time in a later sync, as a
@@ -119,6 +120,7 @@ export class FakeMatrix {
   private readonly media = new Map<string, { bytes: Uint8Array; contentType: string; filename?: string }>();
   private readonly txns = new Map<string, string>();
   private readonly limits = new Map<string, { times: number; retryAfterMs: number }>();
+  private readonly failures = new Map<string, number>();
   private readonly waiters = new Set<() => void>();
   private readonly authenticatedMedia: boolean;
   private nextId = 1;
@@ -240,6 +242,11 @@ export class FakeMatrix {
     this.limits.set(endpoint, { times, retryAfterMs });
   }
 
+  /** The next `times` calls of `endpoint` are answered 502 Bad Gateway (not JSON). */
+  fail(endpoint: string, times: number): void {
+    this.failures.set(endpoint, times);
+  }
+
   event(eventId: string): MxEvent | undefined {
     return this.events.get(eventId);
   }
@@ -341,6 +348,9 @@ export class FakeMatrix {
     else if (limit && limit.times > 0) {
       limit.times--;
       reply = { status: 429, body: { errcode: "M_LIMIT_EXCEEDED", error: "Too Many Requests", retry_after_ms: limit.retryAfterMs }, headers: { "retry-after": Math.ceil(limit.retryAfterMs / 1000) } };
+    } else if ((this.failures.get(route.endpoint) ?? 0) > 0) {
+      this.failures.set(route.endpoint, this.failures.get(route.endpoint)! - 1);
+      reply = { status: 502, body: Buffer.from("Bad Gateway"), headers: { "content-type": "text/plain" } };
     } else reply = await route.handle(body, query, contentType);
     call.status = reply.status;
     this.recorder.record(call);
