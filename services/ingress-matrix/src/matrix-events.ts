@@ -1,0 +1,145 @@
+import { type PlatformContext, RecentMap } from "@mom/ingress-sdk";
+import type { IStorageProvider, MatrixClient } from "matrix-bot-sdk";
+import { APPROVAL_FIELD, decisionOf, type Prompts } from "./matrix-approvals.js";
+import type { SyncHandlers } from "./matrix-client.js";
+import { type BotIdentity, localpart, type MatrixEvent, relationOf, threadOf, toMatrixInbound } from "./matrix-inbound.js";
+import type { MediaDownloads } from "./matrix-media.js";
+import type { MatrixSettings } from "./matrix-options.js";
+import { E2EE_REFUSAL, type RoomFacts } from "./matrix-rooms.js";
+import type { MatrixSurface } from "./matrix-surface.js";
+
+export interface MatrixEventsDeps {
+  ctx: PlatformContext<MatrixSettings>;
+  client: MatrixClient;
+  me: BotIdentity;
+  rooms: RoomFacts;
+  media: MediaDownloads;
+  surface: MatrixSurface;
+  prompts: Prompts;
+  senders: RecentMap<{ userId: string }>;
+  storage: IStorageProvider;
+}
+
+/** Why a sync response is not taken: the token stays where it was, and the next start syncs from there. */
+export class Stopping extends Error {}
+
+/**
+ * What the sync loop delivers, turned into what mom does: invites accepted, encrypted rooms
+ * refused, messages handed to the shell, reactions on approval prompts decided. Each handler is
+ * awaited by the sync loop, so a failure (NATS away) leaves the sync token before the event.
+ */
+export class MatrixEvents implements SyncHandlers {
+  /** Without a stored sync token the first sync brings recent history: that is not answered again. */
+  ignoreBefore?: number;
+  private stopped = false;
+  private readonly refused = new Set<string>();
+  private readonly promptOf = new RecentMap<{ approvalId?: string; thread?: string }>(1_000);
+
+  constructor(private readonly d: MatrixEventsDeps) {}
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private running(): void {
+    if (this.stopped) throw new Stopping("the matrix ingress is stopping");
+  }
+
+  private old(ev: MatrixEvent): boolean {
+    return this.ignoreBefore !== undefined && ev.origin_server_ts < this.ignoreBefore;
+  }
+
+  async invite(roomId: string, ev: MatrixEvent): Promise<void> {
+    this.running();
+    const log = this.d.ctx.log.child({ room: roomId, inviter: ev.sender });
+    if (this.d.ctx.settings.autoJoin === false) return void log.info("matrix invite not accepted (autoJoin is off)");
+    try {
+      await this.d.client.joinRoom(roomId);
+      log.info("matrix invite accepted");
+    } catch (err) {
+      // A room that cannot be joined (the invite was withdrawn) must not hold up every other room.
+      log.warn({ err }, `could not join a matrix room: ${(err as Error).message}`);
+    }
+  }
+
+  async joined(roomId: string): Promise<void> {
+    this.running();
+    if (await this.d.rooms.isEncrypted(roomId)) await this.refuseEncrypted(roomId);
+  }
+
+  async event(roomId: string, ev: MatrixEvent): Promise<void> {
+    this.running();
+    if (ev.type === "m.room.member") this.d.rooms.membersChanged(roomId);
+    if (ev.type === "m.room.encryption" || ev.type === "m.room.encrypted") {
+      this.d.rooms.encryptionOn(roomId);
+      if (ev.sender !== this.d.me.userId) await this.refuseEncrypted(roomId);
+      return;
+    }
+    if (ev.sender === this.d.me.userId) return;
+    if (ev.type === "m.reaction") return this.reaction(roomId, ev);
+    if (ev.type === "m.room.message") return this.message(roomId, ev);
+  }
+
+  private async message(roomId: string, ev: MatrixEvent): Promise<void> {
+    const { ctx, client, rooms } = this.d;
+    if (this.old(ev)) return void ctx.log.debug({ room: roomId, event: ev.event_id }, "matrix message from before the first sync: not answered");
+    if (await rooms.isEncrypted(roomId)) return this.refuseEncrypted(roomId);
+    const m = toMatrixInbound(roomId, ev, this.d.me, { isDirect: await rooms.isDirect(roomId), displayName: await rooms.displayName(ev.sender) });
+    if (!m) return;
+    this.d.senders.set(ev.event_id, { userId: ev.sender });
+    const { files, ...rest } = m;
+    await ctx.inbound.receive({
+      ...rest,
+      files: files.map((f) => ({ filename: f.filename, ...(f.size !== undefined && { size: f.size }), ...(f.mimeType && { mimeType: f.mimeType }), download: (max: number) => this.d.media.download(f.mxc, max) })),
+      refuse: (text) => client.sendMessage(roomId, { msgtype: "m.notice", body: text }),
+    });
+  }
+
+  /** A ✅ / ❌ on an approval prompt -> the decision; someone who may not decide is told so under the prompt. */
+  private async reaction(roomId: string, ev: MatrixEvent): Promise<void> {
+    const rel = relationOf(ev.content);
+    const decision = rel.rel_type === "m.annotation" && rel.key ? decisionOf(rel.key) : undefined;
+    if (!decision || !rel.event_id || this.old(ev)) return;
+    const prompt = await this.prompt(roomId, rel.event_id);
+    if (!prompt?.approvalId) return;
+    const user = { id: ev.sender, username: localpart(ev.sender) };
+    const { refusal } = await this.d.ctx.inbound.decide({ approvalId: prompt.approvalId, decision, user, channel: roomId });
+    if (refusal) {
+      await this.d.surface
+        .notice(roomId, `${this.d.surface.dialect.mention(ev.sender)} ${refusal}`, { ...(prompt.thread && { thread: prompt.thread }), replyTo: rel.event_id }, [ev.sender])
+        .catch((err: unknown) => this.d.ctx.log.warn({ err, room: roomId }, "could not tell a matrix user they may not decide"));
+    }
+  }
+
+  /**
+   * The approval a message prompts for: known while this process shows it; after a restart read
+   * from the message itself (the bot's own, carrying the approval id).
+   */
+  private async prompt(roomId: string, eventId: string): Promise<{ approvalId?: string; thread?: string } | undefined> {
+    const shown = this.d.prompts.get(eventId);
+    if (shown) return shown;
+    let known = this.promptOf.get(eventId);
+    if (!known) {
+      const ev = (await this.d.client.getEvent(roomId, eventId).catch(() => undefined)) as MatrixEvent | undefined;
+      const approvalId = ev?.sender === this.d.me.userId ? ev.content[APPROVAL_FIELD] : undefined;
+      const thread = ev && threadOf(ev.content);
+      known = typeof approvalId === "string" ? { approvalId, ...(thread && { thread }) } : {};
+      this.promptOf.set(eventId, known);
+    }
+    return known;
+  }
+
+  /** The room is told once (remembered in the store, so a restart does not say it again) and the refusal is logged. */
+  private async refuseEncrypted(roomId: string): Promise<void> {
+    const key = `mom.e2ee_refused.${roomId}`;
+    if (this.refused.has(roomId) || (await this.d.storage.readValue(key))) return;
+    this.refused.add(roomId);
+    this.d.ctx.log.warn({ room: roomId }, "matrix room is end-to-end encrypted: refused (this ingress does not decrypt)");
+    try {
+      await this.d.client.sendMessage(roomId, { msgtype: "m.notice", body: E2EE_REFUSAL });
+      await this.d.storage.storeValue(key, "1");
+    } catch (err) {
+      this.d.ctx.log.warn({ err, room: roomId }, `could not tell an encrypted matrix room it is refused: ${(err as Error).message}`);
+    }
+  }
+}

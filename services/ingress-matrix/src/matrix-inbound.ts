@@ -1,0 +1,152 @@
+import type { PlatformMessage, Sender } from "@mom/ingress-sdk";
+
+/** A room event as the Client-Server API delivers it in /sync. */
+export interface MatrixEvent {
+  event_id: string;
+  type: string;
+  sender: string;
+  origin_server_ts: number;
+  content: Record<string, unknown>;
+  state_key?: string;
+  unsigned?: Record<string, unknown>;
+}
+
+export interface BotIdentity {
+  userId: string;
+  displayName?: string;
+}
+
+/** A file in a message, before it is downloaded: its `mxc://` URI and what the event says of it. */
+export interface MatrixFile {
+  mxc: string;
+  filename: string;
+  size?: number;
+  mimeType?: string;
+}
+
+/** Everything of a PlatformMessage but the files, which take a download. */
+export type MatrixInbound = Omit<PlatformMessage, "files" | "refuse"> & { files: MatrixFile[] };
+
+interface Relation {
+  rel_type?: string;
+  event_id?: string;
+  key?: string;
+  "m.in_reply_to"?: { event_id?: string };
+  is_falling_back?: boolean;
+}
+
+const FILE_TYPES = new Set(["m.file", "m.image", "m.audio", "m.video"]);
+const TEXT_TYPES = new Set(["m.text", "m.notice", "m.emote"]);
+
+const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+
+export function relationOf(content: Record<string, unknown>): Relation {
+  const r = content["m.relates_to"];
+  return r && typeof r === "object" ? (r as Relation) : {};
+}
+
+/** The localpart of `@ana:example.org`: "ana". */
+export function localpart(userId: string): string {
+  return /^@([^:]+):/.exec(userId)?.[1] ?? userId;
+}
+
+export function senderOf(userId: string, displayName: string | undefined, isBot: boolean): Sender {
+  const username = localpart(userId);
+  return { id: userId, username, ...(displayName && displayName !== username && { displayName }), isBot };
+}
+
+/** Full user ids in a text as the agent writes people: `@ana:example.org` -> `@ana`. */
+export function mentionsAsUsernames(text: string): string {
+  return text.replace(/(^|[\s(\[<"'])@([^\s:]+):[A-Za-z0-9.-]+(?::\d+)?(?=$|[\s)\]>"',.!?;])/g, "$1@$2");
+}
+
+/** The thread a message is in (`m.thread` relation): its root event id. */
+export function threadOf(content: Record<string, unknown>): string | undefined {
+  const r = relationOf(content);
+  return r.rel_type === "m.thread" ? r.event_id : undefined;
+}
+
+/** An edit (`m.replace`) of an earlier message rather than a message of its own. */
+export function isEdit(content: Record<string, unknown>): boolean {
+  return relationOf(content).rel_type === "m.replace";
+}
+
+/**
+ * Whether a message addresses the bot. A client that sets `m.mentions` (intentional mentions,
+ * Matrix 1.7) says exactly whom it mentions, and only that counts — a reply to the bot lists it
+ * there too; without it, the bot's user id, a link to it (a pill) or its display name as a word in
+ * the text does.
+ */
+export function mentionsBot(content: Record<string, unknown>, bot: BotIdentity): boolean {
+  const mentions = content["m.mentions"];
+  if (mentions && typeof mentions === "object") {
+    const ids = (mentions as { user_ids?: unknown }).user_ids;
+    return Array.isArray(ids) && ids.includes(bot.userId);
+  }
+  const body = str(content.body) ?? "";
+  const html = str(content.formatted_body) ?? "";
+  if (body.toLowerCase().includes(bot.userId.toLowerCase())) return true;
+  if (html.includes(`matrix.to/#/${bot.userId}`) || html.includes(`matrix.to/#/${encodeURIComponent(bot.userId)}`)) return true;
+  const name = bot.displayName?.trim();
+  return !!name && new RegExp(`(^|[^\\p{L}\\p{N}_])${RegExp.escape(name)}($|[^\\p{L}\\p{N}_])`, "iu").test(body);
+}
+
+/**
+ * A reply's body without the quoted fallback older clients put in front of it (lines starting
+ * with "> " and one blank line; Matrix 1.13 dropped fallbacks, so newer clients send none).
+ */
+export function withoutReplyFallback(body: string, content: Record<string, unknown>): string {
+  if (!relationOf(content)["m.in_reply_to"] || !body.startsWith("> ")) return body;
+  const lines = body.split("\n");
+  let i = 0;
+  while (i < lines.length && lines[i]!.startsWith(">")) i++;
+  if (lines[i] === "") i++;
+  return lines.slice(i).join("\n");
+}
+
+/** The file of an `m.file`/`m.image`/`m.audio`/`m.video`; undefined when it has no plain `mxc://` URL (an encrypted file has `file` instead). */
+export function fileOf(content: Record<string, unknown>, fallbackName: string): MatrixFile | undefined {
+  const mxc = str(content.url);
+  if (!mxc?.startsWith("mxc://")) return undefined;
+  const info = (content.info && typeof content.info === "object" ? content.info : {}) as { size?: unknown; mimetype?: unknown };
+  const filename = str(content.filename) || str(content.body) || fallbackName;
+  return { mxc, filename, ...(typeof info.size === "number" && { size: info.size }), ...(typeof info.mimetype === "string" && { mimeType: info.mimetype }) };
+}
+
+/**
+ * One `m.room.message` -> a message of `<adapter>/<room id>`; undefined for what mom does not
+ * take (edits, locations, polls, empty messages). A file's text is its caption: the body when a
+ * separate `filename` is given (Matrix 1.10 media captions). A message in a thread is answered in
+ * that thread (`replyTo` = the thread's root). `m.notice` is how bots speak: their messages are
+ * logged but never start a run, as other bots' messages on every platform.
+ */
+export function toMatrixInbound(roomId: string, ev: MatrixEvent, bot: BotIdentity, room: { isDirect: boolean; displayName?: string }): MatrixInbound | undefined {
+  const c = ev.content;
+  const msgtype = str(c.msgtype) ?? "";
+  if (isEdit(c)) return undefined;
+  let text: string;
+  const files: MatrixFile[] = [];
+  if (TEXT_TYPES.has(msgtype)) text = mentionsAsUsernames(withoutReplyFallback(str(c.body) ?? "", c));
+  else if (FILE_TYPES.has(msgtype)) {
+    const f = fileOf(c, `${msgtype.slice(2)}-${ev.event_id.replace(/[^A-Za-z0-9]/g, "").slice(0, 12)}`);
+    if (!f) return undefined;
+    files.push(f);
+    const caption = str(c.filename) && str(c.body) !== str(c.filename) ? str(c.body) : undefined;
+    text = mentionsAsUsernames(caption ?? "");
+  } else return undefined;
+  if (!text.trim() && files.length === 0) return undefined;
+  const sender = senderOf(ev.sender, room.displayName, msgtype === "m.notice");
+  const thread = threadOf(c);
+  return {
+    id: ev.event_id,
+    channelId: roomId,
+    timestamp: new Date(ev.origin_server_ts).toISOString(),
+    sender,
+    text,
+    rawText: str(c.body) ?? text,
+    files,
+    isMention: !sender.isBot && (room.isDirect || mentionsBot(c, bot)),
+    isDirect: room.isDirect,
+    ...(thread && { replyTo: thread }),
+  };
+}

@@ -1,0 +1,48 @@
+import { FileRefused, readDownload } from "@mom/ingress-sdk";
+import { waitOutRateLimits } from "./matrix-client.js";
+
+/**
+ * Downloads of `mxc://` media, streamed and cut off past the size limit (matrix-bot-sdk's
+ * `downloadContent` buffers a whole file, however large). Authenticated media
+ * (`/_matrix/client/v1/media/download`, Matrix 1.11) first; a homeserver that does not know it
+ * (`M_UNRECOGNIZED`) is asked on the legacy `/_matrix/media/v3/download` path from then on.
+ */
+export class MediaDownloads {
+  private authenticated = true;
+
+  constructor(
+    private readonly homeserverUrl: string,
+    private readonly accessToken: string,
+    private readonly rateLimited: (waitMs: number) => void,
+  ) {}
+
+  download(mxc: string, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
+    const m = /^mxc:\/\/([^/]+)\/([^/?#]+)$/.exec(mxc);
+    if (!m) return Promise.reject(new FileRefused(`not a media URI: ${mxc}`));
+    const [, server, mediaId] = m as unknown as [string, string, string];
+    return waitOutRateLimits(() => this.fetch(server, mediaId, maxBytes), this.rateLimited);
+  }
+
+  private async fetch(server: string, mediaId: string, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
+    const tail = `${encodeURIComponent(server)}/${encodeURIComponent(mediaId)}`;
+    const base = this.homeserverUrl.replace(/\/+$/, "");
+    if (this.authenticated) {
+      const res = await fetch(`${base}/_matrix/client/v1/media/download/${tail}`, { headers: { authorization: `Bearer ${this.accessToken}` } });
+      if (res.ok) return readDownload(res, maxBytes);
+      const err = await failure(res);
+      if (err.errcode !== "M_UNRECOGNIZED") throw err;
+      this.authenticated = false;
+    }
+    const res = await fetch(`${base}/_matrix/media/v3/download/${tail}`, { headers: { authorization: `Bearer ${this.accessToken}` } });
+    if (res.ok) return readDownload(res, maxBytes);
+    throw await failure(res);
+  }
+}
+
+/** A failed media response as an error that says why (and, for a 429, how long to wait). */
+async function failure(res: Response): Promise<FileRefused & { errcode?: string; statusCode: number; retryAfterMs?: number }> {
+  const body = (await res.json().catch(() => ({}))) as { errcode?: unknown; error?: unknown; retry_after_ms?: unknown };
+  const errcode = typeof body.errcode === "string" ? body.errcode : undefined;
+  const err = new FileRefused(`download failed: HTTP ${res.status}${errcode ? ` ${errcode}` : ""}${typeof body.error === "string" ? ` (${body.error})` : ""}`);
+  return Object.assign(err, { statusCode: res.status, ...(errcode && { errcode }), ...(typeof body.retry_after_ms === "number" && { retryAfterMs: body.retry_after_ms }) });
+}

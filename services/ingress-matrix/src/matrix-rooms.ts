@@ -1,0 +1,75 @@
+import { RecentMap } from "@mom/ingress-sdk";
+import type { MatrixClient } from "matrix-bot-sdk";
+import type { Logger } from "pino";
+
+const notFound = (err: unknown) => (err as { errcode?: string })?.errcode === "M_NOT_FOUND" || (err as { statusCode?: number })?.statusCode === 404;
+
+/** The line an encrypted room gets, once. */
+export const E2EE_REFUSAL =
+  "🔒 This room is end-to-end encrypted, and I can't read encrypted messages, so I won't answer here. Invite me to a room without encryption (a room's encryption cannot be turned off once it is on).";
+
+/**
+ * What the ingress needs to know of a room, asked of the homeserver once and kept until the room
+ * changes: whether it is a direct chat (listed in the bot's `m.direct`, or just the bot and one
+ * other member), whether it is encrypted (`m.room.encryption` state), and people's display names.
+ */
+export class RoomFacts {
+  private readonly members = new RecentMap<{ count: number }>(5_000);
+  private readonly encrypted = new RecentMap<{ on: boolean }>(5_000);
+  private readonly names = new RecentMap<{ name?: string }>(5_000);
+
+  constructor(
+    private readonly client: MatrixClient,
+    private readonly log: Logger,
+  ) {}
+
+  async isDirect(roomId: string): Promise<boolean> {
+    if (this.client.dms.isDm(roomId)) return true;
+    let known = this.members.get(roomId);
+    if (!known) {
+      known = { count: (await this.client.getJoinedRoomMembers(roomId)).length };
+      this.members.set(roomId, known);
+    }
+    return known.count === 2;
+  }
+
+  async isEncrypted(roomId: string): Promise<boolean> {
+    let known = this.encrypted.get(roomId);
+    if (!known) {
+      try {
+        const content = await this.client.getRoomStateEvent(roomId, "m.room.encryption", "");
+        known = { on: !!content?.algorithm };
+      } catch (err) {
+        if (!notFound(err)) throw err;
+        known = { on: false };
+      }
+      this.encrypted.set(roomId, known);
+    }
+    return known.on;
+  }
+
+  /** Membership changed: counted again on the next message. */
+  membersChanged(roomId: string): void {
+    this.members.delete(roomId);
+  }
+
+  /** Encryption was turned on (it cannot be turned off). */
+  encryptionOn(roomId: string): void {
+    this.encrypted.set(roomId, { on: true });
+  }
+
+  /** A person's display name (their global profile), or undefined when they have none or it cannot be read. */
+  async displayName(userId: string): Promise<string | undefined> {
+    const known = this.names.get(userId);
+    if (known) return known.name;
+    let name: string | undefined;
+    try {
+      const profile = (await this.client.getUserProfile(userId)) as { displayname?: unknown };
+      name = typeof profile?.displayname === "string" ? profile.displayname : undefined;
+    } catch (err) {
+      if (!notFound(err)) this.log.debug({ err, userId }, "could not read a matrix profile");
+    }
+    this.names.set(userId, { name });
+    return name;
+  }
+}
