@@ -59,7 +59,7 @@ describe("Matrix ingress end to end (fake homeserver, unmodified matrix-bot-sdk,
     const msgs = await inbound(team);
     expect(msgs.map((m) => [m.text, m.isMention])).toEqual([
       ["the build is red again", false],
-      ["mom: why is the build red?", true],
+      ["@mom why is the build red?", true],
     ]);
     expect(msgs[1]).toMatchObject({ id: trigger.event_id, sender: { id: ana.userId, username: "ana", displayName: "Ana Lopez", isBot: false }, isDirect: false });
     expect(msgs[1]!.subject).toBe(`${s.nats.namespace}.in.${MX_ADAPTER}.${team.replace("!", "~21").replace(":", "~3A").replace(/\./g, "~2E")}`);
@@ -280,7 +280,7 @@ describe("Matrix ingress across a restart (sync token in a file) and on a homese
     await sleep(500);
     expect(answers().map((m) => m.body.split("\n")[0])).toEqual(["First answer.", "Answer after the restart."]);
     const inbound = (await inboundMessages(s.bus)).filter((m) => m.channelId === room);
-    expect(inbound.map((m) => m.text)).toEqual(["mom: first", "mom: while you were away"]);
+    expect(inbound.map((m) => m.text)).toEqual(["@mom first", "mom: while you were away"]);
     expect(inbound[1]).toMatchObject({ id: whileDown.event_id, attachments: [{ filename: "notes.txt", objectKey: expect.any(String) }] });
     const downloads = s.matrix.calls.filter((c) => c.endpoint === "download").map((c) => [c.path.split("/").slice(0, 4).join("/"), c.status]);
     expect(downloads).toEqual([

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { decisionOf } from "./matrix-approvals.js";
-import { type MatrixEvent, mentionsAsUsernames, mentionsBot, toMatrixInbound, withoutReplyFallback } from "./matrix-inbound.js";
+import { type MatrixEvent, mentionsAsUsernames, mentionsBot, pillsAsUsernames, toMatrixInbound, withoutReplyFallback } from "./matrix-inbound.js";
 import { markdownToMatrixHtml } from "./matrix-html.js";
 import { matrixDialect, pingedIn } from "./matrix-surface.js";
 
@@ -35,6 +35,15 @@ describe("matrix inbound", () => {
     });
     expect(withoutReplyFallback("> quoted\nno blank", { "m.relates_to": { "m.in_reply_to": { event_id: "$x" } } })).toBe("no blank");
     expect(mentionsAsUsernames("mail ana@example.org, or @ana:example.org:8448 (@bob:example.org)")).toBe("mail ana@example.org, or @ana (@bob)");
+  });
+
+  it("pills are written @localpart as on every platform, so a leading 'mom: stop' is the stop command", () => {
+    const pill = (id: string, name: string) => `<a href="https://matrix.to/#/${id}">${name}</a>`;
+    expect(pillsAsUsernames("mom: stop", `${pill("@mom:example.org", "mom")}: stop`)).toBe("@mom stop");
+    expect(pillsAsUsernames("ask Bob Baker and mom", `ask ${pill("@bob:example.org", "Bob Baker")} and ${pill("@mom:example.org", "mom")}`)).toBe("ask @bob and @mom");
+    expect(pillsAsUsernames("no pills here", undefined)).toBe("no pills here");
+    const m = toMatrixInbound("!r:example.org", ev({ msgtype: "m.text", body: "mom: stop", format: "org.matrix.custom.html", formatted_body: `${pill("@mom:example.org", "mom")}: stop`, "m.mentions": { user_ids: ["@mom:example.org"] } }), bot, { isDirect: false });
+    expect(m?.text).toBe("@mom stop");
   });
 
   it("files: the filename, size and type; a body other than the filename is the caption; an encrypted file is not taken", () => {

@@ -60,6 +60,22 @@ export function mentionsAsUsernames(text: string): string {
   return text.replace(/(^|[\s(\[<"'])@([^\s:]+):[A-Za-z0-9.-]+(?::\d+)?(?=$|[\s)\]>"',.!?;])/g, "$1@$2");
 }
 
+/**
+ * Mentions as clients write them — a pill (a matrix.to link in the HTML, its display name in the
+ * body, "Ana: " in front when it starts the message) — rewritten as `@localpart`, the way every
+ * ingress writes people, so "mom: stop" is the stop command it means.
+ */
+export function pillsAsUsernames(body: string, html: string | undefined): string {
+  let out = body;
+  for (const m of (html ?? "").matchAll(/<a href="https:\/\/matrix\.to\/#\/(@[^"]+?)">([^<]+)<\/a>/g)) {
+    const [, id, name] = m;
+    const at = `@${localpart(decodeURIComponent(id!))}`;
+    if (out.startsWith(`${name}: `)) out = `${at} ${out.slice(name!.length + 2)}`;
+    else out = out.replace(name!, at);
+  }
+  return out;
+}
+
 /** The thread a message is in (`m.thread` relation): its root event id. */
 export function threadOf(content: Record<string, unknown>): string | undefined {
   const r = relationOf(content);
@@ -126,7 +142,7 @@ export function toMatrixInbound(roomId: string, ev: MatrixEvent, bot: BotIdentit
   if (isEdit(c)) return undefined;
   let text: string;
   const files: MatrixFile[] = [];
-  if (TEXT_TYPES.has(msgtype)) text = mentionsAsUsernames(withoutReplyFallback(str(c.body) ?? "", c));
+  if (TEXT_TYPES.has(msgtype)) text = mentionsAsUsernames(pillsAsUsernames(withoutReplyFallback(str(c.body) ?? "", c), str(c.formatted_body)));
   else if (FILE_TYPES.has(msgtype)) {
     const f = fileOf(c, `${msgtype.slice(2)}-${ev.event_id.replace(/[^A-Za-z0-9]/g, "").slice(0, 12)}`);
     if (!f) return undefined;
