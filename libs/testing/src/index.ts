@@ -9,3 +9,4 @@ export * from "./fake-whatsapp.js";
 export * from "./nats-cluster.js";
 export * from "./usage-records.js";
 export * from "./fake-matrix.js";
+export * from "./irc-server.js";
