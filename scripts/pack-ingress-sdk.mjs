@@ -64,9 +64,13 @@ run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-b", rela
 rmSync(stage, { recursive: true, force: true });
 mkdirSync(join(stage, "dist"), { recursive: true });
 const external = [...ranges.keys()];
+// Two entry points, the API and the conformance kit (`@mom/ingress-sdk/testing`), sharing their code in chunks.
+const entries = { index: "dist/index", "testing/index": "dist/testing/index" };
 const result = await build({
-  entryPoints: [join(sdkDir, "dist/index.js")],
-  outfile: join(stage, "dist/index.js"),
+  entryPoints: Object.fromEntries(Object.entries(entries).map(([out, file]) => [out, join(sdkDir, `${file}.js`)])),
+  outdir: join(stage, "dist"),
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
   bundle: true,
   platform: "node",
   format: "esm",
@@ -87,7 +91,7 @@ if (bundled.length > 0) throw new Error(`third-party code was bundled instead of
 
 // 3. One declaration file, with the @mom/* types written out in it.
 const types = await rollup({
-  input: join(sdkDir, "dist/index.d.ts"),
+  input: Object.fromEntries(Object.entries(entries).map(([out, file]) => [out, join(sdkDir, `${file}.d.ts`)])),
   // Followed into node_modules only for @mom/* (workspace links to libs/*/dist): the rest is imported.
   external: (id) => id.startsWith("node:") || external.includes(packageOf(id)),
   plugins: [dts({ respectExternal: true })],
@@ -96,7 +100,7 @@ const types = await rollup({
     throw new Error(`declarations: ${w.message}`);
   },
 });
-await types.write({ file: join(stage, "dist/index.d.ts"), format: "es" });
+await types.write({ dir: join(stage, "dist"), format: "es", chunkFileNames: "chunks/[name]-[hash].d.ts" });
 await types.close();
 
 // 4. The package.json of the tarball: the dependencies are exactly what the bundle imports.
@@ -108,7 +112,7 @@ const pkg = {
   type: "module",
   main: "./dist/index.js",
   types: "./dist/index.d.ts",
-  exports: { ".": { types: "./dist/index.d.ts", default: "./dist/index.js" } },
+  exports: { ".": { types: "./dist/index.d.ts", default: "./dist/index.js" }, "./testing": { types: "./dist/testing/index.d.ts", default: "./dist/testing/index.js" } },
   engines: rootPkg.engines,
   dependencies,
 };

@@ -4,7 +4,7 @@
 
 // The bus: connection (and its Nest module), durable consumption, files, readiness, reading back
 // this adapter's own inbound history.
-export { Bus, BusModule, type BusOptions, type Consumption, type FileSource, fileObjectName, lastPerSubject, type RawMessage, readRange, serviceReadiness } from "@mom/bus";
+export { Bus, BusModule, type BusOptions, type Consumption, type Delivery, type FileSource, fileObjectName, lastPerSubject, type RawMessage, readRange, serviceReadiness } from "@mom/bus";
 
 // The payloads on the bus and the rules of their fields.
 export {
