@@ -8,3 +8,4 @@ export * from "./fake-telegram.js";
 export * from "./fake-whatsapp.js";
 export * from "./nats-cluster.js";
 export * from "./usage-records.js";
+export * from "./mail-servers.js";
