@@ -5,13 +5,16 @@ import { adapterSettings, startConfiguredIngress } from "@mom/ingress-sdk";
 import { DM_REFUSAL } from "@mom/render";
 import { mailServersUnavailable } from "@mom/testing";
 import type { ParsedMail } from "mailparser";
+import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { eventually } from "../support/discord-stack.js";
 import { EMAIL_ADAPTER, type EmailStack, MAIL, startEmailStack } from "../support/email-stack.js";
 import { inboundMessages } from "../support/inbound.js";
 import { controlMessagesOf, receiptsOf } from "../support/streams.js";
 
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const bare = (id: string) => id.replace(/^<|>$/g, "");
 const unavailable = mailServersUnavailable();
@@ -32,8 +35,8 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
   const inbound = async () => (await inboundMessages(s.bus)).filter((m) => m.subject.includes(`.${EMAIL_ADAPTER}.`));
   const message = (id: string) => eventually(async () => (await inbound()).find((m) => m.id === bare(id)), `the inbound message ${id}`);
   /** mom's mail to `address` that answers `inReplyTo` (and passes `also`). */
-  const answer = (address: string, inReplyTo: string, also: (m: ParsedMail) => boolean = () => true) =>
-    eventually(async () => (await s.received(address)).find((m) => m.inReplyTo === inReplyTo && also(m)), `mom's answer to ${inReplyTo} in ${address}'s mailbox`);
+  const answer = (address: string, inReplyTo: string, also: (m: ParsedMail) => boolean = () => true, timeoutMs = 15_000) =>
+    eventually(async () => (await s.received(address)).find((m) => m.inReplyTo === inReplyTo && also(m)), `mom's answer to ${inReplyTo} in ${address}'s mailbox`, timeoutMs);
   const seen = (id: string) => eventually(async () => (await s.mail.messages(MAIL.mom)).find((m) => m.messageId === id && m.seen), `${id} marked \\Seen`);
   const logged = (msg: RegExp, id: string) => eventually(() => s.logs.find((l) => msg.test(l.msg) && l.messageId === bare(id)), `the log line ${msg} for ${id}`);
 
@@ -235,7 +238,8 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
     const id = await s.mail.send({ from: MAIL.ana, to: MAIL.mom, subject: "outage", text: "still there?" });
     await sleep(500);
     await s.mail.startImap();
-    await answer(MAIL.ana, id, () => true);
+    // Back within the reconnect backoff (0.5 s doubling), and postfix's retry of the deferred delivery.
+    await answer(MAIL.ana, id, () => true, 40_000);
     expect(platform.problem?.()).toBeUndefined();
   }, 60_000);
 
@@ -264,6 +268,28 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
       await eventually(async () => (await s.mail.messages(MAIL.bob)).find((m) => m.messageId === id)?.seen, "bob's mail marked \\Seen");
     } finally {
       await box.stop();
+    }
+  });
+
+  it("runs as a service of its own (main.ts: runIngress), answers, and stops cleanly on SIGTERM", async () => {
+    await s.stopIngress();
+    const child = spawn(process.execPath, [join(root, "services/ingress-email/dist/main.js"), "--adapter", EMAIL_ADAPTER, "--data-dir", s.dataDir], {
+      env: { ...process.env, MOM_TEST_EMAIL_PASSWORD: "mom-test-secret", NATS_URL: s.nats.url },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d));
+    child.stderr.on("data", (d: Buffer) => (out += d));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    try {
+      s.llm.enqueue({ text: "From the service." });
+      const id = await s.mail.send({ from: MAIL.ana, to: MAIL.mom, subject: "service", text: "are you a process?" });
+      const reply = await eventually(async () => (await s.received(MAIL.ana)).find((m) => m.inReplyTo === id), `the service's answer (its output: ${out})`, 30_000);
+      expect(reply.text).toMatch(/^From the service\./);
+    } finally {
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      await s.startIngress();
     }
   });
 

@@ -42,6 +42,7 @@ export class ImapMailbox {
       const e = err as Error & { responseText?: string; authenticationFailed?: boolean };
       throw new Error(`IMAP ${this.o.imap.host}:${this.o.imap.port}: ${e.authenticationFailed ? "login refused" : (e.responseText ?? e.message)}`, { cause: err });
     }
+    if (this.stopped) return void (await client.logout().catch(() => client.close())); // stopped while reconnecting
     client.on("exists", () => void this.sweep());
     client.on("close", () => this.lost(client));
     this.client = client;
