@@ -10,3 +10,4 @@ export * from "./nats-cluster.js";
 export * from "./usage-records.js";
 export * from "./fake-matrix.js";
 export * from "./irc-server.js";
+export * from "./mail-servers.js";

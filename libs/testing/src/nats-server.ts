@@ -43,19 +43,19 @@ export function findNatsServer(): string | undefined {
   return undefined;
 }
 
-/** Resolves once a spawned nats-server listens on `port`; throws when it exits first or takes too long. */
-export async function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
+/** Resolves once a spawned server (`name`, for the errors) listens on `port`; throws when it exits first or takes too long. */
+export async function waitForPort(port: number, child: ChildProcess, timeoutMs: number, name = "nats-server"): Promise<void> {
   const { connect } = await import("node:net");
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nats-server exited with ${child.exitCode ?? child.signalCode}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited with ${child.exitCode ?? child.signalCode}`);
     const ok = await new Promise<boolean>((resolve) => {
       const s = connect(port, "127.0.0.1");
       s.once("connect", () => (s.destroy(), resolve(true)));
       s.once("error", () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`${name} did not listen on ${port} within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }

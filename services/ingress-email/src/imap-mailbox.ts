@@ -1,0 +1,113 @@
+import { ImapFlow, type ImapFlowOptions } from "imapflow";
+import pRetry from "p-retry";
+import type { Logger } from "pino";
+
+export interface MailboxOptions {
+  imap: ImapFlowOptions;
+  mailbox: string;
+  log: Logger;
+  /** Handles one unseen message: true once done with it (it is marked \Seen); false or a throw leaves it for later. */
+  handle(source: Buffer): Promise<boolean>;
+  /** How soon unseen messages are read again after one failed (default 30 s). */
+  retryMs?: number;
+}
+
+/**
+ * The IMAP folder mom reads: each unseen message, oldest first, at start, on new mail (IDLE) and
+ * after a reconnect. A message is marked \Seen only once handled, so one that was not (a crash,
+ * NATS away) is read again. A dropped connection is made again with backoff.
+ */
+export class ImapMailbox {
+  private client?: ImapFlow;
+  private started = false;
+  private stopped = false;
+  private down?: { since: string; why: string };
+  private sweeping?: Promise<void>;
+  private again = false;
+  private retry?: NodeJS.Timeout;
+  private readonly abort = new AbortController();
+
+  constructor(private readonly o: MailboxOptions) {}
+
+  /** Logs in and opens the folder; throws saying what failed. */
+  async open(): Promise<void> {
+    // IDLE, which hears of new mail at once, starts after this long without commands (imapflow's default: 15 s).
+    const client = new ImapFlow({ autoIdleDelay: 500, ...this.o.imap, logger: false });
+    client.on("error", (err: Error) => this.o.log.warn({ err }, `IMAP error: ${err.message}`));
+    try {
+      await client.connect();
+      await client.mailboxOpen(this.o.mailbox);
+    } catch (err) {
+      client.close();
+      const e = err as Error & { responseText?: string; authenticationFailed?: boolean };
+      throw new Error(`IMAP ${this.o.imap.host}:${this.o.imap.port}: ${e.authenticationFailed ? "login refused" : (e.responseText ?? e.message)}`, { cause: err });
+    }
+    if (this.stopped) return void (await client.logout().catch(() => client.close())); // stopped while reconnecting
+    client.on("exists", () => void this.sweep());
+    client.on("close", () => this.lost(client));
+    this.client = client;
+    if (this.down) this.o.log.info({ since: this.down.since }, "IMAP connected again");
+    this.down = undefined;
+    void this.sweep();
+  }
+
+  start(): Promise<void> {
+    this.started = true;
+    return this.sweep();
+  }
+
+  problem(): string | undefined {
+    return this.down && `IMAP disconnected since ${this.down.since}: ${this.down.why}`;
+  }
+
+  private lost(client: ImapFlow): void {
+    if (this.stopped || client !== this.client) return;
+    this.down = { since: new Date().toISOString(), why: client.byeReason ?? "connection closed" };
+    this.o.log.warn({ why: this.down.why }, "IMAP connection lost; connecting again");
+    const onFailedAttempt = ({ error, attemptNumber }: { error: Error; attemptNumber: number }) => {
+      if (this.down) this.down.why = error.message;
+      this.o.log.warn({ attempt: attemptNumber }, `IMAP reconnect failed: ${error.message}`);
+    };
+    pRetry(() => this.open(), { retries: Infinity, minTimeout: 500, maxTimeout: 30_000, signal: this.abort.signal, onFailedAttempt }).catch(() => {}); // aborted by stop()
+  }
+
+  /** Reads the unseen messages: one pass at a time, and one more after it when asked meanwhile. */
+  private sweep(): Promise<void> {
+    if (!this.started || this.stopped) return Promise.resolve();
+    this.again = !!this.sweeping;
+    this.sweeping ??= (async () => {
+      do {
+        this.again = false;
+        await this.sweepOnce().catch((err: Error) => this.o.log.warn({ err }, `reading the mailbox failed: ${err.message}`));
+      } while (this.again && !this.stopped);
+    })().finally(() => (this.sweeping = undefined));
+    return this.sweeping;
+  }
+
+  private async sweepOnce(): Promise<void> {
+    const client = this.client;
+    if (!client?.usable) return;
+    for (const uid of (await client.search({ seen: false }, { uid: true })) || []) {
+      const msg = this.stopped ? false : await client.fetchOne(String(uid), { source: true }, { uid: true });
+      if (!msg || !msg.source) continue;
+      const done = await this.o.handle(msg.source).catch((err: Error) => (this.o.log.error({ err, uid }, `handling mail ${uid} failed: ${err.message}`), false));
+      if (done) await client.messageFlagsAdd(String(uid), ["\\Seen"], { uid: true });
+      else this.retry ??= setTimeout(() => ((this.retry = undefined), void this.sweep()), this.o.retryMs ?? 30_000).unref();
+    }
+  }
+
+  /** The source of the message with this Message-ID (without brackets), if the folder has it. */
+  async find(messageId: string): Promise<Buffer | undefined> {
+    const uids = this.client?.usable ? await this.client.search({ header: { "message-id": messageId } }, { uid: true }) : false;
+    const msg = uids && uids[0] !== undefined && (await this.client!.fetchOne(String(uids[0]), { source: true }, { uid: true }));
+    return msg ? msg.source : undefined;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    clearTimeout(this.retry);
+    await this.sweeping;
+    await this.client?.logout().catch(() => this.client?.close());
+  }
+}
