@@ -242,7 +242,19 @@ biff = no
         return m ? Number(m[1]) * 1e6 + Number(m[2]) : 0;
       };
       files.sort((a, b) => key(a.f) - key(b.f));
-      return files.map(({ sub, f }) => ({ source: readFileSync(join(box, sub, f)), seen: sub === "cur" && /:2,[A-Z]*S/.test(f) }));
+      // Dovecot moves a message from new/ to cur/ (and renames it with its flags) while we read.
+      const read = ({ sub, f }: { sub: string; f: string }): DeliveredMail | undefined => {
+        const base = f.split(":")[0]!;
+        for (const [dir, name] of [[sub, f], ...(existsSync(join(box, "cur")) ? readdirSync(join(box, "cur")).filter((n) => n.split(":")[0] === base).map((n) => ["cur", n]) : [])] as const) {
+          try {
+            return { source: readFileSync(join(box, dir, name)), seen: dir === "cur" && /:2,[A-Z]*S/.test(name) };
+          } catch (err) {
+            if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+          }
+        }
+        return undefined;
+      };
+      return files.map(read).filter((m): m is DeliveredMail => m !== undefined);
     },
     async messages(address) {
       return Promise.all(servers.mailbox(address).map(async (m) => Object.assign(await simpleParser(m.source), { seen: m.seen })));
