@@ -278,8 +278,8 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
       return shutdownOn([() => telegram.close()]);
     }
     case "whatsapp": {
-      const { startWhatsAppIngress, whatsappOptionsFromConfig } = await import("@mom/ingress-whatsapp");
-      const whatsapp = await startWhatsAppIngress(whatsappOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      const [{ startConfiguredIngress }, { whatsappIngress }] = await Promise.all([import("@mom/ingress-sdk"), import("@mom/ingress-whatsapp")]);
+      const whatsapp = await startConfiguredIngress(whatsappIngress, loaded, adapter, logger);
       return shutdownOn([() => whatsapp.close()]);
     }
     case "external":
