@@ -93,9 +93,9 @@ export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdo
       deliveries: this.deliveries,
     });
     this.consumption = await drawOutbound(this.bus, adapter.adapter, this.presenter);
-    await conn.start();
+    const how = await conn.start();
     this.unready = serviceReadiness(`ingress-${adapter.adapter}`, this.bus, () => conn.problem?.());
-    this.log.info({ adapter: adapter.adapter, platform: definition.platform }, `${definition.platform} ingress receiving`);
+    this.log.info({ adapter: adapter.adapter, platform: definition.platform, ...how }, `${definition.platform} ingress receiving`);
   }
 
   async onApplicationShutdown(): Promise<void> {

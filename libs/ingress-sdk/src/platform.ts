@@ -88,8 +88,8 @@ export interface PlatformConnection {
   readonly editIntervalMs?: number;
   /** How often "typing…" is renewed during a run (default 4,500 ms). */
   readonly typingIntervalMs?: number;
-  /** Starts receiving; called once mom draws this adapter's runs. */
-  start(): Promise<void>;
+  /** Starts receiving; called once mom draws this adapter's runs. May resolve with how it receives (logged on the "receiving" line). */
+  start(): Promise<void | Record<string, unknown>>;
   /** Stops receiving; in-flight messages are finished by the shell afterwards. */
   stop(): Promise<void>;
   /** Releases the platform's client once nothing is received or drawn any more (the last step of shutdown). */

@@ -47,7 +47,7 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
       typingIntervalMs: 4500, // "typing…" shows for 5 s
       async start() {
         updates = s.webhookUrl ? await startWebhook(bot, { ...s, webhookUrl: s.webhookUrl, adapter }, log) : await startPolling(bot, s, log, health);
-        log.info({ bot: me.username, via: updates.describe }, "telegram updates arriving");
+        return { bot: me.username, via: updates.describe };
       },
       stop: async () => updates?.stop(),
       problem: () => updates?.problem(),
