@@ -263,8 +263,8 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
       return shutdownOn([() => cli.close()], cli.ended);
     }
     case "discord": {
-      const { discordOptionsFromConfig, startDiscordIngress } = await import("@mom/ingress-discord");
-      const discord = await startDiscordIngress(discordOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      const [{ startConfiguredIngress }, { discordIngress }] = await Promise.all([import("@mom/ingress-sdk"), import("@mom/ingress-discord")]);
+      const discord = await startConfiguredIngress(discordIngress, loaded, adapter, logger);
       return shutdownOn([() => discord.close()]);
     }
     case "slack": {
