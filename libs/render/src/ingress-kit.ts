@@ -194,16 +194,6 @@ export class InboundIntake {
     );
   }
 
-  /** Marks `id` as taken without handling it here (handled on another path, e.g. a backfill that queues its own work). */
-  note(chat: string, id: string): void {
-    this.seen.add(`${chat}:${id}`);
-  }
-
-  /** Queues work of the chat that is no platform message (a backfill) ahead of what comes later. */
-  queueFor<T>(chat: string, task: () => Promise<T>): Promise<T> {
-    return this.queue.push(chat, task);
-  }
-
   /**
    * Catches a chat up on what it missed (a backfill): `missed` runs in the chat's turn, ahead of
    * what comes later, and each message it finds is handled like a live one — once, in order, its

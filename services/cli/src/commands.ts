@@ -268,8 +268,8 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
       return shutdownOn([() => discord.close()]);
     }
     case "slack": {
-      const { slackOptionsFromConfig, startSlackIngress } = await import("@mom/ingress-slack");
-      const slack = await startSlackIngress(slackOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      const [{ startConfiguredIngress }, { slackIngress }] = await Promise.all([import("@mom/ingress-sdk"), import("@mom/ingress-slack")]);
+      const slack = await startConfiguredIngress(slackIngress, loaded, adapter, logger);
       return shutdownOn([() => slack.close()]);
     }
     case "telegram": {
