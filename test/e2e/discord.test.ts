@@ -279,11 +279,16 @@ describe("Discord ingress end to end (fake Discord gateway + REST, real NATS, ru
   });
 
   it("a wrong bot token stops the service at start with a message that says so", async () => {
-    const { startDiscordIngress } = await import("@mom/ingress-discord");
-    const { busOptions } = await import("@mom/cli");
+    const { discordIngress } = await import("@mom/ingress-discord");
+    const { startIngress } = await import("@mom/ingress-sdk");
+    const { busOptions } = await import("@mom/bus");
     const logger = (await import("@mom/config")).createLogger("e2e-bad-token", { level: "silent" });
     await expect(
-      startDiscordIngress({ adapter: "discord-bad", botToken: "not-the-token", apiUrl: s.discord.apiUrl, logger }, busOptions(s.loaded, s.nats.url, "ingress-bad", logger)),
+      startIngress(discordIngress, {
+        adapter: { adapter: "discord-bad", access: {}, maxAttachmentBytes: 1024, settings: { botToken: "not-the-token", apiUrl: s.discord.apiUrl } },
+        bus: busOptions(s.loaded, s.nats.url, "ingress-bad", logger),
+        logger,
+      }),
     ).rejects.toThrow('discord adapter "discord-bad": could not connect to Discord: An invalid token was provided.');
   });
 

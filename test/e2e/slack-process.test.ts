@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
 import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig } from "@mom/config";
-import { slackOptionsFromConfig, startSlackIngress } from "@mom/ingress-slack";
+import { adapterSettings, startIngress } from "@mom/ingress-sdk";
+import { slackIngress } from "@mom/ingress-slack";
 import { type FakeSlack, startFakeSlack, startTestNats, type TestNats } from "@mom/testing";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -75,9 +76,11 @@ describe("mom ingress <slack adapter> as a process", () => {
   }, 60_000);
 
   it("refuses to start with a bot token Slack does not accept, saying so", async () => {
-    const loaded = loadConfig(dataDir, { ACME_SLACK_BOT: "xoxb-wrong", ACME_SLACK_APP: slack.appToken });
+    const env = { ACME_SLACK_BOT: "xoxb-wrong", ACME_SLACK_APP: slack.appToken };
+    const loaded = loadConfig(dataDir, env);
     const logger = createLogger("e2e", { level: "silent" });
-    await expect(startSlackIngress(slackOptionsFromConfig("slack-acme", loaded, logger), busOptions(loaded, nats.url, "ingress-slack-acme", logger))).rejects.toThrow(
+    const adapter = adapterSettings(slackIngress, loaded, "slack-acme", env);
+    await expect(startIngress(slackIngress, { adapter, bus: busOptions(loaded, nats.url, "ingress-slack-acme", logger), logger })).rejects.toThrow(
       /slack adapter slack-acme: the bot token was refused \(auth\.test: .*invalid_auth/,
     );
   });

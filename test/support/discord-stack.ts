@@ -3,7 +3,8 @@ import { Bus } from "@mom/bus";
 import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
 import { ChannelMessage, ControlMessage, parsePayload, validator } from "@mom/contracts";
-import { discordOptionsFromConfig, type DiscordIngressOptions, type RunningDiscordIngress, startDiscordIngress } from "@mom/ingress-discord";
+import { discordIngress, type DiscordSettings } from "@mom/ingress-discord";
+import { adapterSettings, type RunningIngress, startIngress } from "@mom/ingress-sdk";
 import { type FakeDiscord, type FakeDiscordChannel, type FakeDiscordOptions, type FakeDiscordUser, type FakeLlm, startFakeDiscord, startFakeLlm, startTestNats, type TestNats } from "@mom/testing";
 import { rmSync } from "node:fs";
 import { writeTestDataDir } from "./data-dir.js";
@@ -28,13 +29,13 @@ export interface DiscordStack {
   /** A bus connection for the test itself. */
   bus: Bus;
   runner: RunningService;
-  ingress: RunningDiscordIngress;
+  ingress: RunningIngress;
   users: { ana: FakeDiscordUser; bob: FakeDiscordUser; carol: FakeDiscordUser };
   general: FakeDiscordChannel;
   /** `<@bot id>`, to write mentions. */
   mention: string;
   /** Restarts the ingress (e.g. after changing options). */
-  restartIngress(over?: Partial<DiscordIngressOptions>): Promise<void>;
+  restartIngress(over?: Partial<DiscordSettings>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -44,7 +45,7 @@ export interface DiscordStackOptions {
   /** Merged over the test config.json (top-level keys). */
   config?: object;
   fake?: FakeDiscordOptions;
-  ingress?: Partial<DiscordIngressOptions>;
+  ingress?: Partial<DiscordSettings>;
 }
 
 /** Real NATS, the fake LLM, the fake Discord, the runner and the Discord ingress, all on loopback. */
@@ -68,14 +69,16 @@ export async function startDiscordStack(opts: DiscordStackOptions = {}): Promise
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
   await bus.provision();
   const runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
-  const ingressOptions = (over?: Partial<DiscordIngressOptions>): DiscordIngressOptions => ({
-    ...discordOptionsFromConfig(ADAPTER, loaded, logger),
-    editIntervalMs: 50,
-    typingIntervalMs: 300,
-    ...opts.ingress,
-    ...over,
-  });
-  const ingress = await startDiscordIngress(ingressOptions(), busOptions(loaded, nats.url, `ingress-${ADAPTER}`, logger));
+  const adapter = adapterSettings(discordIngress, loaded, ADAPTER);
+  const start = (over?: Partial<DiscordSettings>) =>
+    startIngress(discordIngress, {
+      adapter: { ...adapter, settings: { ...adapter.settings, ...opts.ingress, ...over } },
+      bus: busOptions(loaded, nats.url, `ingress-${ADAPTER}`, logger),
+      logger,
+      editIntervalMs: 50,
+      typingIntervalMs: 300,
+    });
+  const ingress = await start();
   const stack: DiscordStack = {
     dataDir,
     loaded,
@@ -90,7 +93,7 @@ export async function startDiscordStack(opts: DiscordStackOptions = {}): Promise
     mention: `<@${discord.bot.id}>`,
     async restartIngress(over) {
       await stack.ingress.close();
-      stack.ingress = await startDiscordIngress(ingressOptions(over), busOptions(loaded, nats.url, `ingress-${ADAPTER}`, logger));
+      stack.ingress = await start(over);
     },
     async stop() {
       await stack.ingress?.close();

@@ -2,7 +2,8 @@ import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus } from "@mom/bus";
 import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig, type LoadedConfig, type SlackAdapterConfig } from "@mom/config";
-import { type RunningSlackIngress, type SlackIngressOptions, startSlackIngress } from "@mom/ingress-slack";
+import { type AdapterAccess, adapterSettings, type RunningIngress, startIngress } from "@mom/ingress-sdk";
+import { slackIngress, type SlackSettings } from "@mom/ingress-slack";
 import { type FakeLlm, type FakeSlack, type FakeSlackOptions, startFakeLlm, startFakeSlack, startTestNats, type TestNats } from "@mom/testing";
 import { rmSync } from "node:fs";
 import { writeTestDataDir } from "./data-dir.js";
@@ -18,8 +19,9 @@ export interface SlackStack {
   /** A bus connection for the test itself (reading streams). */
   bus: Bus;
   runner?: RunningService;
-  ingress?: RunningSlackIngress;
-  startIngress(extra?: Partial<SlackIngressOptions>): Promise<RunningSlackIngress>;
+  ingress?: RunningIngress;
+  /** Starts the ingress; `extra` is merged over the adapter's settings (and its `admins`/`dm`). */
+  startIngress(extra?: Partial<SlackSettings & AdapterAccess>): Promise<RunningIngress>;
   stopIngress(): Promise<void>;
   /** `<@mom> text` from `user` in `channel` (default alice in #general). */
   mention(text: string, opts?: { channel?: string; user?: string; thread_ts?: string }): { ts: string };
@@ -32,8 +34,8 @@ export interface SlackStackOptions {
   /** Merged over the test config.json (top-level keys). */
   config?: object;
   fakeSlack?: FakeSlackOptions;
-  /** Options for the ingress (fast retries and coalescing by default). */
-  ingress?: Partial<SlackIngressOptions>;
+  /** Settings of the ingress (fast retries by default). */
+  ingress?: Partial<SlackSettings>;
   runner?: boolean;
 }
 
@@ -52,7 +54,7 @@ export async function startSlackStack(opts: SlackStackOptions = {}): Promise<Sla
   const logger = createLogger("e2e", { level: "warn" });
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
   await bus.provision();
-  const entry = loaded.config.adapters[SLACK_ADAPTER] as SlackAdapterConfig;
+  const adapter = adapterSettings(slackIngress, loaded, SLACK_ADAPTER);
   const stack: SlackStack = {
     dataDir,
     loaded,
@@ -61,23 +63,17 @@ export async function startSlackStack(opts: SlackStackOptions = {}): Promise<Sla
     slack,
     bus,
     async startIngress(extra = {}) {
-      stack.ingress = await startSlackIngress(
-        {
-          adapter: SLACK_ADAPTER,
-          botToken: entry.botToken,
-          appToken: entry.appToken,
-          ...(entry.apiUrl && { apiUrl: entry.apiUrl }),
-          ...(entry.admins && { admins: entry.admins }),
-          ...(entry.dm && { dm: entry.dm }),
-          logger,
-          maxAttachmentBytes: loaded.config.attachments.maxBytes,
-          updateIntervalMs: 200,
-          retryConfig: { retries: 5, minTimeout: 20, maxTimeout: 100 },
-          ...opts.ingress,
-          ...extra,
+      const { admins, dm, ...settings } = extra;
+      stack.ingress = await startIngress(slackIngress, {
+        adapter: {
+          ...adapter,
+          access: { ...adapter.access, ...(admins && { admins }), ...(dm !== undefined && { dm }) },
+          settings: { ...adapter.settings, retryConfig: { retries: 5, minTimeout: 20, maxTimeout: 100 }, ...opts.ingress, ...settings },
         },
-        busOptions(loaded, nats.url, `ingress-${SLACK_ADAPTER}`, logger),
-      );
+        bus: busOptions(loaded, nats.url, `ingress-${SLACK_ADAPTER}`, logger),
+        logger,
+        editIntervalMs: 200,
+      });
       return stack.ingress;
     },
     async stopIngress() {

@@ -2,7 +2,8 @@ import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus } from "@mom/bus";
 import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
-import { type RunningWhatsAppIngress, startWhatsAppIngress, whatsappOptionsFromConfig } from "@mom/ingress-whatsapp";
+import { adapterSettings, type PlatformConnection, type RunningIngress, startIngress } from "@mom/ingress-sdk";
+import { whatsappIngress } from "@mom/ingress-whatsapp";
 import { type FakeLlm, type FakeWhatsApp, startFakeLlm, startFakeWhatsApp, startTestNats, type TestNats } from "@mom/testing";
 import { rmSync } from "node:fs";
 import { PassThrough } from "node:stream";
@@ -26,7 +27,7 @@ export interface WhatsAppStack {
   whatsapp: FakeWhatsApp;
   bus: Bus;
   runner: RunningService;
-  ingress: RunningWhatsAppIngress;
+  ingress: RunningIngress;
   /** What the services logged at warn and above. */
   logs: OutputCapture;
   stop(): Promise<void>;
@@ -62,11 +63,13 @@ export async function startWhatsAppStack(opts: { adapter?: object; config?: obje
   const bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
   await bus.provision();
   const runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
-  const ingress = await startWhatsAppIngress(
-    { ...whatsappOptionsFromConfig(WA_ADAPTER, loaded, logger), webhookPort: 0, webhookHost: "127.0.0.1", rateLimitRetryMs: 20_000 },
-    busOptions(loaded, nats.url, `ingress-${WA_ADAPTER}`, logger),
-  );
-  whatsapp.webhookUrl = `http://127.0.0.1:${ingress.port}/webhook`;
+  const adapter = adapterSettings(whatsappIngress, loaded, WA_ADAPTER);
+  const ingress = await startIngress(whatsappIngress, {
+    adapter: { ...adapter, settings: { ...adapter.settings, webhookPort: 0, webhookHost: "127.0.0.1", rateLimitRetryMs: 20_000 } },
+    bus: busOptions(loaded, nats.url, `ingress-${WA_ADAPTER}`, logger),
+    logger,
+  });
+  whatsapp.webhookUrl = `http://127.0.0.1:${(ingress.shell.platform as PlatformConnection & { port: number }).port}/webhook`;
   return {
     dataDir,
     loaded,

@@ -43,6 +43,7 @@ export * from "@mom/render";
 // connection that converts); the shell does everything else and runs it.
 export { type AdapterAccess, type AdapterSettings, adapterSettings } from "./adapter-settings.js";
 export { IngressShell } from "./ingress-shell.js";
+export type { InboundHistory } from "./inbound-history.js";
 export type { IngressDefinition, InboundPort, PlatformConnection, PlatformContext, PlatformMessage } from "./platform.js";
 export { type RunningIngress, runIngress, startConfiguredIngress, startIngress, type StartIngressOptions } from "./start-ingress.js";
 

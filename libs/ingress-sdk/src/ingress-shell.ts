@@ -18,6 +18,7 @@ import {
 } from "@mom/render";
 import type { Logger } from "pino";
 import type { AdapterSettings } from "./adapter-settings.js";
+import { inboundHistory } from "./inbound-history.js";
 import type { IngressDefinition, InboundPort, PlatformConnection, PlatformMessage } from "./platform.js";
 
 export const INGRESS_RUN = Symbol("INGRESS_RUN");
@@ -50,6 +51,7 @@ export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdo
   private deliveries?: DeliveryReceipts;
   private consumption?: Consumption;
   private unready?: () => void;
+  private stopping = false;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -71,7 +73,14 @@ export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdo
 
   async onApplicationBootstrap(): Promise<void> {
     const { definition, adapter } = this.run;
-    const conn = await definition.connect({ adapter: adapter.adapter, settings: adapter.settings, log: this.log, maxAttachmentBytes: adapter.maxAttachmentBytes, inbound: this });
+    const conn = await definition.connect({
+      adapter: adapter.adapter,
+      settings: adapter.settings,
+      log: this.log,
+      maxAttachmentBytes: adapter.maxAttachmentBytes,
+      inbound: this,
+      history: inboundHistory(this.bus, adapter.adapter),
+    });
     this.connection = conn;
     this.deliveries = new DeliveryReceipts(adapter.adapter, busReceipts(this.bus, adapter.adapter), this.log);
     const layout = isLayout(conn.surface) ? conn.surface : new MessageLayout(conn.surface);
@@ -84,21 +93,34 @@ export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdo
       deliveries: this.deliveries,
     });
     this.consumption = await drawOutbound(this.bus, adapter.adapter, this.presenter);
-    await conn.start();
+    const how = await conn.start();
     this.unready = serviceReadiness(`ingress-${adapter.adapter}`, this.bus, () => conn.problem?.());
-    this.log.info({ adapter: adapter.adapter, platform: definition.platform, ...(conn.via && { via: conn.via() }) }, `${definition.platform} ingress receiving`);
+    this.log.info({ adapter: adapter.adapter, platform: definition.platform, ...how }, `${definition.platform} ingress receiving`);
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.unready?.();
+    this.stopping = true;
     await this.connection?.stop();
     await this.intake.idle();
     await this.consumption?.stop();
     await this.presenter?.close();
+    await this.connection?.close?.();
   }
 
   receive(m: PlatformMessage): Promise<boolean> {
     return this.intake.handle(m.channelId, m.id, () => this.publish(m));
+  }
+
+  receiveInTurn(chat: string, id: string, convert: () => Promise<PlatformMessage | undefined>): Promise<boolean> {
+    return this.intake.handle(chat, id, async () => {
+      const m = await convert();
+      if (m) await this.publish(m);
+    });
+  }
+
+  catchUp(chat: string, missed: () => Promise<PlatformMessage[]>): Promise<number> {
+    return this.intake.catchUp(chat, missed, (m) => this.publish(m), () => this.stopping);
   }
 
   private async publish(m: PlatformMessage): Promise<void> {
@@ -112,7 +134,11 @@ export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdo
     const { files = [], refuse: _refuse, ...rest } = m;
     const ref = { adapter: this.adapter, channelId: m.channelId };
     const attachments = [];
-    for (const f of files) attachments.push(await importAttachment(f, ref, { files: this.bus, maxBytes: maxAttachmentBytes }));
+    for (const f of files) {
+      const a = await importAttachment(f, ref, { files: this.bus, maxBytes: maxAttachmentBytes });
+      if (a.note) this.log.warn({ chat: m.channelId, file: f.filename }, `${this.run.definition.platform} file not brought in: ${a.note}`);
+      attachments.push(a);
+    }
     await publishInbound(this.bus, this.adapter, { ...rest, attachments }, { log: this.log });
   }
 
@@ -122,10 +148,10 @@ export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdo
     else throw new Error("the platform gave no way to answer a refused direct message (PlatformMessage.refuse)");
   }
 
-  async decide(click: ApprovalClick): Promise<{ refusal?: string }> {
+  async decide(click: ApprovalClick, acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>): Promise<{ refusal?: string }> {
     const presenter = this.presenter;
     if (!presenter) throw new Error("the ingress is not started");
-    const { refusal } = await decideApproval({ bus: this.bus, adapter: this.adapter, dialect: presenter.dialect, log: this.log }, presenter.approval(click.approvalId), click);
+    const { refusal } = await decideApproval({ bus: this.bus, adapter: this.adapter, dialect: presenter.dialect, log: this.log }, presenter.approval(click.approvalId), click, acknowledge);
     return refusal ? { refusal } : {};
   }
 

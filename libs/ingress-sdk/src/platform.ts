@@ -3,6 +3,7 @@
 // the DM policy, files, publishing, approvals, the presenter, health and shutdown are the shell's.
 import type { ChannelMessage } from "@mom/contracts";
 import type { ApprovalClick, ChatSurface, IncomingFile, Layout } from "@mom/render";
+import type { InboundHistory } from "./inbound-history.js";
 import type { Static, TSchema } from "typebox";
 import type { Logger } from "pino";
 
@@ -30,6 +31,8 @@ export interface PlatformContext<T> {
   readonly maxAttachmentBytes: number;
   /** Everything received from the platform goes here. */
   readonly inbound: InboundPort;
+  /** What this adapter has published on the inbound stream: where a platform with history catches up from. */
+  readonly history: InboundHistory;
 }
 
 /** A message as the platform saw it; `files` are downloaded by the shell, within the size limit. */
@@ -49,11 +52,26 @@ export interface InboundPort {
    */
   receive(message: PlatformMessage): Promise<boolean>;
   /**
+   * `receive` for a platform event whose conversion needs the platform (a user lookup, a thread's
+   * parent, a read receipt): `convert` runs in the event's turn — once per (`chat`, `id`), after
+   * the chat's earlier events — so a slow lookup never lets a later message overtake it. It
+   * resolves the message, or undefined for an event that is none (handled, nothing to publish).
+   */
+  receiveInTurn(chat: string, id: string, convert: () => Promise<PlatformMessage | undefined>): Promise<boolean>;
+  /**
+   * Catches a chat up on messages missed while the ingress was away (a platform's history):
+   * `missed` runs in the chat's turn, ahead of everything received later, and each message it
+   * returns is handled as `receive` would, except ones taken already; it stops at shutdown.
+   * Resolves with how many were handled; rejects when reading or handling failed.
+   */
+  catchUp(chat: string, missed: () => Promise<PlatformMessage[]>): Promise<number>;
+  /**
    * An Allow once / Deny from the platform -> the approval decision on the bus. Resolves with the
    * line to show the person privately when they may not decide (the decision is still sent and
-   * refused by the runner, so the audit trail has it).
+   * refused by the runner, so the audit trail has it). `acknowledge`, for platforms that drop a
+   * click not answered within seconds, is told the same before the decision goes onto the bus.
    */
-  decide(click: ApprovalClick): Promise<{ refusal?: string }>;
+  decide(click: ApprovalClick, acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>): Promise<{ refusal?: string }>;
   /**
    * The platform reports later that a message it had accepted never reached the person (WhatsApp's
    * status webhooks): records `delivery.failed` for the answer it carried. False when the message
@@ -70,12 +88,12 @@ export interface PlatformConnection {
   readonly editIntervalMs?: number;
   /** How often "typing…" is renewed during a run (default 4,500 ms). */
   readonly typingIntervalMs?: number;
-  /** Starts receiving; called once mom draws this adapter's runs. */
-  start(): Promise<void>;
+  /** Starts receiving; called once mom draws this adapter's runs. May resolve with how it receives (logged on the "receiving" line). */
+  start(): Promise<void | Record<string, unknown>>;
   /** Stops receiving; in-flight messages are finished by the shell afterwards. */
   stop(): Promise<void>;
-  /** How messages arrive, for the start line of the log ("long polling", "webhook https://…"). */
-  via?(): string;
+  /** Releases the platform's client once nothing is received or drawn any more (the last step of shutdown). */
+  close?(): Promise<void>;
   /** Why the platform side is not ready (for /healthz), or undefined. */
   problem?(): string | undefined;
 }

@@ -82,4 +82,28 @@ describe("InboundIntake (the inbound steps every ingress shares)", () => {
     expect(attempts).toBe(2);
     expect(intake.take("a", "1", handle)).toBe(false); // handled now: a third delivery is a duplicate
   });
+
+  it("catches a chat up ahead of what comes later, skipping messages taken already, and stops when told", async () => {
+    const intake = new InboundIntake("Test", quiet);
+    const done: string[] = [];
+    let stop = false;
+    const caught = intake.catchUp(
+      "a",
+      async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        return [{ id: "1" }, { id: "2" }, { id: "3" }];
+      },
+      async (m) => {
+        done.push(`backfill ${m.id}`);
+        if (m.id === "2") stop = true;
+      },
+      () => stop,
+    );
+    expect(intake.take("a", "1", async () => void done.push("live 1"))).toBe(true);
+    await intake.idle();
+    expect(await caught).toBe(1);
+    expect(done).toEqual(["backfill 2", "live 1"]);
+    expect(intake.take("a", "2", async () => void done.push("live 2"))).toBe(false);
+    expect(intake.take("a", "3", async () => void done.push("live 3"))).toBe(true);
+  });
 });

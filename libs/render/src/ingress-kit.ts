@@ -133,14 +133,18 @@ export interface ApprovalClick {
 /**
  * An Allow once / Deny click -> `approval_decision` on mom.ctl. Returns the refusal to show the
  * clicker privately when they may not decide; the click is still sent, and the runner refuses and
- * records it (one audit trail). Resolves `sent: false` when the channel is unknown.
+ * records it (one audit trail). Resolves `sent: false` when the channel is unknown. `acknowledge`
+ * is told whether the clicker may decide before the decision is published.
  */
 export async function decideApproval(
   deps: { bus: Bus; adapter: string; dialect: Dialect; log: Logger },
   pending: PendingApproval | undefined,
   click: ApprovalClick,
+  acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>,
 ): Promise<{ refusal?: string; sent: boolean }> {
   const refusal = pending && !pending.approvers.includes(click.user.id) ? notApproverText(pending.approvers, deps.dialect) : undefined;
+  // Before the bus, which can take seconds when NATS is slow: some platforms drop a click not answered in time.
+  await acknowledge?.(refusal ? { refusal } : {});
   const channel = pending?.channel ?? click.channel;
   if (!channel) return { ...(refusal && { refusal }), sent: false };
   const decision: ControlMessage = { type: "approval_decision", ts: new Date().toISOString(), approvalId: click.approvalId, decision: click.decision, decidedBy: click.user };
@@ -190,14 +194,29 @@ export class InboundIntake {
     );
   }
 
-  /** Marks `id` as taken without handling it here (handled on another path, e.g. a backfill that queues its own work). */
-  note(chat: string, id: string): void {
-    this.seen.add(`${chat}:${id}`);
-  }
-
-  /** Queues work of the chat that is no platform message (a backfill) ahead of what comes later. */
-  queueFor<T>(chat: string, task: () => Promise<T>): Promise<T> {
-    return this.queue.push(chat, task);
+  /**
+   * Catches a chat up on what it missed (a backfill): `missed` runs in the chat's turn, ahead of
+   * what comes later, and each message it finds is handled like a live one — once, in order, its
+   * id forgotten when handling fails (which ends the catch-up). `stopped` ends it early (shutdown).
+   * Resolves with how many messages were handled.
+   */
+  catchUp<M extends { id: string }>(chat: string, missed: () => Promise<M[]>, handle: (m: M) => Promise<unknown>, stopped: () => boolean = () => false): Promise<number> {
+    return this.queue.push(chat, async () => {
+      let handled = 0;
+      for (const m of await missed()) {
+        if (stopped()) break;
+        const key = `${chat}:${m.id}`;
+        if (!this.seen.add(key)) continue;
+        try {
+          await handle(m);
+        } catch (err) {
+          this.seen.delete(key);
+          throw err;
+        }
+        handled++;
+      }
+      return handled;
+    });
   }
 
   /** Resolves when everything queued so far has settled. */

@@ -263,13 +263,13 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
       return shutdownOn([() => cli.close()], cli.ended);
     }
     case "discord": {
-      const { discordOptionsFromConfig, startDiscordIngress } = await import("@mom/ingress-discord");
-      const discord = await startDiscordIngress(discordOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      const [{ startConfiguredIngress }, { discordIngress }] = await Promise.all([import("@mom/ingress-sdk"), import("@mom/ingress-discord")]);
+      const discord = await startConfiguredIngress(discordIngress, loaded, adapter, logger);
       return shutdownOn([() => discord.close()]);
     }
     case "slack": {
-      const { slackOptionsFromConfig, startSlackIngress } = await import("@mom/ingress-slack");
-      const slack = await startSlackIngress(slackOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      const [{ startConfiguredIngress }, { slackIngress }] = await Promise.all([import("@mom/ingress-sdk"), import("@mom/ingress-slack")]);
+      const slack = await startConfiguredIngress(slackIngress, loaded, adapter, logger);
       return shutdownOn([() => slack.close()]);
     }
     case "telegram": {
@@ -278,8 +278,8 @@ export async function ingress(adapter: string, dataDir: string): Promise<never> 
       return shutdownOn([() => telegram.close()]);
     }
     case "whatsapp": {
-      const { startWhatsAppIngress, whatsappOptionsFromConfig } = await import("@mom/ingress-whatsapp");
-      const whatsapp = await startWhatsAppIngress(whatsappOptionsFromConfig(adapter, loaded, logger), busOptions(loaded, loaded.config.nats.url, `ingress-${adapter}`, logger));
+      const [{ startConfiguredIngress }, { whatsappIngress }] = await Promise.all([import("@mom/ingress-sdk"), import("@mom/ingress-whatsapp")]);
+      const whatsapp = await startConfiguredIngress(whatsappIngress, loaded, adapter, logger);
       return shutdownOn([() => whatsapp.close()]);
     }
     case "external":

@@ -1,29 +1,12 @@
-import type { Logger } from "pino";
+import { type Static, Type } from "@mom/ingress-sdk";
 
-export const DISCORD_OPTIONS = Symbol("DISCORD_OPTIONS");
-
-export type DmPolicy = "everyone" | "none" | string[];
-
-export interface DiscordIngressOptions {
-  /** Adapter name from config.json (type "discord"), the subject token. */
-  adapter: string;
-  botToken: string;
-  /** REST base URL as discord.js takes it (`http://127.0.0.1:<port>/api`); default Discord's own. */
-  apiUrl?: string;
-  /** Discord user ids; they may always DM mom (and decide approvals, later). */
-  admins?: string[];
-  /** Who may DM mom: "everyone" (default), "none" or a list of user ids. Admins always may. */
-  dm?: DmPolicy;
-  /** config `attachments.maxBytes` (default 20 MiB): larger files are neither downloaded nor uploaded. */
-  maxAttachmentBytes?: number;
-  logger: Logger;
-  /** Shortest time between two edits of a run's progress message (default 1,000 ms). */
-  editIntervalMs?: number;
-  /** How often the typing indicator is renewed during a run (default 8,000 ms; Discord shows it ~10 s). */
-  typingIntervalMs?: number;
-  /** How long start-up waits for the gateway to be ready (default 60 s). */
-  readyTimeoutMs?: number;
-}
+/** The Discord adapter's own settings (config.json `adapters.<name>`, type "discord"). */
+export const DiscordSettings = Type.Object({
+  botToken: Type.String({ minLength: 1, expected: 'a non-empty string (literal or "env:NAME")', description: "Bot token (Discord developer portal > Bot)" }),
+  apiUrl: Type.Optional(Type.String({ minLength: 1, expected: "a URL like http://127.0.0.1:<port>/api", description: "REST base URL as discord.js takes it (default Discord's own)" })),
+  readyTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, expected: "milliseconds", description: "How long start-up waits for the gateway to be ready (default 60 s)" })),
+});
+export type DiscordSettings = Static<typeof DiscordSettings>;
 
 /** Discord's limit for one message's content. */
 export const DISCORD_MESSAGE_LIMIT = 2000;

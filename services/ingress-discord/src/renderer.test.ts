@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@jest/globals";
-import type { OutboundEvent, OutboundEventBody } from "@mom/ingress-sdk";
+import { type OutboundEvent, type OutboundEventBody, Presenter } from "@mom/ingress-sdk";
 import { pino } from "pino";
 import type { DiscordApi, OutMessage } from "./discord-api.js";
-import { batchEmbeds, DiscordRenderer, type RendererDeps, toolEmbed } from "./renderer.js";
+import { batchEmbeds, DiscordLayout, toolEmbed } from "./renderer.js";
 
 interface Call {
   op: "send" | "edit" | "remove" | "typing" | "thread";
@@ -52,18 +52,10 @@ const usage = { input: 1200, output: 34, cacheRead: 0, cacheWrite: 0, totalToken
 const trigger = { messageId: "111111111111111111", senderId: "u", username: "ana", text: "@mom list the files" };
 const ref = { adapter: "discord", channelId: "C1" };
 
-function setup(api: RecordingApi, over: Partial<RendererDeps> = {}) {
-  const r = new DiscordRenderer({
-    api,
-    getFile: async () => undefined,
-    idOf: (u) => (u === "ana" ? "42" : undefined),
-    channelOfMessage: () => undefined,
-    maxBytes: 1024,
-    editIntervalMs: 10,
-    typingIntervalMs: 60_000,
-    log: pino({ level: "silent" }),
-    ...over,
-  });
+function setup(api: RecordingApi, over: { getFile?: (key: string) => Promise<Uint8Array | undefined> } = {}) {
+  const log = pino({ level: "silent" });
+  const layout = new DiscordLayout({ api, idOf: (u) => (u === "ana" ? "42" : undefined), channelOfMessage: () => undefined, log });
+  const r = new Presenter(layout, { files: { getFile: over.getFile ?? (async () => undefined) }, maxBytes: 1024, editIntervalMs: 10, typingIntervalMs: 60_000, log });
   let seq = 0;
   const emit = (event: OutboundEventBody, runId = "r1") => r.handle(ref.channelId, { runId, seq: seq++, ts: new Date().toISOString(), event } as OutboundEvent);
   return { r, emit };

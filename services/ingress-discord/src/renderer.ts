@@ -1,5 +1,5 @@
 import { formatDuration, formatUsage, splitMessage } from "@mom/ingress-sdk";
-import { activityLines, answerText, clip, type DeliveryReceipts, type Dialect, type Ev, fenceSafe, type FileOutcome, firstLine, type Layout, Presenter, progressText, type RunView, type ToolStep, toolSteps, UNICODE_MARKS } from "@mom/ingress-sdk";
+import { activityLines, answerText, clip, type Dialect, type Ev, fenceSafe, type FileOutcome, firstLine, type Layout, progressText, type RunView, type ToolStep, toolSteps, UNICODE_MARKS } from "@mom/ingress-sdk";
 import type { APIEmbed } from "discord.js";
 import type { Logger } from "pino";
 import type { DiscordApi, OutFile } from "./discord-api.js";
@@ -8,18 +8,11 @@ import { idsForMentions } from "./mentions.js";
 
 export interface RendererDeps {
   api: DiscordApi;
-  /** The bytes of an outbound file (the bus's files bucket); undefined when the object is gone. */
-  getFile(objectKey: string, opts: { maxBytes: number }): Promise<Uint8Array | undefined>;
   /** Discord user id of a username mom wrote as `@username`. */
   idOf(username: string): string | undefined;
   /** The Discord channel (thread) a message we published came from, so queue notices land next to it. */
   channelOfMessage(messageId: string): string | undefined;
-  maxBytes: number;
-  editIntervalMs: number;
-  typingIntervalMs: number;
   log: Logger;
-  /** Where each answer's delivery is recorded (receipts on the bus). */
-  deliveries?: DeliveryReceipts;
 }
 
 /** Where an approval prompt is. */
@@ -288,12 +281,5 @@ export class DiscordLayout implements Layout<DiscordRun, DiscordPrompt> {
       }
     }
     for (const embeds of batchEmbeds(tools.map(toolEmbed))) await api.send(where, { embeds });
-  }
-}
-
-/** The Presenter with Discord's layout; events of one channel are applied strictly in order. */
-export class DiscordRenderer extends Presenter<DiscordRun, DiscordPrompt> {
-  constructor(deps: RendererDeps) {
-    super(new DiscordLayout(deps), { files: { getFile: (k, o) => deps.getFile(k, { maxBytes: o?.maxBytes ?? deps.maxBytes }) }, maxBytes: deps.maxBytes, log: deps.log, editIntervalMs: deps.editIntervalMs, typingIntervalMs: deps.typingIntervalMs, ...(deps.deliveries && { deliveries: deps.deliveries }) });
   }
 }

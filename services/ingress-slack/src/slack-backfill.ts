@@ -1,15 +1,10 @@
-import type { RawMessage } from "@mom/ingress-sdk";
+import type { InboundHistory, RawMessage } from "@mom/ingress-sdk";
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import { compareTs, isSlackTs, type SlackMessageEvent } from "./slack-inbound.js";
 
-/** What backfill reads of the inbound stream: only this adapter's own subjects. */
-export interface InboundHistory {
-  /** The newest inbound message of every channel of this adapter. */
-  lastOfEachChannel(): Promise<Array<{ channelId: string; last: RawMessage }>>;
-  /** A channel's inbound messages stored from sequence `fromSeq` on (oldest first). */
-  channelFrom(channelId: string, fromSeq: number): Promise<RawMessage[]>;
-}
+/** What backfill reads of the inbound stream (the shell's `ctx.history`): only this adapter's own subjects. */
+export type { InboundHistory };
 
 export interface BackfillDeps {
   client: WebClient;
@@ -17,8 +12,6 @@ export interface BackfillDeps {
   /** The newest Slack message this ingress published for the channel (see lastPublishedTs). */
   after: string;
   log: Logger;
-  /** Hands one missed message on, oldest first. */
-  handle: (ev: SlackMessageEvent) => Promise<void>;
   /** At most this many history pages (default 20). */
   maxPages?: number;
 }
@@ -57,11 +50,11 @@ export async function lastPublishedTs(history: InboundHistory, channelId: string
 }
 
 /**
- * Hands on the channel's top-level messages newer than `after` (conversations.history, oldest
- * first). They keep their ts as id, so the runner's log and the bus's duplicate window drop any it
- * already has. Thread replies posted meanwhile are not fetched. Returns how many were handed on.
+ * The channel's top-level messages newer than `after` (conversations.history), oldest first. They
+ * keep their ts as id, so the runner's log and the bus's duplicate window drop any it already
+ * has. Thread replies posted meanwhile are not fetched.
  */
-export async function backfillChannel(deps: BackfillDeps): Promise<number> {
+export async function missedMessages(deps: BackfillDeps): Promise<SlackMessageEvent[]> {
   const missed: SlackMessageEvent[] = [];
   let pages = 0;
   for await (const page of deps.client.paginate("conversations.history", { channel: deps.channel, oldest: deps.after, inclusive: false, limit: 200 })) {
@@ -73,8 +66,5 @@ export async function backfillChannel(deps: BackfillDeps): Promise<number> {
       break;
     }
   }
-  missed.sort((a, b) => compareTs(a.ts, b.ts));
-  for (const m of missed) await deps.handle(m);
-  if (missed.length) deps.log.info({ channel: deps.channel, count: missed.length, after: deps.after }, "backfilled messages missed while offline");
-  return missed.length;
+  return missed.sort((a, b) => compareTs(a.ts, b.ts));
 }

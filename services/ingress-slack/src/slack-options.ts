@@ -1,40 +1,36 @@
-import type { Logger } from "pino";
+import { type Static, Type } from "@mom/ingress-sdk";
 
-export const SLACK_OPTIONS = Symbol("SLACK_OPTIONS");
+const token = (description: string) => Type.String({ minLength: 1, expected: 'a non-empty string (literal or "env:NAME")', description });
+const ms = (description: string) => Type.Integer({ minimum: 0, expected: "milliseconds", description });
 
-export interface SlackIngressOptions {
-  /** Adapter name from config.json (type "slack"), the subject token. */
-  adapter: string;
-  /** Bot token (xoxb-…): Web API calls and file downloads. */
-  botToken: string;
-  /** App-level token (xapp-…) with connections:write: Socket Mode. */
-  appToken: string;
-  /** Web API base URL (default https://slack.com/api/); tests point it at a fake. */
-  apiUrl?: string;
-  /** User ids that may always DM mom. */
-  admins?: string[];
-  /** Who may DM mom: "everyone" (default), "none" (admins only) or a list of user ids (plus admins). */
-  dm?: "everyone" | "none" | string[];
-  logger: Logger;
-  /** config `attachments.maxBytes` (default 20 MiB): larger files are not downloaded nor uploaded. */
-  maxAttachmentBytes?: number;
+/** The Slack adapter's own settings (config.json `adapters.<name>`, type "slack"). */
+export const SlackSettings = Type.Object({
+  botToken: token("Bot token (xoxb-…): Web API calls and file downloads"),
+  appToken: token("App-level token (xapp-…) with connections:write: Socket Mode"),
+  apiUrl: Type.Optional(Type.String({ minLength: 1, expected: "a URL", description: "Web API base URL (default https://slack.com/api/)" })),
   /**
    * On start, fetch the messages missed while offline in every channel of this adapter that has
    * messages on the inbound stream (default true). Needs read access to the adapter's own
    * subjects of MOM_IN (deploy/nats/auth.conf).
    */
-  backfill?: boolean;
-  /** Backfilled mentions younger than this still get an answer; older ones are only logged (default 10 min). */
-  backfillAnswerWindowMs?: number;
-  /** At most one chat.update per progress message per this many ms (default 1000). */
-  updateIntervalMs?: number;
-  /** Longest text of one Slack message (default 3,900; Slack's advice is <= 4,000). */
-  messageLimit?: number;
-  /** Socket Mode ping timeout; also Bolt's delay before reconnecting a dropped socket (default 5000). */
-  socketPingTimeoutMs?: number;
-  /** Retry policy of the Web API client (p-retry options); default @slack/web-api's (10 retries in ~30 min). */
-  retryConfig?: { retries: number; factor?: number; minTimeout?: number; maxTimeout?: number; randomize?: boolean };
-}
+  backfill: Type.Optional(Type.Boolean({ expected: "true or false", description: "Fetch the messages missed while offline on start (default true)" })),
+  backfillAnswerWindowMs: Type.Optional(ms("Backfilled mentions younger than this still get an answer; older ones are only logged (default 10 min)")),
+  messageLimit: Type.Optional(Type.Integer({ minimum: 100, maximum: 40_000, expected: "a number of characters", description: "Longest text of one Slack message (default 3,900; Slack's advice is <= 4,000)" })),
+  socketPingTimeoutMs: Type.Optional(ms("Socket Mode ping timeout; also Bolt's delay before reconnecting a dropped socket (default 5000)")),
+  retryConfig: Type.Optional(
+    Type.Object(
+      {
+        retries: Type.Integer({ minimum: 0 }),
+        factor: Type.Optional(Type.Number({ minimum: 1 })),
+        minTimeout: Type.Optional(Type.Integer({ minimum: 0 })),
+        maxTimeout: Type.Optional(Type.Integer({ minimum: 0 })),
+        randomize: Type.Optional(Type.Boolean()),
+      },
+      { expected: "p-retry options like { retries: 5, minTimeout: 20 }", description: "Retry policy of the Web API client (default @slack/web-api's: 10 retries in ~30 min)" },
+    ),
+  ),
+});
+export type SlackSettings = Static<typeof SlackSettings>;
 
 export const DEFAULT_MESSAGE_LIMIT = 3900;
 export const DEFAULT_UPDATE_INTERVAL_MS = 1000;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@jest/globals";
 import type { FileSource } from "@mom/ingress-sdk";
 import type { OutboundEvent, Usage } from "@mom/ingress-sdk";
-import { markdownToMrkdwn } from "@mom/ingress-sdk";
+import { markdownToMrkdwn, Presenter } from "@mom/ingress-sdk";
 import { pino } from "pino";
-import { type SlackPoster, SlackRenderer } from "./slack-renderer.js";
+import { SlackLayout, type SlackPoster } from "./slack-renderer.js";
 
 const USAGE: Usage = { input: 1200, output: 34, cacheRead: 0, cacheWrite: 0, totalTokens: 1234, cost: { input: 0.001, output: 0.0005, cacheRead: 0, cacheWrite: 0, total: 0.0015 } };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,15 +56,9 @@ const files = (objects: Record<string, Uint8Array> = {}): FileSource =>
   }) as unknown as FileSource;
 
 function renderer(api: SlackPoster, o: { interval?: number; limit?: number; objects?: Record<string, Uint8Array> } = {}) {
-  return new SlackRenderer({
-    api,
-    files: files(o.objects),
-    maxBytes: 1024 * 1024,
-    toMrkdwn: (md) => markdownToMrkdwn(md, { userIdFor: (u) => (u === "alice" ? "U0ALICE" : undefined) }),
-    log: pino({ level: "silent" }),
-    updateIntervalMs: o.interval ?? 100,
-    messageLimit: o.limit ?? 3900,
-  });
+  const log = pino({ level: "silent" });
+  const layout = new SlackLayout({ api, toMrkdwn: (md) => markdownToMrkdwn(md, { userIdFor: (u) => (u === "alice" ? "U0ALICE" : undefined) }), log, messageLimit: o.limit ?? 3900 });
+  return new Presenter(layout, { files: files(o.objects), maxBytes: 1024 * 1024, log, editIntervalMs: o.interval ?? 100 });
 }
 
 let seq = 0;

@@ -1,4 +1,3 @@
-import type { FileSource } from "@mom/ingress-sdk";
 import { escapeMrkdwn, splitMessage } from "@mom/ingress-sdk";
 import {
   activityLines,
@@ -10,8 +9,6 @@ import {
   fenceSafe,
   type FileOutcome,
   type Layout,
-  type DeliveryReceipts,
-  Presenter,
   type RunView,
   type Step,
   statusText,
@@ -87,17 +84,12 @@ export function codeSections(text: string, d: Dialect, limit = SLACK_SECTION_LIM
 export const APPROVAL_ALLOW = "mom_approval_allow";
 export const APPROVAL_DENY = "mom_approval_deny";
 
-export interface SlackRendererDeps {
+export interface SlackLayoutDeps {
   api: SlackPoster;
-  files: FileSource;
-  maxBytes: number;
   /** Markdown -> mrkdwn, `@username` -> `<@U…>`. */
   toMrkdwn: (markdown: string) => string;
   log: Logger;
-  updateIntervalMs: number;
   messageLimit: number;
-  /** Where each answer's delivery is recorded (receipts on the bus). */
-  deliveries?: DeliveryReceipts;
 }
 
 /** Slack's mrkdwn, with emoji shortcodes for the marks. */
@@ -156,7 +148,7 @@ export class SlackLayout implements Layout<SlackRun, SlackPrompt> {
   readonly dialect: Dialect;
   private readonly queuedReactions = new Set<string>();
 
-  constructor(private readonly deps: SlackRendererDeps) {
+  constructor(private readonly deps: SlackLayoutDeps) {
     this.dialect = slackDialect(deps.messageLimit, deps.toMrkdwn);
   }
 
@@ -282,12 +274,5 @@ export class SlackLayout implements Layout<SlackRun, SlackPrompt> {
       else m.ts = await this.deps.api.post(channel, m.text, thread);
       m.dirty = false;
     }
-  }
-}
-
-/** The Presenter with Slack's layout. */
-export class SlackRenderer extends Presenter<SlackRun, SlackPrompt> {
-  constructor(deps: SlackRendererDeps) {
-    super(new SlackLayout(deps), { files: deps.files, maxBytes: deps.maxBytes, log: deps.log, editIntervalMs: deps.updateIntervalMs, ...(deps.deliveries && { deliveries: deps.deliveries }) });
   }
 }

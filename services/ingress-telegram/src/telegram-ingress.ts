@@ -47,8 +47,8 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
       typingIntervalMs: 4500, // "typing…" shows for 5 s
       async start() {
         updates = s.webhookUrl ? await startWebhook(bot, { ...s, webhookUrl: s.webhookUrl, adapter }, log) : await startPolling(bot, s, log, health);
+        return { bot: me.username, via: updates.describe };
       },
-      via: () => updates?.describe ?? "not receiving",
       stop: async () => updates?.stop(),
       problem: () => updates?.problem(),
     };
