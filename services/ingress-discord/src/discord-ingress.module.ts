@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/ingress-sdk";
+import { BusModule, type BusOptions, OutboundController, outboundDrawing } from "@mom/ingress-sdk";
 import { DISCORD_OPTIONS, type DiscordIngressOptions } from "./discord-options.js";
 import { DiscordIngressService } from "./discord-ingress.service.js";
 
@@ -9,7 +9,8 @@ export class DiscordIngressModule {
     return {
       module: DiscordIngressModule,
       imports: [BusModule.forRoot(bus)],
-      providers: [{ provide: DISCORD_OPTIONS, useValue: opts }, DiscordIngressService],
+      controllers: [OutboundController],
+      providers: [{ provide: DISCORD_OPTIONS, useValue: opts }, DiscordIngressService, outboundDrawing(DiscordIngressService)],
     };
   }
 }

@@ -1,8 +1,8 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, serviceReadiness } from "@mom/ingress-sdk";
+import { Bus, type OutboundDrawing, type OutboundEvent, serviceReadiness } from "@mom/ingress-sdk";
 import { metrics } from "@mom/ingress-sdk";
 import type { ChannelMessage, ChannelRef } from "@mom/ingress-sdk";
-import { busReceipts, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, InboundIntake, mayDirectMessage, publishInbound, RecentMap, readDownload } from "@mom/ingress-sdk";
+import { busReceipts, DeliveryReceipts, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, InboundIntake, mayDirectMessage, publishInbound, RecentMap, readDownload } from "@mom/ingress-sdk";
 import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, RESTEvents, Status, type User } from "discord.js";
 import type { Logger } from "pino";
 import { type DiscordApi, RestDiscordApi } from "./discord-api.js";
@@ -25,12 +25,11 @@ const FATAL_CLOSE_HINTS: Record<number, string> = {
  * and the adapter's outbound events are rendered back into Discord (renderer.ts).
  */
 @Injectable()
-export class DiscordIngressService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class DiscordIngressService implements OnApplicationBootstrap, OnApplicationShutdown, OutboundDrawing {
   readonly client: Client;
   readonly api: DiscordApi;
   private readonly renderer: DiscordRenderer;
   private readonly log: Logger;
-  private consumption?: Consumption;
   /** Message id -> the Discord channel (or thread) it was posted in, for notices about it. */
   private readonly messageChannels = new RecentMap<string>();
   /** Lower-case username -> user id, learnt from messages, for turning `@name` into `<@id>`. */
@@ -65,6 +64,11 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
     });
   }
 
+  /** The adapter this ingress serves (its name in config.json). */
+  get adapter(): string {
+    return this.opts.adapter;
+  }
+
   private get maxBytes(): number {
     return this.opts.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
   }
@@ -97,7 +101,6 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
       clearTimeout(timer);
     }
     this.log.info({ bot: client.user?.username, botId: client.user?.id, guilds: client.guilds.cache.size }, "discord ingress ready");
-    this.consumption = await drawOutbound(this.bus, opts.adapter, this.renderer);
     // The manager's own status stays Ready once reached; each shard's follows its connection.
     this.unready = serviceReadiness(`ingress-${opts.adapter}`, this.bus, () => {
       const down = client.ws.shards.find((s) => s.status !== Status.Ready);
@@ -110,10 +113,14 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
   async onApplicationShutdown(): Promise<void> {
     this.unready?.();
     this.closing = true;
-    await this.consumption?.stop();
     await this.intake.idle();
     await this.renderer.close();
     await this.client.destroy();
+  }
+
+  /** One of this adapter's outbound events (OutboundController brings them once the service listens). */
+  draw(channelId: string, event: OutboundEvent): Promise<boolean> {
+    return this.renderer.handle(channelId, event);
   }
 
   private idOf(username: string): string | undefined {

@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/ingress-sdk";
+import { BusModule, type BusOptions, OutboundController, outboundDrawing } from "@mom/ingress-sdk";
 import { SLACK_OPTIONS, type SlackIngressOptions } from "./slack-options.js";
 import { SlackIngressService } from "./slack-ingress.service.js";
 
@@ -9,7 +9,8 @@ export class SlackIngressModule {
     return {
       module: SlackIngressModule,
       imports: [BusModule.forRoot(bus)],
-      providers: [{ provide: SLACK_OPTIONS, useValue: opts }, SlackIngressService],
+      controllers: [OutboundController],
+      providers: [{ provide: SLACK_OPTIONS, useValue: opts }, SlackIngressService, outboundDrawing(SlackIngressService)],
     };
   }
 }

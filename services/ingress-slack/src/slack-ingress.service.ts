@@ -1,9 +1,9 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, lastPerSubject, readRange, serviceReadiness } from "@mom/ingress-sdk";
+import { Bus, lastPerSubject, type OutboundDrawing, type OutboundEvent, readRange, serviceReadiness } from "@mom/ingress-sdk";
 import { metrics } from "@mom/ingress-sdk";
 import type { Attachment, ChannelMessage } from "@mom/ingress-sdk";
 import { markdownToMrkdwn } from "@mom/ingress-sdk";
-import { busReceipts, DeliveryReceipts, drawOutbound, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, InboundIntake, publishInbound } from "@mom/ingress-sdk";
+import { busReceipts, DeliveryReceipts, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, mayDirectMessage, InboundIntake, publishInbound } from "@mom/ingress-sdk";
 import { App, SocketModeReceiver } from "@slack/bolt";
 import { type WebClient, WebClientEvent } from "@slack/web-api";
 import type { Logger } from "pino";
@@ -35,13 +35,12 @@ interface ApprovalClickBody {
  * Slack by the SlackRenderer.
  */
 @Injectable()
-export class SlackIngressService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class SlackIngressService implements OnApplicationBootstrap, OnApplicationShutdown, OutboundDrawing {
   private readonly log: Logger;
   private app?: App;
   private client!: WebClient;
   private directory!: SlackDirectory;
   private renderer!: SlackRenderer;
-  private consumption?: Consumption;
   private botUserId = "";
   private botId = "";
   /** Each message once (app_mention + message, retries), in order per channel. */
@@ -107,8 +106,6 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
       messageLimit: this.opts.messageLimit ?? DEFAULT_MESSAGE_LIMIT,
       deliveries: new DeliveryReceipts(this.opts.adapter, busReceipts(this.bus, this.opts.adapter), this.log),
     });
-    this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.renderer);
-
     app.event("message", async ({ event }) => this.onEvent(event as unknown as SlackMessageEvent));
     app.event("app_mention", async ({ event }) => this.onEvent(event as unknown as SlackMessageEvent));
     app.action({ action_id: new RegExp(`^(${APPROVAL_ALLOW}|${APPROVAL_DENY})$`) }, async ({ ack, body, action }) => {
@@ -133,8 +130,12 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
     this.stopping = true;
     await this.app?.stop().catch((err: unknown) => this.log.warn({ err }, "socket mode disconnect failed"));
     await this.inbound.idle();
-    await this.consumption?.stop();
     await this.renderer?.close();
+  }
+
+  /** One of this adapter's outbound events (OutboundController brings them once the service listens). */
+  draw(channelId: string, event: OutboundEvent): Promise<boolean> {
+    return this.renderer.handle(channelId, event);
   }
 
   /**

@@ -1,6 +1,5 @@
 import "reflect-metadata";
-import { NestFactory } from "@nestjs/core";
-import type { BusOptions } from "@mom/ingress-sdk";
+import { type BusOptions, startJetStreamService } from "@mom/ingress-sdk";
 import type { SlackIngressOptions } from "./slack-options.js";
 import { SlackIngressModule } from "./slack-ingress.module.js";
 import { SlackIngressService } from "./slack-ingress.service.js";
@@ -12,12 +11,6 @@ export interface RunningSlackIngress {
 
 /** Starts the Slack ingress: connects NATS, learns the workspace, backfills, opens Socket Mode. */
 export async function startSlackIngress(opts: SlackIngressOptions, bus: BusOptions): Promise<RunningSlackIngress> {
-  const app = await NestFactory.createApplicationContext(SlackIngressModule.forRoot(opts, bus), { logger: false, abortOnError: false });
-  try {
-    await app.init();
-  } catch (err) {
-    await app.close().catch(() => {});
-    throw err;
-  }
+  const app = await startJetStreamService(SlackIngressModule.forRoot(opts, bus));
   return { service: app.get(SlackIngressService), close: () => app.close() };
 }

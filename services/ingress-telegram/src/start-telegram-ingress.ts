@@ -1,6 +1,5 @@
 import "reflect-metadata";
-import { NestFactory } from "@nestjs/core";
-import type { BusOptions } from "@mom/ingress-sdk";
+import { type BusOptions, startJetStreamService } from "@mom/ingress-sdk";
 import { TelegramIngressModule } from "./telegram-ingress.module.js";
 import { TelegramIngressService } from "./telegram-ingress.service.js";
 import type { TelegramIngressOptions } from "./telegram-options.js";
@@ -12,12 +11,6 @@ export interface RunningTelegramIngress {
 
 /** Connects to NATS and the Bot API (getMe) and starts long polling; resolves once both are up. */
 export async function startTelegramIngress(opts: TelegramIngressOptions, bus: BusOptions): Promise<RunningTelegramIngress> {
-  const app = await NestFactory.createApplicationContext(TelegramIngressModule.forRoot(opts, bus), { logger: false, abortOnError: false });
-  try {
-    await app.init();
-  } catch (err) {
-    await app.close().catch(() => {});
-    throw err;
-  }
+  const app = await startJetStreamService(TelegramIngressModule.forRoot(opts, bus));
   return { service: app.get(TelegramIngressService), close: () => app.close() };
 }

@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/ingress-sdk";
+import { BusModule, type BusOptions, OutboundController, outboundDrawing } from "@mom/ingress-sdk";
 import { TelegramIngressService } from "./telegram-ingress.service.js";
 import { TELEGRAM_OPTIONS, type TelegramIngressOptions } from "./telegram-options.js";
 
@@ -9,7 +9,8 @@ export class TelegramIngressModule {
     return {
       module: TelegramIngressModule,
       imports: [BusModule.forRoot(bus)],
-      providers: [{ provide: TELEGRAM_OPTIONS, useValue: opts }, TelegramIngressService],
+      controllers: [OutboundController],
+      providers: [{ provide: TELEGRAM_OPTIONS, useValue: opts }, TelegramIngressService, outboundDrawing(TelegramIngressService)],
     };
   }
 }

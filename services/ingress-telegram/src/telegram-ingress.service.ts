@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, serviceReadiness } from "@mom/ingress-sdk";
+import { Bus, type OutboundDrawing, type OutboundEvent, serviceReadiness } from "@mom/ingress-sdk";
 import { metrics } from "@mom/ingress-sdk";
 import {
   busReceipts,
@@ -8,7 +8,6 @@ import {
   DEFAULT_MAX_ATTACHMENT_BYTES,
   DM_REFUSAL,
   decideApproval,
-  drawOutbound,
   importAttachment,
   MessageLayout,
   type MessageRun,
@@ -32,12 +31,11 @@ import { getUpdatesHealth, startPolling, startWebhook, type UpdateSource } from 
  * the shared presenter over the Bot API (see docs/telegram.md).
  */
 @Injectable()
-export class TelegramIngressService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class TelegramIngressService implements OnApplicationBootstrap, OnApplicationShutdown, OutboundDrawing {
   readonly bot: Bot;
   private readonly log: Logger;
   private readonly presenter: Presenter<MessageRun, string>;
   private readonly inbound: InboundIntake;
-  private consumption?: Consumption;
   private updates?: UpdateSource;
   private me!: BotIdentity;
   private readonly getUpdates: ReturnType<typeof getUpdatesHealth>;
@@ -69,6 +67,11 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
     });
   }
 
+  /** The adapter this ingress serves (its name in config.json). */
+  get adapter(): string {
+    return this.opts.adapter;
+  }
+
   private get maxBytes(): number {
     return this.opts.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
   }
@@ -85,7 +88,6 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
     this.bot.on("callback_query:data", (ctx) => this.onButton(ctx));
     // A failing handler is logged; receiving goes on.
     this.bot.catch((err) => this.log.error({ err: err.error, updateId: err.ctx.update.update_id }, `telegram update handling failed: ${(err.error as Error)?.message ?? err.error}`));
-    this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.presenter);
     const o = this.opts;
     this.updates = o.webhookUrl ? await startWebhook(this.bot, { ...o, webhookUrl: o.webhookUrl }, this.log) : await startPolling(this.bot, o, this.log, this.getUpdates);
     const updates = this.updates;
@@ -99,8 +101,12 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
     this.unready?.();
     await this.updates?.stop();
     await this.inbound.idle();
-    await this.consumption?.stop();
     await this.presenter.close();
+  }
+
+  /** One of this adapter's outbound events (OutboundController brings them once the service listens). */
+  draw(channelId: string, event: OutboundEvent): Promise<boolean> {
+    return this.presenter.handle(channelId, event);
   }
 
   /** Not awaited by grammY beyond queueing: a slow download must not hold the other chats. */

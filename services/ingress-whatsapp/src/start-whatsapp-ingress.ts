@@ -1,7 +1,7 @@
 import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import type { NestExpressApplication } from "@nestjs/platform-express";
-import { Bus, type BusOptions, serviceReadiness } from "@mom/ingress-sdk";
+import { Bus, type BusOptions, connectJetStream, serviceReadiness } from "@mom/ingress-sdk";
 import type { AddressInfo } from "node:net";
 import { WhatsAppIngressModule } from "./whatsapp-ingress.module.js";
 import { WhatsAppIngressService } from "./whatsapp-ingress.service.js";
@@ -18,7 +18,10 @@ export interface RunningWhatsAppIngress {
 export async function startWhatsAppIngress(opts: WhatsAppIngressOptions, bus: BusOptions): Promise<RunningWhatsAppIngress> {
   // rawBody: the signature is over the bytes Meta sent, not a re-serialisation.
   const app = await NestFactory.create<NestExpressApplication>(WhatsAppIngressModule.forRoot(opts, bus), { logger: false, abortOnError: false, rawBody: true });
+  connectJetStream(app);
   try {
+    // Outbound events are drawn before Meta can post the first message.
+    await app.startAllMicroservices();
     await app.listen(opts.webhookPort ?? 8080, opts.webhookHost ?? "0.0.0.0");
   } catch (err) {
     await app.close().catch(() => {});

@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/ingress-sdk";
+import { BusModule, type BusOptions, OutboundController, outboundDrawing } from "@mom/ingress-sdk";
 import { WhatsAppIngressService } from "./whatsapp-ingress.service.js";
 import { WHATSAPP_OPTIONS, type WhatsAppIngressOptions } from "./whatsapp-options.js";
 import { WhatsAppWebhookController } from "./whatsapp-webhook.controller.js";
@@ -10,8 +10,8 @@ export class WhatsAppIngressModule {
     return {
       module: WhatsAppIngressModule,
       imports: [BusModule.forRoot(bus)],
-      controllers: [WhatsAppWebhookController],
-      providers: [{ provide: WHATSAPP_OPTIONS, useValue: opts }, WhatsAppIngressService],
+      controllers: [WhatsAppWebhookController, OutboundController],
+      providers: [{ provide: WHATSAPP_OPTIONS, useValue: opts }, WhatsAppIngressService, outboundDrawing(WhatsAppIngressService)],
     };
   }
 }

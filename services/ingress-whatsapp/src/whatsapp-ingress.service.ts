@@ -1,12 +1,11 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption } from "@mom/ingress-sdk";
+import { Inject, Injectable, type OnApplicationShutdown } from "@nestjs/common";
+import { Bus, type OutboundDrawing, type OutboundEvent } from "@mom/ingress-sdk";
 import {
   busReceipts,
   DeliveryReceipts,
   DEFAULT_MAX_ATTACHMENT_BYTES,
   DM_REFUSAL,
   decideApproval,
-  drawOutbound,
   importAttachment,
   InboundIntake,
   MessageLayout,
@@ -28,14 +27,13 @@ import { failedDeliveries, toWhatsAppInbound, type WebhookMessage, webhookMessag
  * the shared presenter over the Cloud API (see docs/whatsapp.md).
  */
 @Injectable()
-export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class WhatsAppIngressService implements OnApplicationShutdown, OutboundDrawing {
   private readonly log: Logger;
   private readonly api: GraphApi;
   private readonly surface: WhatsAppSurface;
   private readonly presenter: Presenter<MessageRun, string>;
   private readonly deliveries: DeliveryReceipts;
   private readonly inbound: InboundIntake;
-  private consumption?: Consumption;
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -58,18 +56,23 @@ export class WhatsAppIngressService implements OnApplicationBootstrap, OnApplica
     this.presenter = new Presenter(new MessageLayout(this.surface), { files: bus, maxBytes: this.maxBytes, log: this.log, editIntervalMs: 1000, typingIntervalMs: 20_000, deliveries: this.deliveries });
   }
 
+  /** The adapter this ingress serves (its name in config.json). */
+  get adapter(): string {
+    return this.opts.adapter;
+  }
+
   private get maxBytes(): number {
     return this.opts.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
   }
 
-  async onApplicationBootstrap(): Promise<void> {
-    this.consumption = await drawOutbound(this.bus, this.opts.adapter, this.presenter);
-  }
-
   async onApplicationShutdown(): Promise<void> {
     await this.inbound.idle();
-    await this.consumption?.stop();
     await this.presenter.close();
+  }
+
+  /** One of this adapter's outbound events (OutboundController brings them once the service listens). */
+  draw(channelId: string, event: OutboundEvent): Promise<boolean> {
+    return this.presenter.handle(channelId, event);
   }
 
   /** A verified webhook body: each message is queued behind the earlier ones of its sender. */
