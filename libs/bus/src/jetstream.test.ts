@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from "@jest/globals";
 import { uniqueNamespace } from "@mom/testing";
-import { Controller, type DynamicModule, Inject, Module, type INestMicroservice } from "@nestjs/common";
+import { Controller, type DynamicModule, Inject, Injectable, Module, type INestMicroservice } from "@nestjs/common";
 import { Ctx, EventPattern, Payload } from "@nestjs/microservices";
 import Type from "typebox";
 import { type Bus, connectionOf } from "./bus.js";
 import { type Delivery, RejectedInput } from "./consume-types.js";
 import { JETSTREAM, JetStreamHandler } from "./jetstream-handler.js";
 import { startJetStreamService } from "./jetstream-app.js";
-import { JetStreamContext } from "./jetstream-server.js";
+import { type BeforeJetStreamDrain, JetStreamContext } from "./jetstream-server.js";
 import { BusModule } from "./nest.js";
 import { busesOnTestNats, captureLogs, collectDeadLetters, sleep, waitFor } from "./test-support/helpers.js";
 
@@ -169,6 +169,30 @@ describe("the JetStream transport", () => {
     await waitFor(() => handled.length === 3);
     await sleep(200);
     expect(handled).toEqual([1, 2, 3]);
+  });
+
+  it("on close first runs the BeforeJetStreamDrain hooks, while the consumers still run, and once", async () => {
+    const namespace = uniqueNamespace();
+    const bus = await observer(namespace);
+    const handled: number[] = [];
+    let hookRuns = 0;
+
+    // A service that still hands work in while it stops taking more (an ingress's last messages).
+    @Injectable()
+    class Intake implements BeforeJetStreamDrain {
+      async beforeJetStreamDrain(): Promise<void> {
+        hookRuns++;
+        await bus.publish(channel(bus), { n: 9 }, "acme:9");
+        await waitFor(() => handled.includes(9), 3000, "the last message handled");
+      }
+    }
+    const module = itemsModule(namespace, { adapter: "acme", handle: async (d) => void handled.push(d.data.n) });
+    const app = await startJetStreamService({ ...module, providers: [...(module.providers ?? []), Intake] });
+    await bus.publish(channel(bus), { n: 1 }, "acme:1");
+    await waitFor(() => handled.length === 1);
+    await app.close();
+    expect(handled).toEqual([1, 9]);
+    expect(hookRuns).toBe(1);
   });
 
   it("starts a new-only consumer at the service's start, so what is published during the bootstrap hooks is delivered", async () => {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
-import { Bus, type Delivery, type Following, RejectedInput, serviceReadiness } from "@mom/bus";
+import { type BeforeJetStreamDrain, Bus, type Delivery, type Following, RejectedInput, serviceReadiness } from "@mom/bus";
 import { reportQueueDepth } from "@mom/observability";
 import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
 import { adapterApprovalLimit } from "@mom/config";
@@ -59,7 +59,7 @@ interface OwnedChannel {
  * done, one worker per channel. Control messages reach every replica; the owner acts on them.
  */
 @Injectable()
-export class RunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDrain, OnApplicationShutdown {
   /** Every channel this runner holds, in one state each (cluster/channel-slots.ts). */
   private readonly slots = new ChannelSlots<OwnedChannel>();
   private readonly layout: WorkspaceLayout;
@@ -77,7 +77,6 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private ownership!: Ownership;
   private streamCreated = "";
   private closing = false;
-  private leaving?: Promise<void>;
   private viewChecks?: Promise<void>;
   /** Spend limits, auth profiles and cooldowns around every model call. */
   private guard?: ModelGuard;
@@ -172,25 +171,20 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   /**
-   * The first half of shutting down: takes no channel more (the other replicas hear it at once, and
-   * a discovery still running hands its channel to one of them) and stops the housekeeping that
-   * would move channels. startRunner calls it before closing the app, because Nest stops the
-   * discovery consumer before any shutdown hook runs, and that must not give this runner a channel.
+   * The first half of shutting down, before the discovery consumer stops: takes no channel more
+   * (the other replicas hear it at once, and a discovery still running hands its channel to one of
+   * them) and stops the housekeeping that would move channels.
    */
-  leave(): Promise<void> {
-    this.leaving ??= (async () => {
-      this.closing = true;
-      this.unready?.();
-      this.stopQueueDepth?.();
-      for (const t of this.timers) clearInterval(t);
-      this.customTools.close();
-      await this.membership?.leave();
-    })();
-    return this.leaving;
+  async beforeJetStreamDrain(): Promise<void> {
+    this.closing = true;
+    this.unready?.();
+    this.stopQueueDepth?.();
+    for (const t of this.timers) clearInterval(t);
+    this.customTools.close();
+    await this.membership?.leave();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.leave();
     const graceMs = this.cfg.shutdownGraceSeconds * 1000;
     await Promise.all(this.slots.entries("owned").map(([key]) => this.handOff(key, this.ownership.planHandOff(key), graceMs)));
     this.control?.stop();

@@ -30,12 +30,6 @@ export async function startRunner(o: StartRunnerOptions): Promise<RunningService
   const app = await startJetStreamService(
     RunnerModule.forRoot({ loaded: o.loaded, models, logger: o.logger, durable: o.durable, runnerId: o.runnerId ?? (process.env.MOM_RUNNER_ID || undefined) }, o.bus),
   );
-  const runner = app.get(RunnerService);
-  runner.logReady();
-  return {
-    close: async () => {
-      await runner.leave();
-      await app.close();
-    },
-  };
+  app.get(RunnerService).logReady();
+  return { close: () => app.close() };
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Delivery, fileObjectName, serviceReadiness } from "@mom/ingress-sdk";
+import { type BeforeJetStreamDrain, Bus, type Delivery, fileObjectName, serviceReadiness } from "@mom/ingress-sdk";
 import type { Attachment, ChannelMessage, OutboundEvent } from "@mom/ingress-sdk";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
@@ -16,7 +16,7 @@ const PROMPT = "> ";
 
 /** Terminal chat: every input line is a ChannelMessage; the channel's outbound events are drawn. */
 @Injectable()
-export class CliIngressService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class CliIngressService implements OnApplicationBootstrap, BeforeJetStreamDrain, OnApplicationShutdown {
   private readonly renderer: CliRenderer;
   private awaitingApproval?: string;
   private rl?: Interface;
@@ -124,10 +124,14 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
     }
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops reading the terminal before the outbound consumer stops: the lines typed are sent first. */
+  async beforeJetStreamDrain(): Promise<void> {
     this.unready?.();
     this.rl?.close();
     await this.pending;
+  }
+
+  onApplicationShutdown(): void {
     this.renderer.close();
   }
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type OutboundDrawing, type OutboundEvent, serviceReadiness } from "@mom/ingress-sdk";
+import { type BeforeJetStreamDrain, Bus, type OutboundDrawing, type OutboundEvent, serviceReadiness } from "@mom/ingress-sdk";
 import { metrics } from "@mom/ingress-sdk";
 import type { ChannelMessage, ChannelRef } from "@mom/ingress-sdk";
 import { busReceipts, DeliveryReceipts, DEFAULT_MAX_ATTACHMENT_BYTES, DM_REFUSAL, decideApproval, importAttachment, InboundIntake, mayDirectMessage, publishInbound, RecentMap, readDownload } from "@mom/ingress-sdk";
@@ -25,7 +25,7 @@ const FATAL_CLOSE_HINTS: Record<number, string> = {
  * and the adapter's outbound events are rendered back into Discord (renderer.ts).
  */
 @Injectable()
-export class DiscordIngressService implements OnApplicationBootstrap, OnApplicationShutdown, OutboundDrawing {
+export class DiscordIngressService implements OnApplicationBootstrap, BeforeJetStreamDrain, OnApplicationShutdown, OutboundDrawing {
   readonly client: Client;
   readonly api: DiscordApi;
   private readonly renderer: DiscordRenderer;
@@ -110,9 +110,13 @@ export class DiscordIngressService implements OnApplicationBootstrap, OnApplicat
 
   private unready?: () => void;
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Takes no message more before the outbound consumer stops. */
+  beforeJetStreamDrain(): void {
     this.unready?.();
     this.closing = true;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     await this.intake.idle();
     await this.renderer.close();
     await this.client.destroy();

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, lastPerSubject, type OutboundDrawing, type OutboundEvent, readRange, serviceReadiness } from "@mom/ingress-sdk";
+import { type BeforeJetStreamDrain, Bus, lastPerSubject, type OutboundDrawing, type OutboundEvent, readRange, serviceReadiness } from "@mom/ingress-sdk";
 import { metrics } from "@mom/ingress-sdk";
 import type { Attachment, ChannelMessage } from "@mom/ingress-sdk";
 import { markdownToMrkdwn } from "@mom/ingress-sdk";
@@ -35,7 +35,7 @@ interface ApprovalClickBody {
  * Slack by the SlackRenderer.
  */
 @Injectable()
-export class SlackIngressService implements OnApplicationBootstrap, OnApplicationShutdown, OutboundDrawing {
+export class SlackIngressService implements OnApplicationBootstrap, BeforeJetStreamDrain, OnApplicationShutdown, OutboundDrawing {
   private readonly log: Logger;
   private app?: App;
   private client!: WebClient;
@@ -125,11 +125,15 @@ export class SlackIngressService implements OnApplicationBootstrap, OnApplicatio
 
   private unready?: () => void;
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops receiving before the outbound consumer stops, so what is in hand is published and drawn. */
+  async beforeJetStreamDrain(): Promise<void> {
     this.unready?.();
     this.stopping = true;
     await this.app?.stop().catch((err: unknown) => this.log.warn({ err }, "socket mode disconnect failed"));
     await this.inbound.idle();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     await this.renderer?.close();
   }
 

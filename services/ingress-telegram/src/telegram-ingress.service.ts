@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type OutboundDrawing, type OutboundEvent, serviceReadiness } from "@mom/ingress-sdk";
+import { type BeforeJetStreamDrain, Bus, type OutboundDrawing, type OutboundEvent, serviceReadiness } from "@mom/ingress-sdk";
 import { metrics } from "@mom/ingress-sdk";
 import {
   busReceipts,
@@ -31,7 +31,7 @@ import { getUpdatesHealth, startPolling, startWebhook, type UpdateSource } from 
  * the shared presenter over the Bot API (see docs/telegram.md).
  */
 @Injectable()
-export class TelegramIngressService implements OnApplicationBootstrap, OnApplicationShutdown, OutboundDrawing {
+export class TelegramIngressService implements OnApplicationBootstrap, BeforeJetStreamDrain, OnApplicationShutdown, OutboundDrawing {
   readonly bot: Bot;
   private readonly log: Logger;
   private readonly presenter: Presenter<MessageRun, string>;
@@ -97,10 +97,14 @@ export class TelegramIngressService implements OnApplicationBootstrap, OnApplica
 
   private unready?: () => void;
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops receiving before the outbound consumer stops, so what is in hand is published and drawn. */
+  async beforeJetStreamDrain(): Promise<void> {
     this.unready?.();
     await this.updates?.stop();
     await this.inbound.idle();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     await this.presenter.close();
   }
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type OutboundDrawing, type OutboundEvent } from "@mom/ingress-sdk";
+import { type BeforeJetStreamDrain, Bus, type OutboundDrawing, type OutboundEvent } from "@mom/ingress-sdk";
 import {
   busReceipts,
   DeliveryReceipts,
@@ -27,7 +27,7 @@ import { failedDeliveries, toWhatsAppInbound, type WebhookMessage, webhookMessag
  * the shared presenter over the Cloud API (see docs/whatsapp.md).
  */
 @Injectable()
-export class WhatsAppIngressService implements OnApplicationShutdown, OutboundDrawing {
+export class WhatsAppIngressService implements BeforeJetStreamDrain, OnApplicationShutdown, OutboundDrawing {
   private readonly log: Logger;
   private readonly api: GraphApi;
   private readonly surface: WhatsAppSurface;
@@ -65,8 +65,12 @@ export class WhatsAppIngressService implements OnApplicationShutdown, OutboundDr
     return this.opts.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** The webhook server is closed by then: what it took in is published before the outbound consumer stops. */
+  async beforeJetStreamDrain(): Promise<void> {
     await this.inbound.idle();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     await this.presenter.close();
   }
 
