@@ -8,8 +8,11 @@ export interface ConsumeOptions<S extends TSchema> {
   durable: string;
   /** ONE subject, wildcards allowed (NATS 2.9 has no filter_subjects arrays). */
   filterSubject: string;
-  /** Where a newly created durable starts: "all" (default) or "new". Ignored when the durable exists. */
-  deliver?: "all" | "new";
+  /**
+   * Where a newly created durable starts: "all" (default), "new", or the messages stored since
+   * `startTime` (by the server's clock). Ignored when the durable exists.
+   */
+  deliver?: "all" | "new" | { startTime: Date };
   /** Payloads are JSON-decoded and validated against it; rejects go to the DLQ. */
   schema: S;
   /** DLQ stage name for rejects, e.g. "agent-runner". */

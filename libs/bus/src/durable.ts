@@ -14,7 +14,7 @@ export interface DurableSpec {
   stream: string;
   durable: string;
   filterSubject: string;
-  deliver: "all" | "new";
+  deliver: "all" | "new" | { startTime: Date };
   ackWaitMs: number;
   maxDeliver: number;
   /** When re-creating a vanished durable: resume at this stream sequence instead of `deliver`. */
@@ -49,16 +49,7 @@ export async function ensureDurable(jsm: JetStreamManager, spec: DurableSpec, lo
     startSeq = restartAt;
   }
   if (!info) {
-    const cfg: Partial<ConsumerConfig> = {
-      ...want,
-      durable_name: spec.durable,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: spec.deliver === "new" ? DeliverPolicy.New : DeliverPolicy.All,
-    };
-    if (startSeq !== undefined) {
-      cfg.deliver_policy = DeliverPolicy.StartSequence;
-      cfg.opt_start_seq = startSeq;
-    }
+    const cfg: Partial<ConsumerConfig> = { ...want, durable_name: spec.durable, ack_policy: AckPolicy.Explicit, ...startOf(spec.deliver, startSeq) };
     try {
       info = await jsm.consumers.add(spec.stream, cfg);
       logger.info({ ...log, deliver: cfg.deliver_policy, startSeq }, "durable consumer created");
@@ -92,6 +83,14 @@ export async function ensureDurable(jsm: JetStreamManager, spec: DurableSpec, lo
   }
   logger.info({ ...log, changed }, "durable consumer updated");
   return info;
+}
+
+/** Where a new durable starts: resuming at a sequence wins over the declared start. */
+function startOf(deliver: DurableSpec["deliver"], startSeq: number | undefined): Pick<ConsumerConfig, "deliver_policy" | "opt_start_seq" | "opt_start_time"> {
+  if (startSeq !== undefined) return { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq };
+  if (deliver === "all") return { deliver_policy: DeliverPolicy.All };
+  if (deliver === "new") return { deliver_policy: DeliverPolicy.New };
+  return { deliver_policy: DeliverPolicy.StartTime, opt_start_time: deliver.startTime.toISOString() };
 }
 
 /**

@@ -16,6 +16,9 @@ export {
 } from "./files.js";
 export { retryDelayMs } from "./process-message.js";
 export { BusModule, BusShutdown, type BusModuleAsyncOptions } from "./nest.js";
+export { JETSTREAM, JetStreamHandler, type JetStreamConsumer, type JetStreamHandlerOptions } from "./jetstream-handler.js";
+export { type BeforeJetStreamDrain, JetStreamContext, JetStreamServer, type JetStreamServerHost } from "./jetstream-server.js";
+export { connectJetStream, startJetStreamService } from "./jetstream-app.js";
 export type { FollowOptions, Following } from "./follow.js";
 export type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
 export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv } from "./json-kv.js";

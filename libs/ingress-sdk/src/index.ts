@@ -3,8 +3,9 @@
 // that). What it offers and the contract each part keeps: docs/ingress-sdk.md.
 
 // The bus: connection (and its Nest module), durable consumption, files, readiness, reading back
-// this adapter's own inbound history.
-export { Bus, BusModule, type BusOptions, type Consumption, type Delivery, type FileSource, fileObjectName, lastPerSubject, type RawMessage, readRange, serviceReadiness } from "@mom/bus";
+// this adapter's own inbound history; the Nest service on the JetStream transport and its handlers.
+export { Bus, BusModule, type BusOptions, type Consumption, type FileSource, fileObjectName, lastPerSubject, type RawMessage, readRange, serviceReadiness } from "@mom/bus";
+export { type BeforeJetStreamDrain, connectJetStream, type Delivery, JetStreamHandler, startJetStreamService } from "@mom/bus";
 
 // The payloads on the bus and the rules of their fields.
 export {

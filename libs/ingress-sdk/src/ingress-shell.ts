@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, serviceReadiness } from "@mom/bus";
+import { type BeforeJetStreamDrain, Bus, serviceReadiness } from "@mom/bus";
+import type { OutboundEvent } from "@mom/contracts";
 import {
   type ApprovalClick,
   type ChatSurface,
@@ -8,10 +9,10 @@ import {
   InboundIntake,
   type Layout,
   MessageLayout,
+  type OutboundDrawing,
   Presenter,
   busReceipts,
   decideApproval,
-  drawOutbound,
   importAttachment,
   mayDirectMessage,
   publishInbound,
@@ -39,17 +40,18 @@ function isLayout(s: ChatSurface | Layout<unknown, unknown>): s is Layout<unknow
 
 /**
  * One running ingress: the platform's connection between the bus's inbound (what people send,
- * through the intake) and outbound (runs, through the presenter). Starts in that order — drawing
- * before receiving, so nothing answered goes undrawn — and stops in the reverse.
+ * through the intake) and outbound (runs, through the presenter, fed by the OutboundController on
+ * the JetStream transport). The consumer binds once bootstrap is done and counts "new" from the
+ * service's start, so what is answered while the platform starts receiving is drawn; at shutdown
+ * receiving stops first, while the consumer still draws.
  */
 @Injectable()
-export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdown, InboundPort {
+export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrain, OnApplicationShutdown, InboundPort, OutboundDrawing {
   private readonly log: Logger;
   private readonly intake: InboundIntake;
   private connection?: PlatformConnection;
   private presenter?: Presenter<unknown, unknown>;
   private deliveries?: DeliveryReceipts;
-  private consumption?: Consumption;
   private unready?: () => void;
   private stopping = false;
 
@@ -92,18 +94,24 @@ export class IngressShell implements OnApplicationBootstrap, OnApplicationShutdo
       typingIntervalMs: this.run.typingIntervalMs ?? conn.typingIntervalMs ?? 4500,
       deliveries: this.deliveries,
     });
-    this.consumption = await drawOutbound(this.bus, adapter.adapter, this.presenter);
     const how = await conn.start();
     this.unready = serviceReadiness(`ingress-${adapter.adapter}`, this.bus, () => conn.problem?.());
     this.log.info({ adapter: adapter.adapter, platform: definition.platform, ...how }, `${definition.platform} ingress receiving`);
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  draw(channelId: string, event: OutboundEvent): Promise<boolean> {
+    if (!this.presenter) throw new Error("the ingress is not started");
+    return this.presenter.handle(channelId, event);
+  }
+
+  async beforeJetStreamDrain(): Promise<void> {
     this.unready?.();
     this.stopping = true;
     await this.connection?.stop();
     await this.intake.idle();
-    await this.consumption?.stop();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     await this.presenter?.close();
     await this.connection?.close?.();
   }

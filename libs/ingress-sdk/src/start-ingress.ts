@@ -1,8 +1,8 @@
 import "reflect-metadata";
 import { parseArgs } from "node:util";
 import { type DynamicModule, Module } from "@nestjs/common";
-import { NestFactory } from "@nestjs/core";
-import { BusModule, type BusOptions, busOptions } from "@mom/bus";
+import { BusModule, type BusOptions, busOptions, startJetStreamService } from "@mom/bus";
+import { OutboundController, outboundDrawing } from "@mom/render";
 import { createLogger, type LoadedConfig, loadConfig } from "@mom/config";
 import { startObservability } from "@mom/observability";
 import type { Logger } from "pino";
@@ -13,7 +13,12 @@ import type { IngressDefinition } from "./platform.js";
 @Module({})
 class IngressModule {
   static forRoot(run: IngressRun, bus: BusOptions): DynamicModule {
-    return { module: IngressModule, imports: [BusModule.forRoot(bus)], providers: [{ provide: INGRESS_RUN, useValue: run }, IngressShell] };
+    return {
+      module: IngressModule,
+      imports: [BusModule.forRoot(bus)],
+      controllers: [OutboundController],
+      providers: [{ provide: INGRESS_RUN, useValue: run }, IngressShell, outboundDrawing(IngressShell)],
+    };
   }
 }
 
@@ -37,13 +42,7 @@ export interface RunningIngress {
  */
 export async function startIngress(definition: IngressDefinition, o: StartIngressOptions): Promise<RunningIngress> {
   const run: IngressRun = { definition, adapter: o.adapter, logger: o.logger, ...(o.editIntervalMs !== undefined && { editIntervalMs: o.editIntervalMs }), ...(o.typingIntervalMs !== undefined && { typingIntervalMs: o.typingIntervalMs }) };
-  const app = await NestFactory.createApplicationContext(IngressModule.forRoot(run, o.bus), { logger: false, abortOnError: false });
-  try {
-    await app.init();
-  } catch (err) {
-    await app.close().catch(() => {});
-    throw err;
-  }
+  const app = await startJetStreamService(IngressModule.forRoot(run, o.bus));
   return { shell: app.get(IngressShell), close: () => app.close() };
 }
 

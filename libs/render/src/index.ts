@@ -6,6 +6,7 @@ export * from "./dialect.js";
 export * from "./notes.js";
 export * from "./shared-files.js";
 export * from "./presenter.js";
+export * from "./outbound-controller.js";
 export * from "./message-layout.js";
 export * from "./ingress-kit.js";
 export * from "./delivery-receipts.js";

@@ -1,6 +1,6 @@
-import type { Bus, Consumption, Delivery, FileSource } from "@mom/bus";
+import type { Delivery, FileSource } from "@mom/bus";
 import { endSpan, metrics, SpanKind, startSpan } from "@mom/observability";
-import { OutboundEvent } from "@mom/contracts";
+import type { OutboundEvent } from "@mom/contracts";
 import type { Logger } from "pino";
 import { ChannelQueue } from "./channel-queue.js";
 import type { DeliveryReceipts } from "./delivery-receipts.js";
@@ -231,24 +231,6 @@ export class Presenter<S, P = unknown> {
     run.timer = undefined;
     run.typing = undefined;
   }
-}
-
-/**
- * An ingress's `mom.out.<adapter>.*` consumer: every event goes to the presenter. Channels draw
- * side by side; within a channel the presenter's queue keeps the order (handlers start in
- * delivery order). Starts at new events: a restarted ingress does not redraw old runs.
- */
-export function drawOutbound(bus: Bus, adapter: string, presenter: Pick<Presenter<unknown>, "handle">): Promise<Consumption> {
-  return bus.consume({
-    stream: "OUT",
-    durable: `ingress-${adapter}`,
-    deliver: "new",
-    filterSubject: bus.subjects.wildcard("out", adapter),
-    schema: OutboundEvent,
-    stage: `ingress-${adapter}`,
-    maxInFlight: 64,
-    handler: (d) => observeRendering(adapter, d, () => presenter.handle(d.channel!.channelId, d.data)),
-  });
 }
 
 /**

@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from "@nestjs/common";
 import { BusModule, type BusOptions } from "@mom/bus";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 import { RunnerService } from "./runner.service.js";
+import { DiscoveryController } from "./discovery.controller.js";
 
 @Module({})
 export class RunnerModule {
@@ -9,6 +10,7 @@ export class RunnerModule {
     return {
       module: RunnerModule,
       imports: [BusModule.forRoot(bus)],
+      controllers: [DiscoveryController],
       providers: [{ provide: RUNNER_OPTIONS, useValue: opts }, RunnerService],
     };
   }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
 import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
-import { Bus, type Consumption, type Delivery, type Following, RejectedInput, serviceReadiness } from "@mom/bus";
+import { type BeforeJetStreamDrain, Bus, type Delivery, type Following, RejectedInput, serviceReadiness } from "@mom/bus";
 import { reportQueueDepth } from "@mom/observability";
 import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
 import { adapterApprovalLimit } from "@mom/config";
@@ -37,7 +37,7 @@ import { randomBytes } from "node:crypto";
 import { RunPublisher } from "./run-publisher.js";
 import { ChannelToolGate } from "./tool-gate.js";
 import { ModelGuard } from "./model-guard.js";
-import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
+import { discoveryDurable, RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 import { channelSandbox, workspaceSandbox } from "./workspace-sandbox.js";
 import type { Sandbox } from "@mom/sandbox";
 
@@ -54,18 +54,17 @@ interface OwnedChannel {
 
 /**
  * The agent runner. Channels are spread over the runner replicas (docs/scaling.md): a shared
- * durable consumer on mom.in only makes sure every message's channel has a live owner; the owner
- * reads its channel's subject in order from where the channel's work is done, one worker per
- * channel. Control messages reach every replica; the owner acts on them.
+ * durable consumer on mom.in (DiscoveryController) only makes sure every message's channel has a
+ * live owner; the owner reads its channel's subject in order from where the channel's work is
+ * done, one worker per channel. Control messages reach every replica; the owner acts on them.
  */
 @Injectable()
-export class RunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDrain, OnApplicationShutdown {
   /** Every channel this runner holds, in one state each (cluster/channel-slots.ts). */
   private readonly slots = new ChannelSlots<OwnedChannel>();
   private readonly layout: WorkspaceLayout;
   private readonly channelList: ChannelList;
   private readonly log: Logger;
-  private discovery?: Consumption;
   private control?: Following;
   private timers: NodeJS.Timeout[] = [];
   private readonly runSlot: ReturnType<typeof pLimit>;
@@ -110,10 +109,6 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   private get cfg() {
     return this.opts.loaded.config.runner;
-  }
-
-  private get durable(): string {
-    return this.opts.durable ?? "agent-runner";
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -162,38 +157,34 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       schema: ControlMessage,
       handler: (d) => this.onControl(d).catch((err) => this.log.error({ err, subject: d.subject }, "control message failed")),
     });
-    this.discovery = await this.bus.consume({
-      stream: "IN",
-      durable: this.durable,
-      filterSubject: this.bus.subjects.wildcard("in"),
-      schema: ChannelMessage,
-      stage: "agent-runner",
-      maxInFlight: 64,
-      // Failing here is always "not now" (no view to assign by, NATS electing a leader): a message
-      // must never be set aside for it, its channel would go unanswered.
-      maxDeliver: -1,
-      // Discovery only checks the channel has an owner, which it may do twice: its ack need not
-      // cost a socket write of its own on the way to the message's run.
-      ackWithNextWrite: true,
-      handler: (d) => this.onDiscover(d),
-    });
     this.stopQueueDepth = reportQueueDepth(this.runnerId, () => {
       let queued = 0;
       for (const [, c] of this.slots.entries()) queued += c.worker.queuedRuns;
       return queued;
     });
     this.unready = serviceReadiness("agent-runner", this.bus, () => (this.membership.healthy ? undefined : "no heartbeat written to NATS for three quarters of a lease"));
-    this.log.info({ model: this.opts.loaded.config.model, workspace: this.layout.workspaceDir, nats: this.bus.serverVersion, leaseMs }, "agent runner ready");
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** What operators and tests wait for: said once the discovery consumer is bound too (startRunner). */
+  logReady(): void {
+    this.log.info({ model: this.opts.loaded.config.model, workspace: this.layout.workspaceDir, nats: this.bus.serverVersion, leaseMs: this.cfg.leaseSeconds * 1000 }, "agent runner ready");
+  }
+
+  /**
+   * The first half of shutting down, before the discovery consumer stops: takes no channel more
+   * (the other replicas hear it at once, and a discovery still running hands its channel to one of
+   * them) and stops the housekeeping that would move channels.
+   */
+  async beforeJetStreamDrain(): Promise<void> {
     this.closing = true;
     this.unready?.();
     this.stopQueueDepth?.();
     for (const t of this.timers) clearInterval(t);
     this.customTools.close();
     await this.membership?.leave();
-    await this.discovery?.stop();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     const graceMs = this.cfg.shutdownGraceSeconds * 1000;
     await Promise.all(this.slots.entries("owned").map(([key]) => this.handOff(key, this.ownership.planHandOff(key), graceMs)));
     this.control?.stop();
@@ -203,7 +194,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   /** A message on mom.in: make sure its channel has a live owner; the owner reads it from there. */
-  private async onDiscover(d: Delivery<ChannelMessage>): Promise<void> {
+  async onDiscover(d: Delivery<ChannelMessage>): Promise<void> {
     const ref = this.refOf(d);
     const adapters = Object.keys(this.opts.loaded.config.adapters);
     if (!adapters.includes(ref.adapter)) {
@@ -215,7 +206,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     // A channel never seen starts after what the durable has acknowledged: nothing of it past
     // that point can have been handled, nothing before it is new.
     const key = channelKey(ref);
-    await this.ownership.ensureOwner(key, async () => Math.min(await this.bus.ackFloor("IN", this.durable), d.streamSeq - 1));
+    await this.ownership.ensureOwner(key, async () => Math.min(await this.bus.ackFloor("IN", discoveryDurable(this.opts)), d.streamSeq - 1));
     // The channel's own feed must bring this message soon; if it does not, the feed is re-opened.
     this.slots.active(key)?.feed.expect(d.streamSeq);
   }

@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from "@nestjs/common";
 import { BusModule, type BusOptions } from "@mom/ingress-sdk";
 import { CLI_OPTIONS, type CliIngressOptions } from "./cli-options.js";
 import { CliIngressService } from "./cli-ingress.service.js";
+import { CliOutboundController } from "./cli-outbound.controller.js";
 
 @Module({})
 export class CliIngressModule {
@@ -9,6 +10,7 @@ export class CliIngressModule {
     return {
       module: CliIngressModule,
       imports: [BusModule.forRoot(bus)],
+      controllers: [CliOutboundController],
       providers: [{ provide: CLI_OPTIONS, useValue: opts }, CliIngressService],
     };
   }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { Bus, type Consumption, fileObjectName, serviceReadiness } from "@mom/ingress-sdk";
-import { type Attachment, type ChannelMessage, escapeChannelToken, OutboundEvent } from "@mom/ingress-sdk";
+import { type BeforeJetStreamDrain, Bus, type Delivery, fileObjectName, serviceReadiness } from "@mom/ingress-sdk";
+import type { Attachment, ChannelMessage, OutboundEvent } from "@mom/ingress-sdk";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
@@ -16,9 +16,8 @@ const PROMPT = "> ";
 
 /** Terminal chat: every input line is a ChannelMessage; the channel's outbound events are drawn. */
 @Injectable()
-export class CliIngressService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class CliIngressService implements OnApplicationBootstrap, BeforeJetStreamDrain, OnApplicationShutdown {
   private readonly renderer: CliRenderer;
-  private consumption?: Consumption;
   private awaitingApproval?: string;
   private rl?: Interface;
   private pending: Promise<unknown> = Promise.resolve();
@@ -38,21 +37,6 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    this.consumption = await this.bus.consume({
-      stream: "OUT",
-      durable: `ingress-${this.opts.adapter}-${escapeChannelToken(this.opts.channelId)}`,
-      deliver: "new",
-      filterSubject: this.bus.subjects.channel("out", this.ref),
-      schema: OutboundEvent,
-      stage: `ingress-${this.opts.adapter}`,
-      handler: async (d) => {
-        const ev = d.data.event;
-        if (ev.type === "approval_requested") this.awaitingApproval = ev.approvalId;
-        if (ev.type === "approval_resolved" && ev.approvalId === this.awaitingApproval) this.awaitingApproval = undefined;
-        if (ev.type === "run_started") this.lastModel = ev.model;
-        return observeRendering(this.opts.adapter, d, async () => (ev.type === "attachment" ? this.download(ev) : this.renderer.render(d.data)));
-      },
-    });
     this.unready = serviceReadiness(`ingress-${this.opts.adapter}`, this.bus);
     this.rl = this.interactive ? this.promptInterface() : createInterface({ input: this.opts.input, crlfDelay: Infinity, terminal: false });
     this.rl.on("line", (line) => {
@@ -140,12 +124,24 @@ export class CliIngressService implements OnApplicationBootstrap, OnApplicationS
     }
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops reading the terminal before the outbound consumer stops: the lines typed are sent first. */
+  async beforeJetStreamDrain(): Promise<void> {
     this.unready?.();
     this.rl?.close();
     await this.pending;
-    await this.consumption?.stop();
+  }
+
+  onApplicationShutdown(): void {
     this.renderer.close();
+  }
+
+  /** One event of this chat's runs (CliOutboundController brings them once the service listens). */
+  draw(d: Delivery<OutboundEvent>): Promise<void> {
+    const ev = d.data.event;
+    if (ev.type === "approval_requested") this.awaitingApproval = ev.approvalId;
+    if (ev.type === "approval_resolved" && ev.approvalId === this.awaitingApproval) this.awaitingApproval = undefined;
+    if (ev.type === "run_started") this.lastModel = ev.model;
+    return observeRendering(this.opts.adapter, d, async () => (ev.type === "attachment" ? this.download(ev) : this.renderer.render(d.data)));
   }
 
   private get maxBytes(): number {

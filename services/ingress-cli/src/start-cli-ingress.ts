@@ -1,6 +1,5 @@
 import "reflect-metadata";
-import { NestFactory } from "@nestjs/core";
-import type { BusOptions } from "@mom/ingress-sdk";
+import { type BusOptions, startJetStreamService } from "@mom/ingress-sdk";
 import type { CliIngressOptions } from "./cli-options.js";
 import { CliIngressModule } from "./cli-ingress.module.js";
 import { CliIngressService } from "./cli-ingress.service.js";
@@ -11,7 +10,6 @@ export interface RunningCliIngress {
 }
 
 export async function startCliIngress(opts: CliIngressOptions, bus: BusOptions): Promise<RunningCliIngress> {
-  const app = await NestFactory.createApplicationContext(CliIngressModule.forRoot(opts, bus), { logger: false, abortOnError: false });
-  await app.init();
+  const app = await startJetStreamService(CliIngressModule.forRoot(opts, bus));
   return { service: app.get(CliIngressService), close: () => app.close() };
 }
