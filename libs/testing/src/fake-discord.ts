@@ -12,6 +12,8 @@
 // - The gateway WebSocket (fake-discord-gateway.ts): HELLO, IDENTIFY -> READY + GUILD_CREATE,
 //   heartbeats and ACKs, dispatches numbered per session, RESUME after a dropped socket.
 // - A CDN for attachments people send (`say({ attachments })`) and files the bot uploaded.
+// - `redeliver()` dispatches a stored message's MESSAGE_CREATE again, as Discord may hand a client
+//   an event it already had.
 // - Buttons: messages keep their `components`; `click()` dispatches INTERACTION_CREATE and
 //   POST /interactions/:id/:token/callback takes the bot's answer (no bot token, answered once).
 //
@@ -196,6 +198,8 @@ export interface FakeDiscord {
   channel(id: string): FakeDiscordChannel | undefined;
   /** A person posts a message: stored, and MESSAGE_CREATE dispatched. */
   say(opts: SayOptions): FakeDiscordMessage;
+  /** Dispatches MESSAGE_CREATE of a stored message again (a duplicate delivery). */
+  redeliver(messageId: string): void;
   message(id: string): FakeDiscordMessage | undefined;
   /** Messages of a channel, oldest first (deleted ones included, flagged). */
   messages(channelId: string): FakeDiscordMessage[];
@@ -797,6 +801,11 @@ export async function startFakeDiscord(opts: FakeDiscordOptions = {}): Promise<F
       const m = newMessage(ch.id, o.author, o.content, { mentions, attachments, ...(o.id && { id: o.id }), ...(reference && { message_reference: reference }) });
       dispatchMessage(m);
       return m;
+    },
+    redeliver: (id) => {
+      const m = messages.get(id);
+      if (!m) throw new Error(`fake discord: no message ${id} to deliver again`);
+      dispatchMessage(m);
     },
     message: (id) => messages.get(id),
     messages: (channelId) => [...messages.values()].filter((m) => m.channel_id === channelId),

@@ -14,7 +14,8 @@
 // - `rateLimit(times)` answers the next message sends with error 130429 (HTTP 429).
 // - The webhook side: `say()` / `clickButton()` POST a `whatsapp_business_account` change to the
 //   ingress, signed with the app secret in X-Hub-Signature-256 as Meta signs it (`say({ sentAt })`:
-//   a message written then and delivered now, as Meta re-delivers after an outage); `post()` sends
+//   a message written then and delivered now, as Meta re-delivers after an outage); `redeliver(id)`
+//   posts a message's webhook again as it was (Meta retries a post it thinks failed); `post()` sends
 //   any body with any signature (or none) and `verify()` performs the GET handshake.
 import { createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -72,6 +73,8 @@ export class FakeWhatsApp {
   url = "";
   private readonly media = new Map<string, Media>();
   private readonly lastInbound = new Map<string, number>();
+  /** Inbound message id -> the webhook body posted for it, for `redeliver`. */
+  private readonly posted = new Map<string, string>();
   private limited = 0;
   private n = 1;
   private server?: ReturnType<typeof createServer>;
@@ -208,6 +211,14 @@ export class FakeWhatsApp {
 
   private async deliver(from: { waId: string; name: string }, message: Record<string, unknown>): Promise<number> {
     const raw = JSON.stringify(this.changeFor(from, message));
+    this.posted.set(String(message.id), raw);
+    return this.post(raw, this.sign(raw));
+  }
+
+  /** Meta posts the webhook of message `id` again, byte for byte; resolves with the webhook's HTTP status. */
+  async redeliver(id: string): Promise<number> {
+    const raw = this.posted.get(id);
+    if (raw === undefined) throw new Error(`fake whatsapp: no webhook post of ${id} to deliver again`);
     return this.post(raw, this.sign(raw));
   }
 
