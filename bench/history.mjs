@@ -19,7 +19,7 @@ const { Bus } = await dist("libs/bus/dist/index.js");
 // The NATS handles behind a Bus (not exported by the package: for tests and benches only).
 const { connectionOf } = await dist("libs/bus/dist/bus.js");
 const { startRunner } = await dist("services/agent-runner/dist/index.js");
-const { busOptions } = await dist("services/cli/dist/index.js");
+const { busOptions } = await dist("libs/bus/dist/index.js");
 const { SessionManager } = await import("@mariozechner/pi-coding-agent");
 const { procRssBytes, startRunnerProcess } = await import("./runner-process.mjs");
 
