@@ -74,7 +74,7 @@ describe("Slack ingress end to end", () => {
   it("a mention gets a progress message, `→ label` while a tool runs, then the answer in its place; details and usage in its thread", async () => {
     s.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Count the files", command: "sleep 1.5; echo counted-42" } }] }, { text: "There are **42** files, @alice." });
     const { ts } = s.mention("how many files?");
-    const answer = await waitForBotText("C0GENERAL", /42/);
+    const answer = await waitForBotText("C0GENERAL", /There are/);
     expect(answer.thread_ts === undefined || answer.thread_ts === answer.ts).toBe(true); // in the channel, not in a thread
     expect(lastText(answer)).toMatch(/There are \u200b?\*42\*\u200b? files, <@U0ALICE>\./);
     expect(answer.versions[0]).toBe(":hourglass_flowing_sand: working…");
@@ -99,6 +99,14 @@ describe("Slack ingress end to end", () => {
     // Bolt acked every envelope; the bot's own echoed posts were not taken as input
     expect((await inbound("C0GENERAL")).some((m) => m.sender.id === bot())).toBe(false);
   });
+
+  it("a long command's latest output line shows under `→ label` while it runs", async () => {
+    s.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Run the suite", command: "for i in 1 2 3 4 5 6; do echo \"tick $i\"; sleep 0.8; done" } }] }, { text: "Suite done." });
+    s.mention("run the suite");
+    const answer = await waitForBotText("C0GENERAL", /Suite done/);
+    const ticks = new Set(answer.versions.flatMap((v) => /→ Run the suite\n\s+(tick \d)/.exec(v)?.[1] ?? []));
+    expect(ticks.size).toBeGreaterThanOrEqual(2);
+  }, 30_000);
 
   it("plain channel messages are logged without a run; a mention in a thread is answered in that thread", async () => {
     const before = s.llm.requests.length;

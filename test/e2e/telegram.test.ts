@@ -56,6 +56,14 @@ describe("Telegram ingress end to end (fake Bot API, unmodified grammY, real NAT
     expect(s.telegram.calls.some((c) => c.method === "sendChatAction" && c.params.action === "typing")).toBe(true);
   });
 
+  it("a long command's latest output line shows in the progress message while it runs", async () => {
+    s.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Run the suite", command: "for i in 1 2 3 4 5 6; do echo \"tick $i\"; sleep 0.8; done" } }] }, { text: "Suite done." });
+    s.telegram.say({ chat: TG.team, from: TG.ana, ...s.telegram.mention("run the suite") });
+    const final = await botText(TG.team.id, /^Suite done\./);
+    const ticks = new Set(final.versions.flatMap((v) => /→ Run the suite\n\s+(tick \d)/.exec(v)?.[1] ?? []));
+    expect(ticks.size).toBeGreaterThanOrEqual(2);
+  }, 30_000);
+
   it("a reply to one of mom's messages triggers it too; a forum topic is answered in its topic", async () => {
     const mine = s.telegram.botMessages(TG.team.id).at(-1)!;
     s.llm.enqueue({ text: "Yes, still red." });

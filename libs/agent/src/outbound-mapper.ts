@@ -8,6 +8,15 @@ export function capText(text: string, max = MAX_EVENT_TEXT): string {
   return text.length <= max ? text : `${text.slice(0, max)}\n…[${text.length - max} more characters]`;
 }
 
+/** How much of a running tool's output so far each update carries: its tail (the whole output comes with tool_execution_end). */
+const UPDATE_TAIL_LINES = 20;
+const UPDATE_TAIL_CHARS = 2000;
+
+export function outputTail(text: string): string {
+  const tail = text.split("\n").slice(-UPDATE_TAIL_LINES).join("\n");
+  return tail.length <= UPDATE_TAIL_CHARS ? tail : tail.slice(-UPDATE_TAIL_CHARS);
+}
+
 function resultText(result: unknown): string {
   const content = (result as { content?: Array<{ type: string; text?: string }> } | undefined)?.content;
   if (!Array.isArray(content)) return typeof result === "string" ? result : JSON.stringify(result ?? "");
@@ -70,7 +79,7 @@ export class OutboundMapper {
           type: "tool_execution_update",
           toolCallId: event.toolCallId,
           toolName: event.toolName,
-          partialText: capText(resultText(event.partialResult)),
+          partialText: outputTail(resultText(event.partialResult)),
         };
       case "tool_execution_end": {
         const started = this.tools.get(event.toolCallId);

@@ -174,7 +174,12 @@ export const ToolExecutionStart = Type.Object(
   Loose,
 );
 export const ToolExecutionUpdate = Type.Object(
-  { type: Type.Literal("tool_execution_update"), toolCallId: Type.String(), toolName: Type.String(), partialText: Type.String() },
+  {
+    type: Type.Literal("tool_execution_update"),
+    toolCallId: Type.String(),
+    toolName: Type.String(),
+    partialText: Type.String({ description: "The tail of the tool's output so far (its last lines); the whole output comes with tool_execution_end" }),
+  },
   Loose,
 );
 export const ToolExecutionEnd = Type.Object(

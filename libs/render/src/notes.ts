@@ -5,12 +5,19 @@ import { clip, type Dialect, fenceSafe, firstLine } from "./dialect.js";
 import type { Activity, Ev, RunView, Step } from "./run-view.js";
 
 /** What the run does now: `working…`, `→ Read the notes`, … (plain text). */
-export function statusText(a: Activity): string {
+/** How much of a running tool's latest output line a progress message shows. */
+const OUTPUT_LINE_MAX = 100;
+
+/**
+ * What the run is doing, in words. A running tool's latest output line follows on a line of its
+ * own (`oneLine`: after " · ", for a terminal's status line).
+ */
+export function statusText(a: Activity, o: { oneLine?: boolean } = {}): string {
   switch (a.kind) {
     case "working":
       return "working…";
     case "tool":
-      return `→ ${clip(a.label, 120)}`;
+      return a.output ? `→ ${clip(a.label, 120)}${o.oneLine ? " · " : "\n   "}${clip(a.output, OUTPUT_LINE_MAX)}` : `→ ${clip(a.label, 120)}`;
     case "compacting":
       return "compacting context…";
     case "awaiting_approval":

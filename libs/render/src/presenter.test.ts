@@ -81,7 +81,7 @@ describe("reduceRun", () => {
     const e = (seq: number, event: OutboundEventBody): OutboundEvent => ({ runId: "r", seq, ts: "2026-01-01T00:00:00Z", event }) as OutboundEvent;
     const v1 = reduceRun(undefined, e(0, { type: "run_started", trigger, model: "m", replyTo: "T1" }));
     const v2 = reduceRun(v1, e(1, toolStart(1)));
-    expect(v2.activity).toEqual({ kind: "tool", label: "Step 1" });
+    expect(v2.activity).toEqual({ kind: "tool", label: "Step 1", toolCallId: "t1" });
     const v3 = reduceRun(v2, e(2, toolEnd(1, true)));
     expect(v3.steps).toEqual([{ kind: "tool", label: "Step 1", toolName: "bash", args: { command: "echo 1" }, isError: true, resultText: "boom\nmore", durationMs: 5 }]);
     expect(v3.runningArgs).toEqual({});
@@ -102,7 +102,7 @@ describe("reduceRun", () => {
     v = reduceRun(v, e(4, { type: "approval_resolved", approvalId: "a1", outcome: "approved", decidedBy: "@bo" }));
     expect(v.activity.kind).toBe("awaiting_approval"); // a2 is still waiting
     v = reduceRun(v, e(5, { type: "approval_resolved", approvalId: "a2", outcome: "approved", decidedBy: "@bo" }));
-    expect(v.activity).toEqual({ kind: "tool", label: "Step 1" });
+    expect(v.activity).toEqual({ kind: "tool", label: "Step 1", toolCallId: "t1" });
     v = reduceRun(v, e(6, toolEnd(1)));
     expect(v.activity).toEqual({ kind: "working" });
   });
@@ -139,6 +139,26 @@ describe("Presenter + MessageLayout", () => {
     const last = ops.at(-1)!;
     expect(last).toMatchObject({ op: "edit", id: "1" });
     expect(last.text).toBe("All **done**.\n\n✓ bash — Step 1: succeeded\n\n_📊 1,200 in · 34 out · $0.0015 · 2.1s_");
+  });
+
+  it("a running tool's latest output line shows under its label, coalesced to the edit interval", async () => {
+    const { ops, emit } = setup({ interval: 80 });
+    await emit({ type: "run_started", trigger, model: "m" });
+    await emit(toolStart(1));
+    const update = (partialText: string, toolCallId = "t1"): OutboundEventBody => ({ type: "tool_execution_update", toolCallId, toolName: "bash", partialText });
+    for (let i = 1; i <= 50; i++) await emit(update(`compiling ${i}/50\n`));
+    await emit(update("not this tool's output", "t9"));
+    await sleep(200);
+    const edits = ops.filter((o) => o.op === "edit");
+    expect(edits.length).toBeLessThan(5);
+    expect(edits.at(-1)!.text).toBe("⏳ Working…\n→ Step 1\n   compiling 50/50");
+    // A progress bar redrawn with carriage returns shows its latest state; blank lines are skipped.
+    await emit(update("downloading\r 10%\r 55%\n\n"));
+    await sleep(150);
+    expect(ops.filter((o) => o.op === "edit").at(-1)!.text).toBe("⏳ Working…\n→ Step 1\n   55%");
+    await emit(toolEnd(1));
+    await sleep(150);
+    expect(ops.filter((o) => o.op === "edit").at(-1)!.text).toBe("⏳ Working…\n✓ Step 1 (5 ms)");
   });
 
   it("keeps a channel's calls in order even when the platform is slow", async () => {

@@ -72,7 +72,7 @@ interface LiveRun<S> {
 
 const TYPING_MAX_MS = 60 * 60_000;
 /** Events after which the run looks different. */
-const REDRAW = new Set(["tool_execution_start", "tool_execution_end", "compaction_start", "compaction_end", "auto_retry_start", "approval_requested", "approval_resolved"]);
+const REDRAW = new Set(["tool_execution_start", "tool_execution_update", "tool_execution_end", "compaction_start", "compaction_end", "auto_retry_start", "approval_requested", "approval_resolved"]);
 
 /**
  * Draws a channel's outbound events through a Layout:

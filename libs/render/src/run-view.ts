@@ -28,7 +28,8 @@ export type Step = ToolStep | RetryStep | CompactionFailedStep;
 /** What the run is doing right now. */
 export type Activity =
   | { kind: "working" }
-  | { kind: "tool"; label: string }
+  /** `output`: the last line the running tool printed so far (its `tool_execution_update`s). */
+  | { kind: "tool"; label: string; toolCallId?: string; output?: string }
   | { kind: "compacting" }
   /** `resumes`: what was shown before the approval prompt (the tool asking), shown again once it is decided. */
   | { kind: "awaiting_approval"; toolId: string; resumes: Activity };
@@ -70,7 +71,13 @@ export function reduceRun(view: RunView | undefined, e: OutboundEvent): RunView 
     case "run_started":
       return { ...v, sawStart: true, trigger: ev.trigger, ...(ev.replyTo && { replyTo: ev.replyTo }) };
     case "tool_execution_start":
-      return { ...v, activity: { kind: "tool", label: ev.label }, runningArgs: { ...v.runningArgs, [ev.toolCallId]: ev.args } };
+      return { ...v, activity: { kind: "tool", label: ev.label, toolCallId: ev.toolCallId }, runningArgs: { ...v.runningArgs, [ev.toolCallId]: ev.args } };
+    case "tool_execution_update": {
+      const a = v.activity;
+      const output = lastLine(ev.partialText);
+      if (a.kind !== "tool" || a.toolCallId !== ev.toolCallId || !output || output === a.output) return v;
+      return { ...v, activity: { ...a, output } };
+    }
     case "tool_execution_end": {
       const { [ev.toolCallId]: args, ...runningArgs } = v.runningArgs;
       const step: ToolStep = { kind: "tool", label: ev.label, toolName: ev.toolName, ...(args !== undefined && { args }), isError: ev.isError, resultText: ev.resultText, durationMs: ev.durationMs };
@@ -101,6 +108,13 @@ export function reduceRun(view: RunView | undefined, e: OutboundEvent): RunView 
     default:
       return v;
   }
+}
+
+/** The last line with something on it (a progress bar's carriage returns count as line ends). */
+function lastLine(text: string): string | undefined {
+  const lines = text.split(/\r\n|\r|\n/);
+  for (let i = lines.length - 1; i >= 0; i--) if (lines[i]!.trim()) return lines[i]!.trim();
+  return undefined;
 }
 
 /** The tool steps of a view. */

@@ -171,6 +171,10 @@ export class CliRenderer {
       case "compaction_start":
         this.setStatus(statusText(view.activity));
         break;
+      case "tool_execution_update":
+        // The status line follows the command's latest output line.
+        this.setStatus(statusText(view.activity, { oneLine: true }));
+        break;
       case "tool_execution_end":
       case "compaction_end":
         if (lastStep) this.line(`  ${stepLine(lastStep, TERMINAL)}`);
