@@ -4,7 +4,7 @@ import type { Risk, ToolGate } from "@mom/tools";
 type AnyTool = ToolDefinition<any, any, any>;
 
 /** Built-in tools' risk: bash can do anything; files written or shared change the world. */
-export const BUILTIN_RISK: Record<string, Risk> = { bash: "destructive", read: "read", write: "write", edit: "write", attach: "write" };
+export const BUILTIN_RISK: Record<string, Risk> = { bash: "destructive", read: "read", write: "write", edit: "write", apply_patch: "write", attach: "write" };
 
 /** Routes a built-in tool's calls through the gate: policy, approval, receipts, timeout. */
 export function gated(tool: AnyTool, gate: ToolGate): AnyTool {

@@ -7,6 +7,7 @@ import {
 } from "@mariozechner/pi-coding-agent";
 import type { ChannelSandbox } from "@mom/sandbox";
 import type { ToolGate } from "@mom/tools";
+import { createApplyPatchTool } from "./apply-patch-tool.js";
 import { keepFullOutputIn } from "./full-output.js";
 import { gated } from "./gated-tools.js";
 import { sandboxedBash, sandboxedFileOperations } from "./sandboxed-tools.js";
@@ -45,7 +46,7 @@ export function withLabel(tool: AnyTool): AnyTool {
 }
 
 /**
- * bash, read, write and edit of one channel, all through its sandbox: bash runs in the executor,
+ * bash, read, write, edit and apply_patch of one channel, all through its sandbox: bash runs in the executor,
  * the file tools go through its confined file access. bash keeps the tail of long output for the
  * model and the whole of it in `scratchDir`; read shows the head of a long file and how to read
  * on (the file itself is the full output).
@@ -58,10 +59,11 @@ export function createMomTools(sandbox: ChannelSandbox, scratchDir: string, gate
     createReadToolDefinition(cwd, { operations: files.read }),
     createWriteToolDefinition(cwd, { operations: files.write }),
     createEditToolDefinition(cwd, { operations: files.edit }),
+    createApplyPatchTool(sandbox) as AnyTool,
   ].map((t) => withLabel(gate ? gated(t as AnyTool, gate) : (t as AnyTool)));
 }
 
-export const MOM_TOOL_NAMES = ["bash", "read", "write", "edit", "attach"];
+export const MOM_TOOL_NAMES = ["bash", "read", "write", "edit", "apply_patch", "attach"];
 
 /** A label for calls that came without one (some models skip optional-looking fields). */
 export function fallbackLabel(toolName: string, args: unknown): string {

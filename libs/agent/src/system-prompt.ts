@@ -54,7 +54,7 @@ ${users}
 
 ${channels === undefined ? "" : `## Channels mom knows\n${channels}\n\n`}## Environment
 - Current date: ${p.now.toISOString().slice(0, 10)} (UTC; host time zone ${p.timezone}). For the exact time run \`date\`.
-- Tools: bash, read, write, edit, attach. Each call needs a short \`label\` saying what it does; people see it while you work.
+- Tools: bash, read, write, edit, apply_patch, attach. Each call needs a short \`label\` saying what it does; people see it while you work.
 - Files: what people share is saved in ${ch}/attachments/ and listed under their message by path relative to your working directory (images are also shown to you). To send people a file (report, chart, export), write it into the workspace and call \`attach\` with its path; only files inside ${ws} can be attached.
 - Your working directory is this channel's directory: ${ch}
 - Sandbox: ${p.sandbox}

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { ApprovalBroker, PendingApproval } from "./approval-broker.js";
 import type { ActiveRun, RunInProgress } from "./active-run.js";
 
-export const BUILTIN_TOOL_IDS = new Set(["bash", "read", "write", "edit", "attach"]);
+export const BUILTIN_TOOL_IDS = new Set(["bash", "read", "write", "edit", "apply_patch", "attach"]);
 
 type GateRun = RunInProgress;
 

@@ -1,0 +1,73 @@
+import { describe, expect, it } from "@jest/globals";
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Sandbox } from "@mom/sandbox";
+import { createApplyPatchTool } from "./apply-patch-tool.js";
+
+function setup() {
+  const root = mkdtempSync(join(tmpdir(), "mom-patch-"));
+  const workspaceDir = join(root, "workspace");
+  const cwd = join(workspaceDir, "channels", "cli", "local");
+  const other = join(workspaceDir, "channels", "cli", "other");
+  mkdirSync(cwd, { recursive: true });
+  mkdirSync(other, { recursive: true });
+  writeFileSync(join(cwd, "a.txt"), "one\ntwo\nthree\n");
+  writeFileSync(join(cwd, "b.txt"), "alpha\nbeta\ngamma\n");
+  writeFileSync(join(other, "notes.txt"), "private\n");
+  const sandbox = new Sandbox({ type: "host" }, { dataDir: root, workspaceDir }).forChannel(cwd);
+  const tool = createApplyPatchTool(sandbox);
+  const apply = (patch: string) => tool.execute("call-1", { patch }, undefined, undefined, undefined as never);
+  const read = (f: string) => readFileSync(join(cwd, f), "utf8");
+  return { cwd, other, apply, read };
+}
+
+const twoFiles = (bHunk: string) => `diff --git a/a.txt b/a.txt
+--- a/a.txt
++++ b/a.txt
+@@ -1,3 +1,3 @@
+ one
+-two
++TWO
+ three
+--- a/b.txt
++++ b/b.txt
+${bHunk}`;
+
+describe("apply_patch", () => {
+  it("applies a multi-file patch (git's a/ b/ paths) and creates a new file, saying what changed", async () => {
+    const t = setup();
+    const patch = `${twoFiles("@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n")}--- /dev/null
++++ b/docs/new.md
+@@ -0,0 +1,2 @@
++# New
++made by a patch
+`;
+    const r = await t.apply(patch);
+    expect(r.content[0]).toMatchObject({ text: "Applied 3 hunks to 3 files: a.txt (+1 −1), b.txt (+1 −1), docs/new.md (+2 −0, new)" });
+    expect(t.read("a.txt")).toBe("one\nTWO\nthree\n");
+    expect(t.read("b.txt")).toBe("alpha\nBETA\ngamma\n");
+    expect(t.read("docs/new.md")).toBe("# New\nmade by a patch\n");
+  });
+
+  it("a hunk that does not fit changes nothing, and the error names the file and the hunk", async () => {
+    const t = setup();
+    const bad = twoFiles("@@ -1,3 +1,3 @@\n alpha\n-delta\n+DELTA\n gamma\n");
+    await expect(t.apply(bad)).rejects.toThrow('b.txt: hunk 1 of 1 (@@ -1,3 +1,3 @@) does not apply: the file has no "alpha" near line 1. Nothing was changed.');
+    expect(t.read("a.txt")).toBe("one\ntwo\nthree\n"); // the first file's good hunk was not written either
+    expect(t.read("b.txt")).toBe("alpha\nbeta\ngamma\n");
+  });
+
+  it("stays inside the channel's view: another channel's file, a symlink out, deletes and garbage are refused", async () => {
+    const t = setup();
+    const other = `--- ${join(t.other, "notes.txt")}\n+++ ${join(t.other, "notes.txt")}\n@@ -1 +1 @@\n-private\n+owned\n`;
+    await expect(t.apply(other)).rejects.toThrow();
+    expect(readFileSync(join(t.other, "notes.txt"), "utf8")).toBe("private\n");
+    symlinkSync(join(t.other, "notes.txt"), join(t.cwd, "link.txt"));
+    await expect(t.apply("--- a/link.txt\n+++ b/link.txt\n@@ -1 +1 @@\n-private\n+owned\n")).rejects.toThrow();
+    expect(readFileSync(join(t.other, "notes.txt"), "utf8")).toBe("private\n");
+    await expect(t.apply("--- a/a.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-one\n-two\n-three\n")).rejects.toThrow(/deleting files is not what apply_patch does/);
+    await expect(t.apply("please change a.txt")).rejects.toThrow(/the patch has no hunks/);
+    expect(t.read("a.txt")).toBe("one\ntwo\nthree\n");
+  });
+});
