@@ -8,7 +8,7 @@
 // stays an ordinary dependency of the packed package.json. Why this and not bundleDependencies:
 // docs/ingress-sdk.md, "Packaging".
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -18,7 +18,10 @@ import { dts } from "rollup-plugin-dts";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const sdkDir = join(root, "libs/ingress-sdk");
 const outDir = join(root, "dist-packages");
-const stage = join(outDir, "stage/ingress-sdk");
+// A stage of this run's own, and the tarball renamed into place whole: two runs at once (test files
+// building the IRC example side by side) neither clobber each other nor read a half-written tarball.
+const stageRoot = join(outDir, `stage-${process.pid}`);
+const stage = join(stageRoot, "ingress-sdk");
 const readJson = (file) => JSON.parse(readFileSync(file, "utf8"));
 const sdk = readJson(join(sdkDir, "package.json"));
 const rootPkg = readJson(join(root, "package.json"));
@@ -120,8 +123,9 @@ writeFileSync(join(stage, "package.json"), `${JSON.stringify(pkg, null, 2)}\n`);
 if (existsSync(join(sdkDir, "README.md"))) cpSync(join(sdkDir, "README.md"), join(stage, "README.md"));
 
 // 5. The tarball.
-const [packed] = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", outDir, "--loglevel=error"], stage));
-rmSync(join(outDir, "stage"), { recursive: true, force: true });
+const [packed] = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", stageRoot, "--loglevel=error"], stage));
 const tarball = join(outDir, packed.filename);
+renameSync(join(stageRoot, packed.filename), tarball);
+rmSync(stageRoot, { recursive: true, force: true });
 process.stderr.write(`ingress-sdk: ${packed.name}@${packed.version}: ${packed.entryCount} files, ${Math.round(packed.size / 1024)} KiB packed, ${Math.round(packed.unpackedSize / 1024)} KiB unpacked; ${Object.keys(dependencies).length} dependencies\n`);
 process.stdout.write(`${tarball}\n`);

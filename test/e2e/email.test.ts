@@ -3,7 +3,9 @@ import { createLogger, loadConfig } from "@mom/config";
 import { emailIngress, ImapMailbox } from "@mom/ingress-email";
 import { adapterSettings, startConfiguredIngress } from "@mom/ingress-sdk";
 import { DM_REFUSAL } from "@mom/render";
-import { mailServersUnavailable } from "@mom/testing";
+import { busOptions } from "@mom/bus";
+import { startScheduler } from "@mom/scheduler";
+import { freePort, mailServersUnavailable } from "@mom/testing";
 import type { ParsedMail } from "mailparser";
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -12,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { eventually } from "../support/discord-stack.js";
 import { EMAIL_ADAPTER, type EmailStack, MAIL, startEmailStack } from "../support/email-stack.js";
 import { inboundMessages } from "../support/inbound.js";
-import { controlMessagesOf, receiptsOf } from "../support/streams.js";
+import { controlMessagesOf, outboundEvents, receiptsOf } from "../support/streams.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -25,7 +27,7 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
   beforeAll(async () => {
     s = await startEmailStack({
       adapter: { admins: [MAIL.carol], dm: [MAIL.ana, MAIL.bob, MAIL.ghost], approvalTextLimit: 2000 },
-      config: { attachments: { maxBytes: 64 * 1024 }, policy: { ask: ["edit"] } },
+      config: { attachments: { maxBytes: 64 * 1024 }, policy: { ask: ["edit"] }, scheduler: { pollIntervalMs: 200 } },
     });
   }, 60_000);
   afterAll(async () => {
@@ -228,6 +230,45 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
     expect(reply.subject).toBe("Re: Long job");
     expect(reply.cc).toMatchObject({ value: [{ address: MAIL.bob }] });
   });
+
+  it("killed (kill -9) in the middle of a run whose answer names no mail (a scheduled event in a thread): after the restart the answer goes out as a reply to the thread's last mail", async () => {
+    s.llm.enqueue({ text: "Noted." });
+    const id = await s.mail.send({ from: MAIL.ana, to: MAIL.mom, cc: MAIL.bob, subject: "Reminders", text: "remind me about the release" });
+    await answer(MAIL.ana, id);
+    const channel = (await message(id)).channelId;
+    // The ingress as its own process, so that it can be killed; ready once /readyz says so.
+    await s.stopIngress();
+    const port = await freePort();
+    const child = spawn(process.execPath, [join(root, "services/ingress-email/dist/main.js"), "--adapter", EMAIL_ADAPTER, "--data-dir", s.dataDir], {
+      env: { ...process.env, MOM_TEST_EMAIL_PASSWORD: "mom-test-secret", NATS_URL: s.nats.url, MOM_HTTP_PORT: String(port) },
+      stdio: ["ignore", "ignore", "ignore"],
+    });
+    const exited = new Promise((r) => child.once("exit", r));
+    const scheduler = await startScheduler({ loaded: s.loaded, logger: createLogger("e2e-scheduler", { level: "error" }), settleMs: 100 }, busOptions(s.loaded, s.nats.url, "scheduler", createLogger("e2e-scheduler", { level: "error" })));
+    try {
+      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, "the ingress process ready", 30_000);
+      // The event is mom's own message in the thread: its run answers no mail (its run_ended names none).
+      s.llm.enqueue({ text: "Reminder: the release is today.", delayMs: 2000 });
+      const asked = s.llm.requests.length;
+      writeFileSync(join(s.loaded.paths.workspaceDir, "events", "release.json"), JSON.stringify({ type: "immediate", channelId: `${EMAIL_ADAPTER}/${channel}`, text: "Remind ana about the release" }));
+      await s.llm.waitForRequests(asked + 1, 15_000);
+      const started = (await outboundEvents(s.bus, { adapter: EMAIL_ADAPTER, channelId: channel })).findLast((e) => e.event.type === "run_started");
+      expect(started?.event).toMatchObject({ trigger: { senderId: "scheduler" } });
+      expect(started?.event).not.toHaveProperty("replyTo");
+      child.kill("SIGKILL");
+      await exited;
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await scheduler.close();
+    }
+    const logged = s.logs.length;
+    await s.startIngress();
+    const reply = await answer(MAIL.ana, id, (m) => /^Reminder: the release is today\./.test(m.text ?? ""), 30_000);
+    expect(reply.subject).toBe("Re: Reminders");
+    expect(reply.references).toEqual(id);
+    expect(reply.cc).toMatchObject({ value: [{ address: MAIL.bob }] });
+    expect(s.logs.slice(logged).filter((l) => /rendering failed/.test(l.msg))).toEqual([]);
+  }, 60_000);
 
   it("an IMAP outage is reported by problem() and survived: mom connects again and reads what came meanwhile", async () => {
     const platform = s.ingress!.shell.platform;

@@ -50,7 +50,8 @@ export function buildIrcExample(): string {
   const pkg = JSON.parse(readFileSync(join(IRC_EXAMPLE, "package.json"), "utf8")) as { dependencies: Record<string, string> };
   const wanted = pkg.dependencies["@mom/ingress-sdk"]?.replace(/^file:/, "");
   if (wanted !== basename(tarball)) throw new Error(`examples/ingress-irc/package.json depends on "file:${wanted}", but the SDK packs as ${basename(tarball)}: update the example`);
-  const stage = join(cacheRoot, `${key}.partial`);
+  // Test files running at once may each build it: each in a stage of its own, the first to finish wins.
+  const stage = join(cacheRoot, `${key}.${process.pid}.partial`);
   rmSync(stage, { recursive: true, force: true });
   mkdirSync(stage, { recursive: true });
   for (const f of files) cpSync(join(IRC_EXAMPLE, f), join(stage, f));
@@ -61,8 +62,13 @@ export function buildIrcExample(): string {
   // Builds of older SDKs or examples go after a day (another checkout may be using a recent one).
   for (const old of readdirSync(cacheRoot)) {
     const at = join(cacheRoot, old);
-    if (old !== `${key}.partial` && Date.now() - statSync(at).mtimeMs > 86_400_000) rmSync(at, { recursive: true, force: true });
+    if (at !== stage && Date.now() - statSync(at).mtimeMs > 86_400_000) rmSync(at, { recursive: true, force: true });
   }
-  renameSync(stage, dir);
+  try {
+    renameSync(stage, dir);
+  } catch (err) {
+    if (!existsSync(join(dir, "dist/main.js"))) throw err;
+    rmSync(stage, { recursive: true, force: true });
+  }
   return dir;
 }

@@ -8,6 +8,8 @@ import { type Bus, lastPerSubject, type RawMessage, readRange } from "@mom/bus";
 export interface InboundHistory {
   /** The newest inbound message of every channel of this adapter. */
   lastOfEachChannel(): Promise<Array<{ channelId: string; last: RawMessage }>>;
+  /** The newest inbound message of one channel, if the stream keeps any. */
+  lastOf(channelId: string): Promise<RawMessage | undefined>;
   /** A channel's inbound messages stored from sequence `fromSeq` on (oldest first). */
   channelFrom(channelId: string, fromSeq: number): Promise<RawMessage[]>;
 }
@@ -20,6 +22,7 @@ export function inboundHistory(bus: Bus, adapter: string): InboundHistory {
         const ref = bus.subjects.parse(last.subject);
         return ref && ref.adapter === adapter ? [{ channelId: ref.channelId, last }] : [];
       }),
+    lastOf: async (channelId) => (await lastPerSubject(bus, stream, bus.subjects.channel("in", { adapter, channelId })))[0],
     channelFrom: (channelId, fromSeq) => readRange(bus, stream, bus.subjects.channel("in", { adapter, channelId }), { seq: fromSeq }),
   };
 }

@@ -4,7 +4,7 @@
 
 // The bus: connection (and its Nest module), durable consumption, files, readiness, reading back
 // this adapter's own inbound history; the Nest service on the JetStream transport and its handlers.
-export { Bus, BusModule, type BusOptions, type Consumption, type FileSource, fileObjectName, lastPerSubject, type RawMessage, readRange, serviceReadiness } from "@mom/bus";
+export { Bus, BusModule, type BusOptions, type ConsumeOptions, type Consumption, type FileSource, fileObjectName, lastPerSubject, type RawMessage, readRange, serviceReadiness } from "@mom/bus";
 export { type BeforeJetStreamDrain, connectJetStream, type Delivery, JetStreamHandler, startJetStreamService } from "@mom/bus";
 
 // The payloads on the bus and the rules of their fields.
@@ -20,6 +20,7 @@ export {
   type OutboundEventBody,
   type Sender,
   spellCodePoint,
+  type Subjects,
   type Usage,
 } from "@mom/contracts";
 

@@ -3,6 +3,7 @@ import EmailReplyParser from "email-reply-parser";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
 import { ApprovalCodes, approvalCommand } from "./email-approvals.js";
+import { lastMailOf } from "./email-history.js";
 import { addresses, autoReplyReason, bounceOf, type MailInfo, mailInfo, messageIdOf, threadChannel } from "./email-mail.js";
 import { EmailSettings, senderAllowed } from "./email-settings.js";
 import { EmailLayout, EmailSurface } from "./email-surface.js";
@@ -52,11 +53,17 @@ export const emailIngress: IngressDefinition<typeof EmailSettings> = {
       const p = source && (await parse(source));
       return p ? mailInfo(p, id, threadChannel(p, id), self, allowed) : undefined;
     };
+    const known = async (id: string) => mails.get(id) ?? (await lookup(id));
+    // A thread this process has seen nothing of (restarted mid-run, a scheduled event's answer): its newest mail that reached mom.
+    const lastOfThread = async (channel: string) => {
+      const id = await lastMailOf(ctx.history, channel);
+      return id ? known(id) : undefined;
+    };
     const surface = new EmailSurface({
       smtp,
       codes,
       from: { name: s.name ?? "mom", address: s.address },
-      find: async (id, channel) => (id && (mails.get(id) ?? (await lookup(id)))) || latest.get(channel),
+      find: async (id, channel) => (id && (await known(id))) || latest.get(channel) || (await lastOfThread(channel)),
       sent: remember,
     });
     await mailbox.open().catch(failed(""));

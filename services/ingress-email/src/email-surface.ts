@@ -26,7 +26,7 @@ export interface EmailSurfaceOptions {
   smtp: Transporter;
   from: { name: string; address: string };
   codes: ApprovalCodes;
-  /** The mail a Message-ID (without brackets) names, else the channel's last one this process saw. */
+  /** The mail a Message-ID (without brackets) names, else the thread's last one this process saw, else its last one that reached mom. */
   find(id: string | undefined, channel: string): Promise<MailInfo | undefined>;
   /** Each mail mom sent, so that a reply to it is answered in its thread. */
   sent(mail: MailInfo): void;

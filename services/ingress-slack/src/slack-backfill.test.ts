@@ -10,6 +10,7 @@ function history(messages: RawMessage[], firstSeq = 1): InboundHistory & { reads
   return {
     reads,
     lastOfEachChannel: async () => [{ channelId: "C1", last: messages.at(-1)! }],
+    lastOf: async () => messages.at(-1),
     channelFrom: async (_ch, fromSeq) => {
       reads.push(fromSeq);
       return messages.filter((m) => m.seq >= Math.max(fromSeq, firstSeq));

@@ -25,7 +25,10 @@ export interface PlatformDriver {
   redeliverLast?(): Promise<void>;
   /** What people see from mom in `channel` now: the current text of each of its messages, oldest first. */
   botTexts(channel: string): Promise<string[]>;
-  /** Files mom sent to `channel`. Absent when the platform cannot carry files (the answer then says so). */
+  /**
+   * Files mom sent to `channel`. Absent when the platform cannot carry files either way (IRC): the
+   * answer then names the file it could not send, and no file is sent to mom.
+   */
   botFiles?(channel: string): Promise<SentFile[]>;
   /**
    * `who` allows or denies the approval prompt of `approvalId` of a run in `channel` (a button, a
