@@ -41,13 +41,13 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
   const shown = (channel: string, text: string, what: string, timeoutMs?: number) => eventually(async () => (await p.botTexts(channel)).some((s) => s.includes(text)), what, timeoutMs);
 
   /** Sends, waits for the published message, runs it to an answer and waits for the answer on the platform. */
-  const answer = async (channel: string, who: "admin" | "member", o: { mention?: boolean } = { mention: true }) => {
+  const answer = async (channel: string, who: "admin" | "member", o: { mention?: boolean; timeoutMs?: number } = { mention: true }) => {
     const m = mark();
     await p.send(channel, who, `hello ${m}`, o);
     const msg = await mom.message(channel, m);
     const run = await mom.startRun(channel, msg);
     await run.end(`answer ${m}`);
-    await shown(channel, `answer ${m}`, `the answer to ${m} shown in ${channel}`);
+    await shown(channel, `answer ${m}`, `the answer to ${m} shown in ${channel}`, o.timeoutMs);
     return msg;
   };
 
@@ -142,7 +142,7 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
           const files = await eventually(async () => (await p.botFiles!(p.room)).find((f) => f.filename.includes(m)), `the file ${m}.txt on the platform`);
           check(Buffer.from(files.bytes).equals(Buffer.from(bytes)), "the platform got the shared bytes");
         } else {
-          check((await p.botTexts(p.room)).some((s) => s.includes(`${m}.txt`)), "the platform without files names the file it could not send");
+          await eventually(async () => (await p.botTexts(p.room)).some((s) => s.includes(`${m}.txt`)), "the platform without files naming the file it could not send");
         }
       },
     },
@@ -183,7 +183,8 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
       ...(!p.rateLimitNext && { skip: "the driver cannot rate-limit" }),
       async run() {
         p.rateLimitNext!(2);
-        await answer(p.room, "member");
+        // Clients wait out Retry-After and may add a backoff of their own on top.
+        await answer(p.room, "member", { mention: true, timeoutMs: 45_000 });
       },
     },
     {
