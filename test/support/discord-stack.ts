@@ -154,13 +154,5 @@ export function controlMessages(bus: Bus, channelId: string): Promise<ControlMes
   });
 }
 
-/** Waits until `check` returns a value other than undefined/false. */
-export async function eventually<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+// The same wait the ingress kit's conformance suite uses.
+export { eventually } from "@mom/ingress-sdk/testing";
