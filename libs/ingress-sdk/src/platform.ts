@@ -88,7 +88,11 @@ export interface PlatformConnection {
   readonly editIntervalMs?: number;
   /** How often "typing…" is renewed during a run (default 4,500 ms). */
   readonly typingIntervalMs?: number;
-  /** Starts receiving; called once mom draws this adapter's runs. May resolve with how it receives (logged on the "receiving" line). */
+  /**
+   * Starts receiving. The adapter's outbound consumer binds right after, counting "new" events from
+   * the service's start, so nothing answered meanwhile goes undrawn. May resolve with how it
+   * receives (logged on the "receiving" line).
+   */
   start(): Promise<void | Record<string, unknown>>;
   /** Stops receiving; in-flight messages are finished by the shell afterwards. */
   stop(): Promise<void>;
