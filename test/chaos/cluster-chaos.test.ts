@@ -20,8 +20,10 @@ const MAX_ROUNDS = 30; // a guard: rounds go on until the faults are done
 const STALL_BOUND_MS = 20_000; // the goal is 10 s (p99 over ten runs: 10.8 s); this catches "nothing moved" without flaking
 // A reader of the stream with an ordered consumer (this test's observer; not an ingress, whose
 // durable consumer has three replicas) whose consumer sat on a node frozen for 20 s can wait for
-// that node (docs/scaling.md, limits): up to 24.9 s seen in twenty runs.
-const READER_STALL_BOUND_MS = 30_000;
+// that node (docs/scaling.md, limits): up to 24.9 s seen in twenty runs alone, 36.5 s once in the
+// full suite while another test built an npm package beside it (the freeze, then the consumer's
+// missed heartbeats and its recreation, on two busy cores). The answers' own bound stays 20 s.
+const READER_STALL_BOUND_MS = 40_000;
 const channel = (i: number) => `k${String(i).padStart(2, "0")}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
