@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -67,6 +68,9 @@ describe("apply_patch", () => {
     await expect(t.apply("--- a/link.txt\n+++ b/link.txt\n@@ -1 +1 @@\n-private\n+owned\n")).rejects.toThrow();
     expect(readFileSync(join(t.other, "notes.txt"), "utf8")).toBe("private\n");
     await expect(t.apply("--- a/a.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-one\n-two\n-three\n")).rejects.toThrow(/deleting files is not what apply_patch does/);
+    // A FIFO the model made in its own directory: refused at once, not read forever.
+    execFileSync("mkfifo", [join(t.cwd, "pipe.txt")]);
+    await expect(t.apply("--- a/pipe.txt\n+++ b/pipe.txt\n@@ -1 +1 @@\n-x\n+y\n")).rejects.toThrow();
     await expect(t.apply("please change a.txt")).rejects.toThrow(/the patch has no hunks/);
     expect(t.read("a.txt")).toBe("one\ntwo\nthree\n");
   });

@@ -10,14 +10,15 @@ const OUTPUT_LINE_MAX = 100;
 
 /**
  * What the run is doing, in words. A running tool's latest output line follows on a line of its
- * own (`oneLine`: after " · ", for a terminal's status line).
+ * own (`oneLine`: after " · ", for a terminal's status line); it is the command's, so what it
+ * could hide (escape sequences, bidi overrides, zero-width characters) is shown, as on approval cards.
  */
 export function statusText(a: Activity, o: { oneLine?: boolean } = {}): string {
   switch (a.kind) {
     case "working":
       return "working…";
     case "tool":
-      return a.output ? `→ ${clip(a.label, 120)}${o.oneLine ? " · " : "\n   "}${clip(a.output, OUTPUT_LINE_MAX)}` : `→ ${clip(a.label, 120)}`;
+      return a.output ? `→ ${clip(a.label, 120)}${o.oneLine ? " · " : "\n   "}${clip(visible(a.output, { newlines: false }), OUTPUT_LINE_MAX)}` : `→ ${clip(a.label, 120)}`;
     case "compacting":
       return "compacting context…";
     case "awaiting_approval":

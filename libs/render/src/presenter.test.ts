@@ -156,6 +156,12 @@ describe("Presenter + MessageLayout", () => {
     await emit(update("downloading\r 10%\r 55%\n\n"));
     await sleep(150);
     expect(ops.filter((o) => o.op === "edit").at(-1)!.text).toBe("⏳ Working…\n→ Step 1\n   55%");
+    // The command's output is the model's to choose: nothing it prints hides in the line.
+    await emit(update("\u001b[2Jall \u202egood\u200b\n"));
+    await sleep(150);
+    const hostile = ops.filter((o) => o.op === "edit").at(-1)!.text!;
+    expect(hostile).not.toMatch(/[\u001b\u202e\u200b]/);
+    expect(hostile).toContain("all");
     await emit(toolEnd(1));
     await sleep(150);
     expect(ops.filter((o) => o.op === "edit").at(-1)!.text).toBe("⏳ Working…\n✓ Step 1 (5 ms)");
