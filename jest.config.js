@@ -27,7 +27,7 @@ export default {
   extensionsToTreatAsEsm: [".ts"],
   // A package of its own outside the workspace: its node_modules (when built in place) is not ours.
   modulePathIgnorePatterns: ["<rootDir>/examples/ingress-irc/node_modules/"],
-  testMatch: ["<rootDir>/{libs,services}/*/src/**/*.test.ts", "<rootDir>/test/**/*.test.ts"],
+  testMatch: ["<rootDir>/{libs,services}/*/src/**/*.test.ts", "<rootDir>/integrations/*/**/*.test.ts", "<rootDir>/test/**/*.test.ts"],
   moduleNameMapper: {
     ...Object.fromEntries(Object.entries(packages).map(([name, dir]) => [`^${name}$`, `<rootDir>/${dir}/src/index.ts`])),
     ...subpaths,

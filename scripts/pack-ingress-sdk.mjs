@@ -13,6 +13,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { rollup } from "rollup";
+import ts from "typescript";
 import { dts } from "rollup-plugin-dts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -97,7 +98,8 @@ const types = await rollup({
   input: Object.fromEntries(Object.entries(entries).map(([out, file]) => [out, join(sdkDir, `${file}.d.ts`)])),
   // Followed into node_modules only for @mom/* (workspace links to libs/*/dist): the rest is imported.
   external: (id) => id.startsWith("node:") || external.includes(packageOf(id)),
-  plugins: [dts({ respectExternal: true })],
+  // Resolved as Node does (package "exports"): `@mom/bus/nest` is a subpath.
+  plugins: [dts({ respectExternal: true, compilerOptions: { module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16 } })],
   onwarn: (w) => {
     if (w.code === "UNUSED_EXTERNAL_IMPORT") return; // a type the SDK does not export: shaken out
     throw new Error(`declarations: ${w.message}`);
@@ -120,7 +122,7 @@ const pkg = {
   dependencies,
 };
 writeFileSync(join(stage, "package.json"), `${JSON.stringify(pkg, null, 2)}\n`);
-if (existsSync(join(sdkDir, "README.md"))) cpSync(join(sdkDir, "README.md"), join(stage, "README.md"));
+for (const doc of ["README.md", "CHANGELOG.md"]) if (existsSync(join(sdkDir, doc))) cpSync(join(sdkDir, doc), join(stage, doc));
 
 // 5. The tarball.
 const [packed] = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", stageRoot, "--loglevel=error"], stage));

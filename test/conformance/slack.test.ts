@@ -60,6 +60,7 @@ describeConformance(
     platform: {
       users: people,
       room: ROOM,
+      checksMembership: true,
       dmWith: (who) => dms[who],
       async send(channel, who, text, o = {}) {
         const files = o.file && [slack.addFile({ name: o.file.filename, bytes: o.file.bytes, mimetype: "text/plain" })];

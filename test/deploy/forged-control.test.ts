@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import pino from "pino";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
-const PASSWORDS = { MOM_RUNNER_PASSWORD: "runner-pw", MOM_INGRESS_CLI_PASSWORD: "ingress-cli-pw", MOM_SCHEDULER_PASSWORD: "scheduler-pw" };
+const PASSWORDS = { MOM_RUNNER_PASSWORD: "runner-pw", MOM_INGRESS_CLI_PASSWORD: "ingress-cli-pw", MOM_SCHEDULER_PASSWORD: "scheduler-pw", MOM_INGRESS_MATRIX_PASSWORD: "matrix-pw", MOM_INGRESS_EMAIL_PASSWORD: "email-pw", MOM_CONSOLE_PASSWORD: "console-pw" };
 const forged = JSON.stringify({ type: "approval_decision", ts: new Date().toISOString(), approvalId: "a1", decision: "allow-once", decidedBy: { id: "U-forger" } });
 
 // Control messages (approval decisions, stops) must come from the adapter's own ingress: with the
@@ -20,7 +20,7 @@ const forged = JSON.stringify({ type: "approval_decision", ts: new Date().toISOS
 // could steal) cannot get a message into MOM_CTL by any route the server offers. Runs against the
 // local nats-server (NATS_SERVER_BIN picks another build; the stream-update routes need >= 2.10 to
 // work at all, and are refused by permission before the version matters).
-describe("deploy/nats/auth.conf: nobody but the ingress of an adapter puts a control message on its subjects", () => {
+describe("deploy/nats/auth.conf: nobody but the ingress of an adapter (and the web console's approvers) puts a control message on its subjects", () => {
   let dir: string;
   let server: ChildProcess;
   let url: string;
@@ -110,6 +110,11 @@ describe("deploy/nats/auth.conf: nobody but the ingress of an adapter puts a con
     expect(await denied(updateStream(ingressCli, { ...inCfg, republish: { src: "mom.in.*.*", dest: "mom.ctl.slack-acme.{{wildcard(2)}}" } }))).toBe(true);
     const scheduler = await as("scheduler", PASSWORDS.MOM_SCHEDULER_PASSWORD);
     expect(await denied(jetstream(scheduler).publish("mom.ctl.cli.local", forged))).toBe(true);
+
+    // The console may decide approvals on any channel, but not re-route a stream onto the control subjects.
+    const consoleUser = await as("console", PASSWORDS.MOM_CONSOLE_PASSWORD);
+    expect(await denied(updateStream(consoleUser, { ...out, republish: { src: "mom.out.>", dest: "mom.ctl.>" } }))).toBe(true);
+    expect(await denied(jetstream(consoleUser).publish("$KV.MOM_CHANNELS.forge", forged))).toBe(true);
 
     expect(await ctlMessages(rjsm)).toBe(0);
 

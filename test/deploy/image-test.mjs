@@ -93,6 +93,15 @@ async function startEngine() {
   }
   if (spawnSync("docker", ["version"], { env, stdio: "ignore" }).status !== 0) throw new NotRun(`dockerd did not answer on ${sock} within 30 s`);
   dockerd.exited = exited;
+  // A run killed midway (or one whose `down` missed a service) leaves containers in the private
+  // engine's state; with `restart: unless-stopped` they come back with it, crash-loop without their
+  // NATS and hold their locks: an image build then waited on them until its timeout (CI, session 10).
+  const stale = docker("ps", "-aq").split("\n").filter(Boolean);
+  if (stale.length) {
+    docker("update", "--restart=no", ...stale);
+    docker("rm", "-f", ...stale);
+    log(`test:deploy: removed ${stale.length} container(s) an earlier run left in the engine's state`);
+  }
   ok(`private dockerd ${docker("version", "-f", "{{.Server.Version}}")} (state in ${stateDir})`);
 }
 
@@ -219,7 +228,9 @@ class ComposeStack {
         "",
       ].join("\n"),
     );
-    this.args = ["compose", "-p", project, "-f", composeFile, "-f", override, "--profile", "slack"];
+    // Every profile the test starts a service of: `down` leaves the containers of a profile not
+    // named here behind, and with `restart: unless-stopped` they come back with the next engine.
+    this.args = ["compose", "-p", project, "-f", composeFile, "-f", override, "--profile", "slack", "--profile", "console"];
     this.image = image;
   }
   get env() {
@@ -357,13 +368,14 @@ async function services(compose, image, base) {
   await until("the fake Slack", 30, async () => (slack = await slackApi("/info").catch(() => undefined)) !== undefined);
   Object.assign(vars, { SLACK_BOT_TOKEN: slack.botToken, SLACK_APP_TOKEN: slack.appToken });
   const adapters = { cli: { type: "cli" }, slack: { type: "slack", botToken: "env:SLACK_BOT_TOKEN", appToken: "env:SLACK_APP_TOKEN", apiUrl: slack.apiUrl } };
-  writeFileSync(join(data, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: "nats://127.0.0.1:4222" }, adapters, sandbox: { type: "bwrap" }, log: { level: "info" } }));
+  const consoleUsers = { ops: { role: "viewer", token: "ops-token-0123456789abcdef" } };
+  writeFileSync(join(data, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { url: "nats://127.0.0.1:4222" }, adapters, sandbox: { type: "bwrap" }, log: { level: "info" }, console: { users: consoleUsers } }));
   sh("chown", ["-R", "1000:1000", data]);
 
   // Two runners: the channel has one owner, so the message is answered once (docs/scaling.md).
   const RUNNERS = 2;
   const runners = Array.from({ length: RUNNERS }, (_, i) => container("runner", i + 1));
-  await stack.start(["runner", "scheduler", "slack"], { runner: RUNNERS });
+  await stack.start(["runner", "scheduler", "slack", "console"], { runner: RUNNERS });
   const logs = (c) => {
     const r = sh("docker", ["logs", c], { allowFail: true });
     return r.stdout + r.stderr;
@@ -376,13 +388,20 @@ async function services(compose, image, base) {
   // (The slack ingress lives in the fake Slack's network namespace, so it answers on that address.)
   const ipFor = (c) => (c === container("slack") ? ipOf(stack, "fakeslack") : Object.values(JSON.parse(docker("inspect", c))[0].NetworkSettings.Networks)[0].IPAddress);
   const http = (c, path) => fetch(`http://${ipFor(c)}:9090${path}`).catch(() => undefined);
-  for (const c of [...runners, container("scheduler"), container("slack")]) {
+  for (const c of [...runners, container("scheduler"), container("slack"), container("console")]) {
     await until(`${c} /readyz`, 60, async () => (await http(c, "/readyz"))?.status === 200);
     if ((await http(c, "/healthz"))?.status !== 200) fail(`${c} /healthz did not answer 200`);
     const metrics = await (await http(c, "/metrics"))?.text();
     if (!metrics?.includes("mom_process_")) fail(`${c} /metrics has no mom_ metrics`);
   }
-  ok("every runner, the scheduler and the slack ingress (Socket Mode open) answer /healthz, /readyz (200) and /metrics on MOM_HTTP_PORT 9090");
+  ok("every runner, the scheduler, the slack ingress (Socket Mode open) and the console answer /healthz, /readyz (200) and /metrics on MOM_HTTP_PORT 9090");
+  // The console's pages on 8480 (MOM_CONSOLE_HOST 0.0.0.0 in the container): signed in with a token, the overview lists both runners.
+  const web = `http://${ipFor(container("console"))}:8480`;
+  const login = await fetch(`${web}/login`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin: web }, body: `token=${consoleUsers.ops.token}` });
+  const cookie = login.headers.get("set-cookie")?.split(";")[0];
+  if (login.status !== 303 || !cookie) fail(`console sign-in answered ${login.status}`);
+  await until("the console to list both runners", 30, async () => ((await (await fetch(`${web}/`, { headers: { cookie } })).text()).match(/data-runner=/g) ?? []).length === RUNNERS);
+  ok("the console service serves its pages on 8480: sign-in with a token, the overview lists both runners");
 
   // `mom doctor` as the runner service (Kubernetes runs it as the runner's init container).
   const doctor = stack.once("runner", ["doctor", "/data"]);
@@ -476,6 +495,9 @@ let stack;
 async function cleanup() {
   if (dockerd && dockerd.exitCode === null) {
     stack?.down();
+    // Whatever `down` missed (a service it did not know of): nothing is left to come back with the engine.
+    const left = spawnSync("docker", ["ps", "-aq"], { env, encoding: "utf8", timeout: 60_000 }).stdout?.split("\n").filter(Boolean) ?? [];
+    if (left.length) spawnSync("docker", ["rm", "-f", ...left], { env, stdio: "ignore", timeout: 120_000 });
     // Untagged images: the build stages' layers (the cache of the next build) and those of earlier
     // builds. Keep a day's worth, so the cache serves the next run without growing for ever.
     spawnSync("docker", ["image", "prune", "-f", "--filter", "until=24h"], { env, stdio: "ignore" });

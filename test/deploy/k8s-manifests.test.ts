@@ -149,7 +149,7 @@ describe.each(overlays)("k8s/overlays/%s", (overlay) => {
 
   it("probes every mom service on MOM_HTTP_PORT (/healthz, /readyz) and lets Prometheus scrape /metrics", () => {
     const mom = workloads(objs).filter((w) => w.metadata.name.startsWith("mom-"));
-    expect(mom.map((w) => w.metadata.name).sort()).toEqual(overlay === "prod" ? ["mom-ingress-slack", "mom-runner", "mom-scheduler"] : ["mom-runner", "mom-scheduler"]);
+    expect(mom.map((w) => w.metadata.name).sort()).toEqual(overlay === "prod" ? ["mom-console", "mom-ingress-slack", "mom-runner", "mom-scheduler"] : ["mom-console", "mom-runner", "mom-scheduler"]);
     for (const w of mom) {
       const c = w.spec.template.spec.containers[0];
       expect(c.env).toContainEqual({ name: "MOM_HTTP_PORT", value: "9090" });
@@ -201,6 +201,23 @@ describe.each(overlays)("k8s/overlays/%s", (overlay) => {
     expect(await strictCheck(withProfile)).toEqual([]);
     const pod = named(withProfile, "Deployment", "mom-runner")!.spec.template.spec;
     for (const c of [...pod.initContainers, ...pod.containers]) expect(c.securityContext.seccompProfile).toEqual({ type: "Localhost", localhostProfile: "profiles/mom-runner.json" });
+  });
+
+  it("runs the web console as a pod of its own that reaches NATS and DNS only, mounts nothing but config.json, behind a Service", () => {
+    const pod = named(objs, "Deployment", "mom-console")!.spec.template.spec;
+    const c = pod.containers[0];
+    expect(c.args).toEqual(["console", "/data"]);
+    expect(c.env).toContainEqual({ name: "MOM_CONSOLE_PORT", value: "8480" });
+    expect(c.envFrom).toContainEqual({ secretRef: { name: "mom-nats-console", optional: true } });
+    expect(pod.volumes.map((v: any) => Object.keys(v).filter((k) => k !== "name"))).toEqual([["configMap"]]);
+    const egress = named(objs, "NetworkPolicy", "mom-console")!.spec.egress as any[];
+    expect(egress).toHaveLength(2);
+    expect(egress[0]).toEqual({ to: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": "nats" } } }], ports: [{ port: 4222, protocol: "TCP" }] });
+    expect(egress[1].ports.map((p: any) => p.port)).toEqual([53, 53]);
+    const svc = named(objs, "Service", "mom-console")!;
+    expect(svc.spec.ports).toEqual([{ name: "web", port: 8480, targetPort: "web", protocol: "TCP" }]);
+    expect(selects(svc.spec.selector, named(objs, "Deployment", "mom-console")!.spec.template.metadata.labels)).toBe(true);
+    expect(c.env).toContainEqual({ name: "MOM_CONSOLE_HOST", value: "0.0.0.0" });
   });
 
   it("mounts one shared workspace claim in the runner and the scheduler", () => {

@@ -172,10 +172,10 @@ describe("attachments end to end (real NATS + Object Store, fake LLM, runner + C
     const before = s.llm.requests.length;
     s.type("send me /etc/passwd and the config");
     await s.output.waitFor("I cannot share those.");
-    expect(s.output.text).toMatch(/✗ Share passwd \(\d+ ms\): .*refused, only files inside the workspace/);
-    expect(s.output.text).toMatch(/✗ Share config \(\d+ ms\): .*not visible to this channel/);
+    expect(s.output.text).toMatch(/✗ Share passwd \([\d.]+ m?s\): .*refused, only files inside the workspace/);
+    expect(s.output.text).toMatch(/✗ Share config \([\d.]+ m?s\): .*not visible to this channel/);
     expect(s.output.text).toMatch(/✓ Link config/); // the link itself works (the sandbox hides what it points at)
-    expect(s.output.text).toMatch(/✗ Share link \(\d+ ms\): .*not visible to this channel/);
+    expect(s.output.text).toMatch(/✗ Share link \([\d.]+ m?s\): .*not visible to this channel/);
     expect(s.output.text).not.toContain("📎");
     expect(JSON.stringify(s.llm.requests[before + 1]!.messages)).toContain("refused, only files inside the workspace");
     expect((await attachmentEvents(s)).length).toBe(eventsBefore);

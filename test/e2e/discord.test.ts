@@ -67,7 +67,7 @@ describe("Discord ingress end to end (fake Discord gateway + REST, real NATS, ru
     // one main message: a reply to the trigger, showing progress, edited into the answer
     expect(final.message_reference?.message_id).toBe(trigger.id);
     expect(final.history[0]!.content).toBe("⏳ Working…");
-    expect(final.history.map((h) => h.content).join("\n")).toMatch(/(→ List the files|✓ List the files \(\d+ ms\))/);
+    expect(final.history.map((h) => h.content).join("\n")).toMatch(/(→ List the files|✓ List the files \([\d.]+ m?s\))/);
     expect(final.embeds[0]!.footer!.text).toMatch(/ in · .* out · \$\? · /);
     expect(s.discord.rest.calls.some((c) => c.method === "POST" && c.path === `/channels/${IDS.general}/typing`)).toBe(true);
     const post = s.discord.rest.calls.find((c) => c.method === "POST" && c.path === `/channels/${IDS.general}/messages` && c.body?.content === "⏳ Working…")!;
@@ -239,7 +239,7 @@ describe("Discord ingress end to end (fake Discord gateway + REST, real NATS, ru
     // Stopped before its model call, the run would leave the hanging answer queued for the next test.
     await s.llm.waitForRequests(asked + 1);
     const stop = s.discord.say({ channelId: IDS.random, author: s.users.bob, content: `${s.mention} stop` });
-    await eventually(() => s.discord.message(main.id)!.content.includes("■ *Stopped"), "the stopped note");
+    await eventually(() => s.discord.message(main.id)!.content.includes("■ _Stopped"), "the stopped note");
     const ctl = await controlMessages(s.bus, IDS.random);
     expect(ctl.filter((c) => c.type === "abort")).toEqual([]);
     expect((await inboundMessages(s.bus, IDS.random)).find((m) => m.id === stop.id)).toMatchObject({ text: "@mom stop", isMention: true });

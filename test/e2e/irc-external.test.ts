@@ -153,8 +153,11 @@ run("an ingress built outside the workspace: examples/ingress-irc from the SDK t
     await from(ana, CHANNEL, /Allowed once by @ana/);
     expect((await inboundMessages(bus)).some((m) => m.text.startsWith("!approve"))).toBe(false);
 
+    // The SDK's one-time codes: one that decided decides nothing more, an unknown one nothing at all.
+    bob.client.say(CHANNEL, `!deny ${code}`);
+    await from(bob, "bob", new RegExp(`The code ${code} was used already`), "notice");
     bob.client.say(CHANNEL, "!deny 00000000");
-    await from(bob, "bob", /No approval is waiting for code 00000000/, "notice");
+    await from(bob, "bob", /No approval is waiting for the code 00000000/, "notice");
   });
 
   it("the IRC server goes away: /readyz says so; the ingress reconnects, joins again, answers again", async () => {

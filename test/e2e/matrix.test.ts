@@ -252,6 +252,8 @@ describe("Matrix ingress across a restart (sync token in a file) and on a homese
     s = await startMatrixStack({
       settings: { store: join(dir, "matrix-home.json") },
       homeserver: { authenticatedMedia: false },
+      adapter: { admins: ["@ana:example.org"] },
+      config: { policy: { ask: ["edit"] } },
       before: (m) => {
         ana = m.user("ana", "Ana");
         room = m.createRoom({ members: [ana, m.user("bob")] });
@@ -288,5 +290,22 @@ describe("Matrix ingress across a restart (sync token in a file) and on a homese
       ["/_matrix/media/v3", 200],
     ]);
     expect(JSON.parse(readFileSync(join(dir, "matrix-home.json"), "utf8"))).toMatchObject({ syncToken: expect.stringMatching(/^s\d+$/) });
+  });
+
+  it("a reaction on an approval prompt shown before a restart still decides it: the approval id is read back from the prompt", async () => {
+    s.llm.enqueue(
+      { toolCalls: [{ name: "write", arguments: { label: "Draft", path: "scratch/notes.txt", content: "draft\n" } }] },
+      { toolCalls: [{ name: "edit", arguments: { label: "Finalise", path: "scratch/notes.txt", oldText: "draft", newText: "final" } }] },
+      { text: "The notes are final." },
+    );
+    s.matrix.say(room, ana, s.matrix.mention("finalise the notes"));
+    const prompt = await eventually(() => s.matrix.botMessages(room).find((m) => m.body.includes("Approval needed")), "the prompt");
+    await eventually(() => s.matrix.reactions(room, prompt.eventId).length === 2 || undefined, "the bot's reactions");
+    await s.stopIngress();
+    await s.startIngress();
+    s.matrix.react(room, ana, prompt.eventId, "✅");
+    await eventually(() => answers().find((m) => m.body.startsWith("The notes are final.")), "the answer after the decision");
+    const decisions = (await controlMessagesOf(s.bus, { adapter: MX_ADAPTER, channelId: room })).filter((c) => c.type === "approval_decision");
+    expect(decisions.map((d) => d.type === "approval_decision" && [d.decidedBy.id, d.decision])).toEqual([[ana.userId, "allow-once"]]);
   });
 });

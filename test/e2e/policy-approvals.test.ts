@@ -59,7 +59,14 @@ describe("tool policy, approvals and receipts", () => {
     ]);
     expect(new Set(rs.map((r) => r.runId)).size).toBe(1);
     expect(rs[5]).toMatchObject({ toolId: "bash", risk: "destructive", detail: expect.stringContaining("3") });
-    expect((await streamReceipts(st)).map((r) => r.receiptId)).toEqual(rs.map((r) => r.receiptId));
+    // The stream has the runner's receipts and the terminal's record of the answer it printed.
+    let onStream = await streamReceipts(st);
+    for (let i = 0; i < 100 && !onStream.some((r) => r.toolId === "chat.deliver"); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      onStream = await streamReceipts(st);
+    }
+    expect(onStream.filter((r) => r.toolId !== "chat.deliver").map((r) => r.receiptId)).toEqual(rs.map((r) => r.receiptId));
+    expect(onStream.filter((r) => r.toolId === "chat.deliver")).toEqual([expect.objectContaining({ type: "delivery.succeeded", runId: rs[0]!.runId, actor: "ingress-cli" })]);
     const ended = await runEnded(st);
     expect(ended.toolActivity).toEqual([
       expect.objectContaining({ toolId: "bash", status: "succeeded", label: "Say ok" }),

@@ -33,7 +33,7 @@ describe("mom scheduler as the least-privilege NATS user", () => {
     const password = `s${Math.random().toString(36).slice(2)}`;
     const natsLog = new OutputCapture();
     const nats = spawn(bin, ["-c", join(tmp, "conf", "test.conf")], {
-      env: { ...process.env, MOM_RUNNER_PASSWORD: "r-unused", MOM_INGRESS_CLI_PASSWORD: "i-unused", MOM_SCHEDULER_PASSWORD: password },
+      env: { ...process.env, MOM_RUNNER_PASSWORD: "r-unused", MOM_INGRESS_CLI_PASSWORD: "i-unused", MOM_INGRESS_MATRIX_PASSWORD: "m-unused", MOM_INGRESS_EMAIL_PASSWORD: "e-unused", MOM_SCHEDULER_PASSWORD: password, MOM_CONSOLE_PASSWORD: "c-unused" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     children.push(nats);

@@ -29,7 +29,7 @@ describe("terminal chat end to end (real NATS, fake LLM, runner + CLI ingress)",
 
     expect(s.output.text).toContain("working…");
     expect(s.output.text).toContain("→ Count the files");
-    expect(s.output.text).toMatch(/✓ Count the files \(\d+ ms\)/);
+    expect(s.output.text).toMatch(/✓ Count the files \([\d.]+ m?s\)/);
 
     // the model saw the tool result in its second request
     const second = JSON.stringify(s.llm.requests[1]!.messages);

@@ -58,3 +58,10 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** Live processes (not zombies) whose command line contains `needle`, this one aside. */
+export function processesWith(needle: string): number[] {
+  return readdirSync("/proc")
+    .map(Number)
+    .filter((p) => Number.isInteger(p) && p !== process.pid && alive(p) && commandLine(p).includes(needle));
+}

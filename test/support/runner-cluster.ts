@@ -37,6 +37,8 @@ export interface ClusterStartOptions {
   logsSubdir?: string;
   /** config.json `adapters` (default: the terminal's `cli` only). */
   adapters?: Record<string, object>;
+  /** More top-level config.json keys (e.g. `console` for a web console watching the cluster). */
+  config?: Record<string, unknown>;
 }
 
 /** The mention text for message n of a channel, and the answer the fake model gives to it. */
@@ -103,6 +105,7 @@ export class RunnerCluster {
           runner: { leaseSeconds: 4, shutdownGraceSeconds: 5, maxConcurrentRuns: 64, ...runner },
           log: { level: "info" },
           ...(opts.adapters && { adapters: opts.adapters }),
+          ...opts.config,
         }),
       );
       bus = await Bus.connect({

@@ -3,10 +3,14 @@ import { Bus } from "@mom/bus";
 import { busOptions } from "@mom/bus";
 import { createLogger, loadConfig, type LoadedConfig } from "@mom/config";
 import { adapterSettings, type RunningIngress, startIngress } from "@mom/ingress-sdk";
+import { chatModels, type RunningCliIngress, startCliIngress } from "@mom/ingress-cli";
 import { telegramIngress, type TelegramSettings } from "@mom/ingress-telegram";
 import { type FakeLlm, type FakeTelegram, startFakeLlm, startFakeTelegram, startTestNats, type TestNats, type TgChat, type TgUser } from "@mom/testing";
 import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { writeTestDataDir } from "./data-dir.js";
+import { OutputCapture } from "./output-capture.js";
 
 export const TG_ADAPTER = "telegram";
 
@@ -28,16 +32,18 @@ export interface TelegramStack {
   bus: Bus;
   runner: RunningService;
   ingress: RunningIngress;
+  /** The terminal chat cli/local (adapter "cli"), when started with `terminal: true`. */
+  terminal?: { cli: RunningCliIngress; output: OutputCapture; type(line: string): void };
   stop(): Promise<void>;
 }
 
 /** Real NATS, the fake LLM, the fake Bot API, the runner and the Telegram ingress (unmodified grammY), all on loopback. */
-export async function startTelegramStack(opts: { adapter?: object; config?: object; ingress?: Partial<TelegramSettings> } = {}): Promise<TelegramStack> {
+export async function startTelegramStack(opts: { adapter?: object; config?: object; ingress?: Partial<TelegramSettings>; terminal?: boolean } = {}): Promise<TelegramStack> {
   const nats = await startTestNats();
   const llm = await startFakeLlm();
   const telegram = await startFakeTelegram();
   const dataDir = writeTestDataDir("mom-e2e-telegram-", nats, llm, {
-    adapters: { [TG_ADAPTER]: { type: "telegram", botToken: "env:MOM_TEST_TELEGRAM_TOKEN", apiUrl: telegram.url, ...opts.adapter } },
+    adapters: { [TG_ADAPTER]: { type: "telegram", botToken: "env:MOM_TEST_TELEGRAM_TOKEN", apiUrl: telegram.url, ...opts.adapter }, ...(opts.terminal && { cli: { type: "cli" } }) },
     ...opts.config,
   });
   const loaded = loadConfig(dataDir, { MOM_TEST_TELEGRAM_TOKEN: telegram.token }, { adapters: [TG_ADAPTER] });
@@ -53,6 +59,27 @@ export async function startTelegramStack(opts: { adapter?: object; config?: obje
     editIntervalMs: 100,
     typingIntervalMs: 300,
   });
+  let terminal: TelegramStack["terminal"];
+  if (opts.terminal) {
+    const input = new PassThrough();
+    const output = new OutputCapture();
+    const cli = await startCliIngress(
+      {
+        adapter: "cli",
+        channelId: "local",
+        user: { id: "u-tester", username: "tester" },
+        input,
+        output: { write: output.write },
+        models: chatModels(loaded, "cli/local"),
+        logger,
+        cwd: dataDir,
+        downloadsDir: join(dataDir, "downloads"),
+        maxAttachmentBytes: loaded.config.attachments.maxBytes,
+      },
+      busOptions(loaded, nats.url, "ingress-cli", logger),
+    );
+    terminal = { cli, output, type: (line) => void input.write(`${line}\n`) };
+  }
   return {
     dataDir,
     loaded,
@@ -62,7 +89,9 @@ export async function startTelegramStack(opts: { adapter?: object; config?: obje
     bus,
     runner,
     ingress,
+    ...(terminal && { terminal }),
     async stop() {
+      await terminal?.cli.close();
       await ingress.close();
       await runner.close();
       await bus.drain();

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import type { MessageEvent } from "irc-framework";
 import { type IrcView, parseDecision, senderId, toPlatformMessage } from "../../examples/ingress-irc/src/irc-inbound.js";
-import { approvalCode } from "../../examples/ingress-irc/src/irc-surface.js";
 
 // examples/ingress-irc's conversion of IRC lines, for what ngircd cannot show end to end: ngircd
 // has no services, so no IRCv3 account-tag (identity "account") and no msgid.
@@ -33,6 +32,5 @@ describe("examples/ingress-irc: IRC lines into messages", () => {
     expect(parseDecision("!DENY 1a2b3c4d")).toEqual({ decision: "deny", code: "1a2b3c4d" });
     expect(parseDecision("!approve")).toBeUndefined();
     expect(parseDecision("please !approve 1a2b3c4d")).toBeUndefined();
-    expect(approvalCode("F513A826-5339-485d-9e24-5bcfa2f53e82")).toBe("f513a826");
   });
 });

@@ -104,20 +104,17 @@ export const ircIngress: IngressDefinition<typeof IrcSettings> = {
   },
 };
 
-/** A line to us or to a channel: an approval answer, else a message for mom. */
+/** A line to us or to a channel: an approval answer (why nothing was decided goes back as a NOTICE), else a message for mom. */
 function onLine(ctx: PlatformContext<IrcSettings>, client: Client, surface: IrcSurface, view: IrcView, e: MessageEvent): void {
   if (client.caseLower(e.nick) === client.caseLower(client.user.nick)) return;
   const decision = parseDecision(e.message);
-  if (decision) return void decide(ctx, client, surface, view, e, decision).catch((err: Error) => ctx.log.error({ err }, `approval answer failed: ${err.message}`));
+  if (decision) {
+    return void surface.codes
+      .decide(ctx.inbound, decision, { id: senderId(e, view), username: e.nick })
+      .then(({ refusal }) => refusal && client.notice(e.nick, refusal))
+      .catch((err: Error) => ctx.log.error({ err }, `approval answer failed: ${err.message}`));
+  }
   // IRC has no message ids; IRCv3 msgid where the server gives one.
   const m = toPlatformMessage(e, e.tags.msgid ?? randomUUID(), view);
   void ctx.inbound.receive(m).catch(() => {}); // logged by the shell; IRC never sends a line again
-}
-
-async function decide(ctx: PlatformContext<IrcSettings>, client: Client, surface: IrcSurface, view: IrcView, e: MessageEvent, d: NonNullable<ReturnType<typeof parseDecision>>): Promise<void> {
-  const approvalId = surface.approvalFor(d.code);
-  if (!approvalId) return client.notice(e.nick, `No approval is waiting for code ${d.code}.`);
-  const { channelId } = toPlatformMessage(e, "-", view);
-  const { refusal } = await ctx.inbound.decide({ approvalId, decision: d.decision, user: { id: senderId(e, view), username: e.nick }, channel: channelId });
-  if (refusal) client.notice(e.nick, refusal);
 }

@@ -1,8 +1,5 @@
-import { type ChatSurface, plainDialect, type SharedFile } from "@mom/ingress-sdk";
+import { ApprovalCodes, type ChatSurface, plainDialect, type SharedFile } from "@mom/ingress-sdk";
 import type { Client } from "irc-framework";
-
-/** Approval codes people type: the first 8 characters of the approval id. */
-export const approvalCode = (approvalId: string): string => approvalId.replace(/-/g, "").slice(0, 8).toLowerCase();
 
 /**
  * Runs drawn as IRC lines. IRC has no edits, so there is no `edit`: the layout sends only the
@@ -12,8 +9,8 @@ export const approvalCode = (approvalId: string): string => approvalId.replace(/
  */
 export class IrcSurface implements ChatSurface {
   readonly dialect;
-  /** Pending prompts by code -> approval id (a restart forgets them; the runner expires them). */
-  private readonly prompts = new Map<string, string>();
+  /** The one-time codes people type to decide (a restart forgets them; the runner expires the approval). */
+  readonly codes = new ApprovalCodes();
   private sent = 0;
 
   constructor(
@@ -35,20 +32,15 @@ export class IrcSurface implements ChatSurface {
 
   /** The prompt already says who may decide; IRC has no buttons, so the answer is typed. */
   async prompt(channel: string, text: string, approvalId: string): Promise<string> {
-    const code = approvalCode(approvalId);
-    this.prompts.set(code, approvalId);
+    const code = this.codes.issue(approvalId, channel, approvalId);
     await this.post(channel, `${text}\nTo answer, say: !approve ${code}   or   !deny ${code}`);
-    return code;
+    return approvalId;
   }
 
-  /** No edit on IRC: only the outcome line, under the prompt. */
-  async closePrompt(channel: string, code: string, text: string): Promise<void> {
-    this.prompts.delete(code);
-    await this.post(channel, text.split("\n").at(-1) ?? text);
-  }
-
-  /** The approval id a typed code stands for. */
-  approvalFor(code: string): string | undefined {
-    return this.prompts.get(code);
+  /** No edit on IRC: only the outcome line, under the prompt; its code decides nothing more. */
+  async closePrompt(channel: string, approvalId: string, text: string): Promise<void> {
+    const outcome = text.split("\n").at(-1) ?? text;
+    this.codes.closed(approvalId, outcome);
+    await this.post(channel, outcome);
   }
 }

@@ -28,6 +28,38 @@ export interface AttachOptions {
   send(file: AttachFile): Promise<void>;
 }
 
+/**
+ * Reads a file the agent shares (attach, send) through the channel's confined file access, so
+ * only what the channel itself can see goes out (not another channel's files, not the data dir,
+ * never through a symlink out), and only files inside the workspace. Refused (an error the model
+ * sees) when the file is missing, a directory or another non-file, or larger than `maxBytes`.
+ */
+export async function readShareableFile(
+  o: { sandbox: ChannelSandbox; workspaceDir: string; maxBytes: number; verb: "attach" | "send" },
+  requestedPath: string,
+  requestedTitle?: string,
+): Promise<AttachFile> {
+  const requested = requestedPath.trim();
+  if (!requested) throw new Error("path is empty");
+  const done = o.verb === "attach" ? "attached" : "sent";
+  const { files } = o.sandbox;
+  const real = await files.resolveVisible(requested);
+  const workspace = await files.resolveVisible(o.workspaceDir);
+  const rel = relative(workspace, real);
+  if (real === workspace || !inside(workspace, real)) throw new Error(`${requested}: refused, only files inside the workspace (${o.workspaceDir}) can be ${done}`);
+  const st = await stat(real);
+  if (st.isDirectory()) throw new Error(`${requested}: is a directory; ${o.verb} one file (e.g. zip the directory first)`);
+  const { maxBytes } = o;
+  if (st.isFile() && st.size > maxBytes) throw new Error(`${requested}: too large to ${o.verb} (${formatSizeOverLimit(st.size, maxBytes)})`);
+  const bytes = await files.readFile(real, maxBytes).catch((err: Error) => {
+    throw new Error(/too large/.test(err.message) ? `${requested}: too large to ${o.verb} (more than the ${formatFileSize(maxBytes)} limit)` : err.message.replace(real, requested));
+  });
+  const filename = basename(real);
+  const mimeType = guessMimeType(filename);
+  const title = requestedTitle?.trim() || undefined;
+  return { bytes: new Uint8Array(bytes), filename, path: rel.split(sep).join("/"), size: bytes.length, ...(title && { title }), ...(mimeType && { mimeType }) };
+}
+
 const parameters = Type.Object({
   path: Type.String({ description: "The file to share: relative to your working directory (this channel's directory) or absolute; must be inside the workspace" }),
   title: Type.Optional(Type.String({ description: "Caption shown with the file (default: the file name)" })),
@@ -51,25 +83,9 @@ export function createAttachTool(o: { sandbox: ChannelSandbox; workspaceDir: str
     parameters,
     async execute(_toolCallId, params) {
       if (!o.attach) throw new Error("attaching files is not available in this runner");
-      const requested = params.path.trim();
-      if (!requested) throw new Error("path is empty");
-      const { files } = o.sandbox;
-      const real = await files.resolveVisible(requested);
-      const workspace = await files.resolveVisible(o.workspaceDir);
-      const rel = relative(workspace, real);
-      if (real === workspace || !inside(workspace, real)) throw new Error(`${requested}: refused, only files inside the workspace (${o.workspaceDir}) can be attached`);
-      const st = await stat(real);
-      if (st.isDirectory()) throw new Error(`${requested}: is a directory; attach one file (e.g. zip the directory first)`);
-      const { maxBytes } = o.attach;
-      if (st.isFile() && st.size > maxBytes) throw new Error(`${requested}: too large to attach (${formatSizeOverLimit(st.size, maxBytes)})`);
-      const bytes = await files.readFile(real, maxBytes).catch((err: Error) => {
-        throw new Error(/too large/.test(err.message) ? `${requested}: too large to attach (more than the ${formatFileSize(maxBytes)} limit)` : err.message.replace(real, requested));
-      });
-      const filename = basename(real);
-      const mimeType = guessMimeType(filename);
-      const title = params.title?.trim() || undefined;
-      const path = rel.split(sep).join("/");
-      await o.attach.send({ bytes: new Uint8Array(bytes), filename, path, size: bytes.length, ...(title && { title }), ...(mimeType && { mimeType }) });
+      const file = await readShareableFile({ sandbox: o.sandbox, workspaceDir: o.workspaceDir, maxBytes: o.attach.maxBytes, verb: "attach" }, params.path, params.title);
+      await o.attach.send(file);
+      const { filename, bytes, path } = file;
       return {
         content: [{ type: "text", text: `Attached ${filename} (${formatFileSize(bytes.length)}); it is posted in the channel.` }],
         details: { path, size: bytes.length },

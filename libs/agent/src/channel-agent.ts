@@ -22,6 +22,10 @@ import { fenceSessionWrites, linearGetBranch } from "./session-path.js";
 import { MomResourceLoader } from "./resource-loader.js";
 import { buildSystemPrompt, type PromptUser } from "./system-prompt.js";
 import { loadTriggerImages } from "./trigger-images.js";
+import { createSpawnTool, SPAWN_TOOL_NAME, spawnPrompt } from "./spawn/spawn-tool.js";
+import type { SubAgentEnv } from "./spawn/sub-agent.js";
+import { addUsage, ZERO_USAGE } from "./usage.js";
+import type { SpawnConfig } from "@mom/config";
 
 /** What the agent needs of a channel's storage (implemented by @mom/store's ChannelStore). */
 export interface AgentChannelStore {
@@ -77,6 +81,14 @@ export interface ChannelAgentOptions {
   attach?: AttachOptions;
   /** Spend limits and credentials around every model call (model-access.ts). */
   modelAccess?: ModelAccess;
+  /** Sub-agents (`spawn`, spawn/spawn-tool.ts); without it the channel has no spawn tool. */
+  spawn?: SpawnOptions;
+}
+
+export interface SpawnOptions extends Pick<SubAgentEnv, "extraPrompt" | "receiptsNote" | "onHiddenTool"> {
+  limits: SpawnConfig;
+  /** The extraTools again, built around the given gate (a child's: its calls carry the spawn call's id). */
+  extraTools?: (gate: ToolGate | undefined) => ToolDefinition<any, any, any>[];
 }
 
 export interface RunTrigger {
@@ -98,24 +110,7 @@ export interface RunOutcome {
   undelivered?: string[];
 }
 
-export const ZERO_USAGE: PiUsage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
-
-function addUsage(a: PiUsage, b: PiUsage): PiUsage {
-  return {
-    input: a.input + b.input,
-    output: a.output + b.output,
-    cacheRead: a.cacheRead + b.cacheRead,
-    cacheWrite: a.cacheWrite + b.cacheWrite,
-    totalTokens: a.totalTokens + b.totalTokens,
-    cost: {
-      input: a.cost.input + b.cost.input,
-      output: a.cost.output + b.cost.output,
-      cacheRead: a.cost.cacheRead + b.cost.cacheRead,
-      cacheWrite: a.cost.cacheWrite + b.cost.cacheWrite,
-      total: a.cost.total + b.cost.total,
-    },
-  };
-}
+export { ZERO_USAGE };
 
 /** One pi AgentSession for one channel, persisted in the channel's context.jsonl. */
 export class ChannelAgent {
@@ -126,6 +121,8 @@ export class ChannelAgent {
   private people?: Map<string, PromptUser>;
   /** Why mom itself ended the current run before a model call (spend limit, no usable credential). */
   private stoppedBecause?: string;
+  /** The current run's sub-agents: how many it started and what their model calls used. */
+  private spawned = { count: 0, usage: ZERO_USAGE };
 
   private constructor(
     private readonly opts: ChannelAgentOptions,
@@ -153,6 +150,12 @@ export class ChannelAgent {
     linearGetBranch(sessionManager);
     fenceSessionWrites(sessionManager, () => opts.store.writeGuard?.());
     const loader = new MomResourceLoader();
+    // The spawn tool counts per run on the agent, which exists only once the session does.
+    let self: ChannelAgent | undefined;
+    const spawnTool = opts.spawn && channelSpawnTool(opts, opts.spawn, {
+      admit: (maxPerRun) => (self ? self.admitSpawn(maxPerRun) : "the channel's agent is not ready"),
+      add: (usage) => self?.addSpawnedUsage(usage),
+    });
     const settingsManager = SettingsManager.inMemory({
       compaction: { enabled: true },
       retry: { enabled: true, maxRetries: opts.retries ?? 3 },
@@ -167,10 +170,11 @@ export class ChannelAgent {
       resourceLoader: loader,
       sessionManager,
       settingsManager,
-      tools: [...MOM_TOOL_NAMES, ...(opts.extraTools ?? []).map((t) => t.name)],
+      tools: [...MOM_TOOL_NAMES, ...(opts.extraTools ?? []).map((t) => t.name), ...(spawnTool ? [SPAWN_TOOL_NAME] : [])],
       customTools: [
         ...createMomTools(opts.sandbox, opts.store.scratchDir, opts.gate),
         ...(opts.extraTools ?? []),
+        ...(spawnTool ? [spawnTool] : []),
         withLabel(gatedIf(createAttachTool({ sandbox: opts.sandbox, workspaceDir: opts.workspaceDir, attach: opts.attach }) as Parameters<typeof withLabel>[0], opts.gate)),
       ],
     });
@@ -179,6 +183,7 @@ export class ChannelAgent {
     const base = session.agent.transformContext;
     session.agent.transformContext = async (messages, signal) => withNote(base ? await base(messages, signal) : messages, opts.receiptsNote?.());
     const agent = new ChannelAgent(opts, session, sessionManager, loader, context);
+    self = agent;
     if (opts.modelAccess) {
       session.agent.streamFn = guardedStreamFn(session.agent.streamFn, opts.modelAccess, opts.resolved.modelRegistry, (why) => (agent.stoppedBecause = why));
       loader.compactWith = guardedCompaction(session.agent.streamFn, opts.resolved.modelRegistry);
@@ -213,6 +218,7 @@ export class ChannelAgent {
     this.running = true;
     this.abortRequested = false;
     this.stoppedBecause = undefined;
+    this.spawned = { count: 0, usage: ZERO_USAGE };
     const mapper = new OutboundMapper();
     // pi compacts after the prompt has resolved; the run (and its events) lasts until that is done.
     let compactionDone: Promise<void> = Promise.resolve();
@@ -244,6 +250,7 @@ export class ChannelAgent {
       problems.unshift(...loaded.problems);
       const memory = await this.readMemory(problems);
       if (problems.length) this.opts.onFileProblems?.(problems);
+      const active = this.opts.activeTools?.() ?? MOM_TOOL_NAMES;
       this.loader.skills = skills;
       this.loader.systemPrompt = buildSystemPrompt({
         qualifiedChannelId: this.opts.qualifiedChannelId,
@@ -256,10 +263,13 @@ export class ChannelAgent {
         sharedWritable: this.opts.sandbox.sharedWritable,
         now: new Date(),
         timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
-        extra: [this.opts.extraPrompt?.(), skippedNote(problems)].filter(Boolean).join("\n\n") || undefined,
+        extra:
+          [this.opts.extraPrompt?.(), this.opts.spawn && active.includes(SPAWN_TOOL_NAME) ? spawnPrompt(this.opts.spawn.limits) : undefined, skippedNote(problems)]
+            .filter(Boolean)
+            .join("\n\n") || undefined,
       });
       // pi rebuilds its base prompt from the loader only when the tool set is (re)applied.
-      this.session.setActiveToolsByName(this.opts.activeTools?.() ?? MOM_TOOL_NAMES);
+      this.session.setActiveToolsByName(active);
       if (this.abortRequested) return this.stoppedBeforePrompt(unsubscribe);
       if (alreadyPrompted) await this.session.prompt(resume.note);
       else await this.session.prompt(resume ? `${formatChatLine(trigger)}\n\n${resume.note}` : formatChatLine(trigger), { images: await this.imagesOf(trigger) });
@@ -314,6 +324,17 @@ export class ChannelAgent {
     if (s) this.people?.set(s.user, { id: s.user, username: s.userName, displayName: s.displayName });
   }
 
+  /** Undefined when the current run may start one more sub-agent (and counts it), else why not. */
+  private admitSpawn(maxPerRun: number): string | undefined {
+    if (this.spawned.count >= maxPerRun) return `this run has started its ${maxPerRun} sub-agents (spawn.maxPerRun); do the rest yourself`;
+    this.spawned.count++;
+    return undefined;
+  }
+
+  private addSpawnedUsage(usage: PiUsage): void {
+    this.spawned.usage = addUsage(this.spawned.usage, usage);
+  }
+
   async abort(): Promise<void> {
     if (!this.running) return;
     this.abortRequested = true;
@@ -347,7 +368,8 @@ export class ChannelAgent {
   }
 
   private outcome(assistants: AssistantMessage[], thrown: Error | undefined): RunOutcome {
-    const usage = assistants.reduce((acc, m) => addUsage(acc, m.usage ?? ZERO_USAGE), ZERO_USAGE);
+    // The sub-agents' model calls are the run's too.
+    const usage = assistants.reduce((acc, m) => addUsage(acc, m.usage ?? ZERO_USAGE), this.spawned.usage);
     const last = assistants.at(-1);
     const finalText = (last?.content ?? [])
       .filter((c): c is { type: "text"; text: string } => c.type === "text")
@@ -381,6 +403,34 @@ function skippedNote(problems: string[]): string | undefined {
   const shown = problems.slice(0, SKIPPED_NOTE_MAX).map((p) => `- ${p.length > 300 ? `${p.slice(0, 300)}…` : p}`);
   const more = problems.length > SKIPPED_NOTE_MAX ? `\n- … and ${problems.length - SKIPPED_NOTE_MAX} more` : "";
   return `## Workspace files mom skipped or cut\nmom reads skills and memory only as regular files inside their directories, never through a symlink, and within size limits:\n${shown.join("\n")}${more}`;
+}
+
+/** The channel's spawn tool: its sub-agents share the channel's model, sandbox, gate and model access. */
+function channelSpawnTool(opts: ChannelAgentOptions, spawn: SpawnOptions, perRun: { admit(maxPerRun: number): string | undefined; add(usage: PiUsage): void }) {
+  const env: SubAgentEnv = {
+    qualifiedChannelId: opts.qualifiedChannelId,
+    channelDir: opts.store.dir,
+    sandbox: opts.sandbox,
+    resolved: opts.resolved,
+    agentDir: opts.agentDir,
+    ...(opts.thinkingLevel && { thinkingLevel: opts.thinkingLevel }),
+    ...(opts.retries !== undefined && { retries: opts.retries }),
+    ...(opts.modelAccess && { modelAccess: opts.modelAccess }),
+    ...(spawn.extraPrompt && { extraPrompt: spawn.extraPrompt }),
+    ...(spawn.receiptsNote && { receiptsNote: spawn.receiptsNote }),
+    ...(spawn.onHiddenTool && { onHiddenTool: spawn.onHiddenTool }),
+  };
+  const tool = createSpawnTool({
+    env,
+    limits: spawn.limits,
+    scratchDir: opts.store.scratchDir,
+    ...(opts.gate && { gate: opts.gate }),
+    available: () => opts.activeTools?.() ?? MOM_TOOL_NAMES,
+    ...(spawn.extraTools && { extraTools: spawn.extraTools }),
+    admit: () => perRun.admit(spawn.limits.maxPerRun),
+    onUsage: (usage) => perRun.add(usage),
+  });
+  return withLabel(tool as Parameters<typeof withLabel>[0]);
 }
 
 function gatedIf(tool: Parameters<typeof gated>[0], gate: ToolGate | undefined) {

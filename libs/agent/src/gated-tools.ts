@@ -3,8 +3,23 @@ import type { Risk, ToolGate } from "@mom/tools";
 
 type AnyTool = ToolDefinition<any, any, any>;
 
-/** Built-in tools' risk: bash can do anything; files written or shared change the world. */
-export const BUILTIN_RISK: Record<string, Risk> = { bash: "destructive", read: "read", write: "write", edit: "write", apply_patch: "write", attach: "write" };
+/**
+ * Built-in tools' risk: bash can do anything; files written or shared, and posts elsewhere, change the world; web_fetch
+ * only reads; spawn on its own only thinks (each of its sub-agent's calls is gated with its own risk).
+ * `process` gates each call itself, by action (start and kill as bash; poll and list read).
+ */
+export const BUILTIN_RISK: Record<string, Risk> = {
+  bash: "destructive",
+  read: "read",
+  write: "write",
+  edit: "write",
+  apply_patch: "write",
+  attach: "write",
+  send: "write",
+  web_fetch: "read",
+  spawn: "read",
+  process: "destructive",
+};
 
 /** Routes a built-in tool's calls through the gate: policy, approval, receipts, timeout. */
 export function gated(tool: AnyTool, gate: ToolGate): AnyTool {

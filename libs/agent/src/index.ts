@@ -1,4 +1,5 @@
 export * from "./attach-tool.js";
+export * from "./send-tool.js";
 export * from "./channel-agent.js";
 export * from "./full-output.js";
 export * from "./gated-tools.js";
@@ -12,3 +13,10 @@ export * from "./resource-loader.js";
 export * from "./system-prompt.js";
 export * from "./trigger-images.js";
 export { type CallEstimate, type CredentialPick, type ModelAccess, estimateCall, ESTIMATE_OUTPUT_TOKENS, MAX_COOLDOWN_WAIT_MS } from "./model-access.js";
+export { createWebFetchTool, WEB_FETCH_PROMPT, WEB_FETCH_TOOL_NAME, type WebFetchOptions, type WebFetchDetails } from "./web/web-fetch-tool.js";
+export { checkUrl, checkAddress, WebRefusal, type WebPolicy } from "./web/url-policy.js";
+export { createSpawnTool, MAX_SPAWN_RESULT_CHARS, SPAWN_TOOL_NAME, SpawnParams, spawnPrompt, type SpawnDetails, type SpawnToolOptions } from "./spawn/spawn-tool.js";
+export { nestedGate, runSubAgent, type SubAgentEnv, type SubAgentResult, type SubAgentTask } from "./spawn/sub-agent.js";
+export { buildSubAgentPrompt, SUB_AGENT_PROMPT_START } from "./spawn/sub-agent-prompt.js";
+export { TokenBudget } from "./spawn/token-budget.js";
+export { type BackgroundJobs, createProcessTool, type JobLimitsView, type JobView, PROCESS_TOOL_NAME, ProcessParams, processPrompt } from "./process-tool.js";

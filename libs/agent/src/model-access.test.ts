@@ -57,6 +57,18 @@ describe("guardedStreamFn", () => {
     expect(stops).toEqual([]);
   });
 
+  it("makes no call for a run already stopped (pi asks again after a stopped tool call): aborted, nothing admitted or spent", async () => {
+    llm.reset();
+    const { access, told } = scriptedAccess([{ id: "one", apiKey: "k1" }]);
+    let admitted = 0;
+    access.admit = async () => void admitted++;
+    const stops: string[] = [];
+    const fn = guardedStreamFn(streamSimple, access, ModelRegistry.inMemory(AuthStorage.inMemory()), (r) => stops.push(r));
+    const result = await (await fn(model, ctx, { signal: AbortSignal.abort() })).result();
+    expect(result.stopReason).toBe("aborted");
+    expect([llm.requests.length, admitted, told.length, stops.length]).toEqual([0, 0, 0, 0]);
+  });
+
   it("waits for a credential back within 20 s, and stops with the reason when none is", async () => {
     llm.reset();
     const { access } = scriptedAccess([{ unavailable: "cooling", retryAt: Date.now() + 300 }, { id: "two", apiKey: "k2" }]);

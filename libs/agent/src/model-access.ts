@@ -146,6 +146,8 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
       return streamSimple(model, context, { ...options, apiKey, maxRetries: 0, headers: { ...headers, ...options?.headers, ...tag } });
     };
     void (async () => {
+      // pi asks for the next answer even after its run was stopped during a tool call: no request then.
+      if (options?.signal?.aborted) return stop("aborted");
       const reason = await access.admit(() => estimateCall(model, context), model);
       if (reason) return stop(reason);
       for (let attempt = 1; ; attempt++) {

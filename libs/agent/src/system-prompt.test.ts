@@ -28,6 +28,8 @@ describe("the system prompt", () => {
     expect(prompt).toContain("An event file can only target this channel");
     expect(prompt).toContain('"channelId": "slack/C-PUBLIC"');
     expect(prompt).not.toContain("/data/workspace/events/");
+    // With the reminders integration installed, its tool instead (the Custom tools section lists it).
+    expect(prompt).toContain("If the Custom tools section lists `reminders.event.create`, use `reminders.event.create`");
   });
 
   it("says the global memory and skills are read-only, unless the channel is a shared writer", () => {

@@ -110,3 +110,16 @@ describe("ProfilesSource", () => {
     expect(() => new ProfilesSource(file)).toThrow(/missing required key "provider"/);
   });
 });
+
+describe("resolveCredentialRef", () => {
+  const profiles = () => [{ id: "gh", secret: "env:GH_TOKEN_TEST" }];
+  it("resolves env:, file: and profile: references, and refuses literals", async () => {
+    const { resolveCredentialRef } = await import("./secret.js");
+    const env = { GH_TOKEN_TEST: " tok " };
+    expect(resolveCredentialRef("profile:gh", "/nowhere", profiles, env)).toBe("tok");
+    expect(resolveCredentialRef("env:GH_TOKEN_TEST", "/nowhere", profiles, env)).toBe("tok");
+    expect(() => resolveCredentialRef("profile:nope", "/nowhere", profiles, env)).toThrow('no auth profile "nope"');
+    expect(() => resolveCredentialRef("ghp_literal", "/nowhere", profiles, env)).toThrow("must be a reference");
+    expect(() => resolveCredentialRef("file:missing", "/nowhere", profiles, env)).toThrow("cannot read /nowhere/missing");
+  });
+});

@@ -52,3 +52,22 @@ export function maskSecret(ref: string): string {
 
 // Fixed, public parts of common key formats; anything after them may be key material.
 const KNOWN_PREFIX = /^(?:sk-ant-(?:api|oat|admin)\d\d-|sk-proj-|sk-or-v1-|sk-|xai-|gsk_|AIza)/;
+
+const PROFILE_REF = /^profile:(.+)$/;
+
+/**
+ * A credential reference as integrations write them (config.json `tools.settings`): `env:NAME`,
+ * `file:PATH` (relative to the data dir) or `profile:<id>` (that auth profile's secret, read from
+ * the profiles file at each use). A bare string is refused: settings name where a secret lives,
+ * never hold it.
+ */
+export function resolveCredentialRef(ref: string, dataDir: string, profiles: () => ReadonlyArray<{ id: string; secret: string }>, env: NodeJS.ProcessEnv = process.env): string {
+  const p = PROFILE_REF.exec(ref);
+  if (p) {
+    const profile = profiles().find((x) => x.id === p[1]);
+    if (!profile) throw new SecretUnavailable(`${ref}: no auth profile ${JSON.stringify(p[1])} in auth-profiles.json`);
+    return resolveSecret(profile.secret, dataDir, env);
+  }
+  if (!ENV_REF.test(ref) && !FILE_REF.test(ref)) throw new SecretUnavailable(`a credential must be a reference (env:NAME, file:PATH or profile:<id>), not a literal`);
+  return resolveSecret(ref, dataDir, env);
+}

@@ -46,6 +46,8 @@ export interface PublishOptions {
   signal?: AbortSignal;
   /** W3C trace context, sent as the `traceparent` header (docs/observability.md). */
   traceparent?: string;
+  /** More headers stored with the message (e.g. who re-published a dead letter); never a secret. */
+  headers?: Record<string, string>;
 }
 
 
@@ -209,9 +211,10 @@ export class Bus implements FileSource {
     if (json === undefined) throw new Error(`publish to ${subject}: payload is not JSON-serialisable`);
     const pubOpts: Partial<JetStreamPublishOptions> = { msgID: msgId };
     if (opts.timeoutMs) pubOpts.timeout = opts.timeoutMs;
-    if (opts.traceparent) {
+    if (opts.traceparent || opts.headers) {
       const h = headers();
-      h.set("traceparent", opts.traceparent);
+      for (const [k, v] of Object.entries(opts.headers ?? {})) h.set(k, v);
+      if (opts.traceparent) h.set("traceparent", opts.traceparent);
       pubOpts.headers = h;
     }
     const cancelled = () => new Error(`publish to ${subject} (msgId ${msgId}) cancelled`);
@@ -353,6 +356,15 @@ export class Bus implements FileSource {
     return this.nc.subscribe(subject, opts);
   }
 
+  /**
+   * A core NATS request (not JetStream): `payload` as JSON, the first answer's text. Rejects when
+   * nobody subscribes to `subject` ("no responders") or no answer comes within `timeoutMs`.
+   */
+  async request(subject: string, payload: unknown, timeoutMs: number): Promise<string> {
+    const m = await this.nc.request(subject, JSON.stringify(payload), { timeout: timeoutMs });
+    return m.string();
+  }
+
   /** This account's JetStream usage and limits (streams, consumers, storage). */
   accountInfo(): Promise<JetStreamAccountStats> {
     return this.jsm.getAccountInfo();
@@ -367,6 +379,17 @@ export class Bus implements FileSource {
       return await this.jsm.streams.info(this.subjects.stream(stream), opts.subjectsFilter ? { subjects_filter: opts.subjectsFilter } : undefined);
     } catch (err) {
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return undefined;
+      throw err;
+    }
+  }
+
+  /** Whether a stream of this full name exists (readers that must not create one, e.g. the usage ledger's). */
+  async hasStream(name: string): Promise<boolean> {
+    try {
+      await this.jsm.streams.info(name);
+      return true;
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return false;
       throw err;
     }
   }

@@ -15,15 +15,12 @@ export {
   type PutFileResult,
 } from "./files.js";
 export { retryDelayMs } from "./process-message.js";
-export { BusModule, BusShutdown, type BusModuleAsyncOptions } from "./nest.js";
-export { JETSTREAM, JetStreamHandler, type JetStreamConsumer, type JetStreamHandlerOptions } from "./jetstream-handler.js";
-export { type BeforeJetStreamDrain, JetStreamContext, JetStreamServer, type JetStreamServerHost } from "./jetstream-server.js";
-export { connectJetStream, startJetStreamService } from "./jetstream-app.js";
 export type { FollowOptions, Following } from "./follow.js";
 export type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
-export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv } from "./json-kv.js";
+export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv, existingJsonKv } from "./json-kv.js";
 export { type RecordStream, type RecordStreamOptions, type StreamRecord, openRecordStream } from "./record-stream.js";
 export { serviceReadiness } from "./service-readiness.js";
 export { serverCaveat } from "./server-caveat.js";
-export { lastPerSubject, type RangeStart, type RawMessage, type Watching, readRange, watchNew } from "./read-range.js";
+export { followFrom, lastPerSubject, type RangeStart, type RawMessage, type Watching, readRange, watchNew } from "./read-range.js";
 export { busOptions, streamSettings } from "./config-options.js";
+export { type AgedOut, type BusEntry, type ChannelWindow, type EntryKind, interleave, readChannelWindow, toEntry } from "./channel-window.js";

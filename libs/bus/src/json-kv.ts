@@ -1,3 +1,4 @@
+import type { KV } from "@nats-io/kv";
 import type { Bus } from "./bus.js";
 
 /** A JetStream KV bucket holding JSON values; what services use for small shared state. */
@@ -42,7 +43,17 @@ export function namespacedName(bus: Bus, suffix: string): string {
 /** Creates the bucket when it does not exist yet (safe to race), else opens it. */
 export async function openJsonKv<T>(bus: Bus, opts: JsonKvOptions): Promise<JsonKv<T>> {
   const bucket = namespacedName(bus, opts.name);
-  const kv = await bus.keyValue(bucket, { ...(opts.ttlMs !== undefined && { ttlMs: opts.ttlMs }), ...(opts.replicas !== undefined && { replicas: opts.replicas }) });
+  return jsonKv<T>(bucket, await bus.keyValue(bucket, { ...(opts.ttlMs !== undefined && { ttlMs: opts.ttlMs }), ...(opts.replicas !== undefined && { replicas: opts.replicas }) }));
+}
+
+/** Opens the bucket only when another service has made it (a reader that may create nothing); undefined when it is not there. */
+export async function existingJsonKv<T>(bus: Bus, name: string): Promise<JsonKv<T> | undefined> {
+  const bucket = namespacedName(bus, name);
+  const kv = await bus.existingKeyValue(bucket);
+  return kv ? jsonKv<T>(bucket, kv) : undefined;
+}
+
+function jsonKv<T>(bucket: string, kv: KV): JsonKv<T> {
   const get = async (key: string): Promise<T | undefined> => {
     const e = await kv.get(key);
     if (!e || e.operation !== "PUT" || e.length === 0) return undefined;

@@ -88,8 +88,17 @@ export interface Watching {
 }
 
 /** Calls `onMessage` for every message stored on `filter` from now on (ordered consumer, as above). */
-export async function watchNew(bus: Bus, stream: string, filter: string, onMessage: (m: RawMessage) => void): Promise<Watching> {
-  const consumer = await connectionOf(bus).js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.New });
+export function watchNew(bus: Bus, stream: string, filter: string, onMessage: (m: RawMessage) => void): Promise<Watching> {
+  return followFrom(bus, stream, filter, "new", onMessage);
+}
+
+/**
+ * Calls `onMessage` for every message stored on `filter` from `start` on, what is there first and
+ * then each new one as it is stored (one ordered consumer: a reader that must not miss what is
+ * stored between reading the past and watching the new, as the web console's live views).
+ */
+export async function followFrom(bus: Bus, stream: string, filter: string, start: RangeStart, onMessage: (m: RawMessage) => void): Promise<Watching> {
+  const consumer = await connectionOf(bus).js.consumers.get(stream, { filter_subjects: filter, ...startOptions(start) });
   const messages = await consumer.consume();
   const loop = (async () => {
     for await (const m of messages) onMessage(toRaw(stream, m));

@@ -1,5 +1,5 @@
 import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/nats-core";
+import { nanos, nuid } from "@nats-io/nats-core";
 import { type Bus, connectionOf } from "./bus.js";
 import { namespacedName } from "./json-kv.js";
 import { ensureStream } from "./provision.js";
@@ -78,6 +78,9 @@ export async function openRecordStream(bus: Bus, opts: RecordStreamOptions): Pro
    */
   const startOf = async (since: Date): Promise<number> => {
     const probe = await connectionOf(bus).jsm.consumers.add(stream, {
+      // Named, so that nats.js asks on $JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>: the subject
+      // a least-privilege user is allowed (deploy/nats/auth.conf), not the unnamed legacy one.
+      name: `probe-${nuid.next()}`,
       filter_subject: filter,
       deliver_policy: DeliverPolicy.StartTime,
       opt_start_time: since.toISOString(),

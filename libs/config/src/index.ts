@@ -4,6 +4,7 @@ export { loadConfig, unsetEnvRefs, type LoadedConfig, type ConfigPaths, type Sec
 export { ConfigError } from "./config-error.js";
 export type { Issue as ConfigIssue } from "./schema-issues.js";
 export { parseModelRef, type ModelRef } from "./model-ref.js";
+export { configuredModels } from "./configured-models.js";
 export { isNatsUrl, redactNatsUrl } from "./nats-url.js";
 export { createLogger, type Logger, type LoggerOptions, serviceLogger } from "./logger.js";
 export { AUTH_PROFILE_ID_PATTERN, AuthProfile, AuthProfilesFile, loadAuthProfiles, saveAuthProfiles } from "./auth-profiles-file.js";

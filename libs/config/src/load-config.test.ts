@@ -46,7 +46,7 @@ describe("loadConfig", () => {
       nats: { url: "nats://nats:4222", namespace: "mom-test", streams: { maxAgeHours: 24, duplicateWindowSeconds: 60, replicas: 3 } },
       adapters: { cli: { type: "cli", admins: ["alice"], dm: ["alice", "bob"], busy: "steer" }, "cli-2": { type: "cli", dm: "none" } },
       sandbox: { type: "bwrap", network: true, env: { GIT_AUTHOR_NAME: "mom" }, shared: ["skills"], sharedWriters: ["cli/local", "cli-2/ops"], maxOutputBytes: 1000, maxProcesses: 64 },
-      runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10, leaseSeconds: 10, shutdownGraceSeconds: 5, maxCrashes: 2, publishRetrySeconds: 30, listChannels: true },
+      runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10, leaseSeconds: 10, shutdownGraceSeconds: 5, maxCrashes: 2, publishRetrySeconds: 30, listChannels: true, jobs: { maxPerChannel: 2, maxRuntimeMinutes: 5, outputKeptBytes: 1000 } },
       attachments: { maxBytes: 1024 },
       scheduler: { graceMinutes: 0, maxQueuedPerChannel: 5, maxPerMinutePerChannel: 2, watch: "poll", pollIntervalMs: 500 },
       channels: { "cli/local": { model: "fake/other", thinkingLevel: "low" }, "slack-acme/C0A34FL8PMH": {} },
@@ -61,21 +61,28 @@ describe("loadConfig", () => {
         approvalTimeoutSeconds: 60,
         requesterMayApprove: true,
       },
-      tools: { globalDir: "/etc/mom/tools" },
+      tools: { globalDir: "/etc/mom/tools", settings: { caldav: { url: "http://127.0.0.1:5232/", password: "env:CALDAV_PASSWORD" } } },
+      web: { allow: ["*.python.org"], deny: ["bad.python.org"], privateRanges: ["10.1.0.0/16", "fd00::/8"], maxBytes: 1000, maxChars: 500, timeoutSeconds: 5, maxRedirects: 0 },
+      spawn: { tokens: 20_000, maxTokens: 50_000, seconds: 60, maxSeconds: 120, maxPerRun: 2 },
+      send: { routes: [{ from: "cli/local", to: ["cli-2/*", "cli/ops"] }], timeoutSeconds: 10 },
       auth: { order: {} },
       limits: {},
       log: { level: "debug" },
       observability: { httpPort: 9090 },
+      console: { port: 8481, host: "0.0.0.0", identityHeader: "X-Auth-Request-User", users: { ann: { role: "approver", as: { cli: "u-ann" } } } },
     };
     writeFileSync(file, JSON.stringify(full, null, 2));
     expect(loadConfig(dataDir, {}).config).toEqual(full);
   });
 
   it("fills defaults key by key inside sections but replaces adapters whole", () => {
-    writeFileSync(file, JSON.stringify({ nats: { streams: { maxAgeHours: 1 } }, runner: { maxConcurrentRuns: 4 }, adapters: { term: { type: "cli" } } }));
+    writeFileSync(file, JSON.stringify({ nats: { streams: { maxAgeHours: 1 } }, runner: { maxConcurrentRuns: 4, jobs: { maxPerChannel: 2 } }, adapters: { term: { type: "cli" } } }));
     const { config } = loadConfig(dataDir, {});
     expect(config.nats).toEqual({ url: "nats://127.0.0.1:4222", namespace: "mom", streams: { maxAgeHours: 1, duplicateWindowSeconds: 120, replicas: 1 } });
-    expect(config.runner).toEqual({ idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30, leaseSeconds: 20, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90, listChannels: false });
+    expect(config.runner).toEqual({
+      idleEvictMinutes: 30, maxConcurrentRuns: 4, runTimeoutMinutes: 30, leaseSeconds: 20, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90, listChannels: false,
+      jobs: { maxPerChannel: 2, maxRuntimeMinutes: 60, outputKeptBytes: 65536 },
+    });
     expect(config.adapters).toEqual({ term: { type: "cli" } });
   });
 
@@ -121,8 +128,9 @@ describe("ConfigError messages name file, path and expectation", () => {
   it("unknown key, with a hint for near misses", () => {
     expect(errorFor(JSON.stringify({ runner: { maxConcurentRuns: 3 } })).message).toBe(
       `${file}: /runner/maxConcurentRuns: unknown key "maxConcurentRuns" (did you mean "maxConcurrentRuns"?); ` +
-        'allowed keys: "idleEvictMinutes", "maxConcurrentRuns", "runTimeoutMinutes", "leaseSeconds", "shutdownGraceSeconds", "maxCrashes", "publishRetrySeconds", "listChannels"',
+        'allowed keys: "idleEvictMinutes", "maxConcurrentRuns", "runTimeoutMinutes", "leaseSeconds", "shutdownGraceSeconds", "maxCrashes", "publishRetrySeconds", "listChannels", "jobs"',
     );
+    expect(errorFor(JSON.stringify({ runner: { jobs: { maxPerChanel: 3 } } })).message).toContain('/runner/jobs/maxPerChanel: unknown key "maxPerChanel" (did you mean "maxPerChannel"?)');
     expect(errorFor(JSON.stringify({ foo: 1 })).message).toMatch(new RegExp(`^${escape(file)}: /foo: unknown key "foo"; allowed keys: "model", `));
     expect(errorFor(JSON.stringify({ adapters: { cli: { type: "cli", admin: ["a"] } } })).message).toContain(
       '/adapters/cli/admin: unknown key "admin" (did you mean "admins"?)',
@@ -167,6 +175,26 @@ describe("ConfigError messages name file, path and expectation", () => {
       `${file}: /nats/url: expected a NATS server URL like nats://127.0.0.1:4222 (comma-separated for several), got "http://x:4222"`,
     );
     expect(errorFor(JSON.stringify({ nats: { namespace: "Mom.prod" } })).message).toContain("/nats/namespace: expected a lower-case name");
+  });
+
+  it("a web.privateRanges entry that is not a CIDR", () => {
+    expect(errorFor(JSON.stringify({ web: { privateRanges: ["10.0.0.0/8", "10.0.0.0/33", "intranet"] } })).message.split("\n")).toEqual([
+      `${file}: /web/privateRanges/1: expected a CIDR like 10.1.0.0/16 or fd00::/8, got "10.0.0.0/33"`,
+      `${file}: /web/privateRanges/2: expected a CIDR like 10.1.0.0/16 or fd00::/8, got "intranet"`,
+    ]);
+  });
+
+  it("a console.trustedProxies entry that is not a CIDR", () => {
+    expect(errorFor(JSON.stringify({ console: { trustedProxies: ["10.42.0.0/16", "10.42.0.1"] } })).message.split("\n")).toEqual([
+      `${file}: /console/trustedProxies/1: expected a CIDR like 10.42.0.0/16 or ::1/128, got "10.42.0.1"`,
+    ]);
+  });
+
+  it("a spawn default budget above its cap", () => {
+    expect(errorFor(JSON.stringify({ spawn: { tokens: 600_000, seconds: 60, maxSeconds: 30 } })).message.split("\n")).toEqual([
+      `${file}: /spawn/tokens: is 600000, more than spawn.maxTokens (500000): raise spawn.maxTokens or lower spawn.tokens`,
+      `${file}: /spawn/seconds: is 60, more than spawn.maxSeconds (30): raise spawn.maxSeconds or lower spawn.seconds`,
+    ]);
   });
 
   it("reports every problem, one line each", () => {
@@ -256,6 +284,18 @@ describe("shared writers and the channel list (issue 30)", () => {
       `${file}: /sandbox/sharedWriters: expected an array of qualified channel ids like "slack/C0123", got "cli/local"`,
     );
     expect(errorFor(JSON.stringify({ runner: { listChannels: "yes" } })).message).toBe(`${file}: /runner/listChannels: expected boolean, got "yes"`);
+  });
+});
+
+describe("send routes (issue 34)", () => {
+  it("offers no route by default, and names a route that is malformed or names an adapter that is not configured", () => {
+    expect(loadConfig(dataDir, {}).config.send).toEqual({ routes: [], timeoutSeconds: 30 });
+    const err = errorFor(JSON.stringify({ adapters: { slack: { type: "cli" } }, send: { routes: [{ from: "slack/C1", to: ["slak/C2", "slack/*"] }, { from: "C1", to: ["slack/C3"] }] } }));
+    expect(err.message.split("\n")).toEqual([
+      `${file}: /send/routes/1/from: expected "<adapter>/<channelId>" or "<adapter>/*", got "C1"`,
+      `${file}: /send/routes/0/to/0: no adapter "slak" in adapters (adapters: slack), got "slak/C2"`,
+    ]);
+    expect(errorFor(JSON.stringify({ send: { routes: [{ from: "cli/local", to: [] }] } })).message).toMatch(/\/send\/routes\/0\/to: .*1/);
   });
 });
 

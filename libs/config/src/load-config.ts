@@ -1,3 +1,4 @@
+import ipaddr from "ipaddr.js";
 import { join, resolve } from "node:path";
 import { Compile } from "typebox/compile";
 import { ConfigError } from "./config-error.js";
@@ -34,6 +35,8 @@ export interface SecretsToResolve {
   adapters?: string[];
   /** `sandbox.env` (the runner). */
   sandbox?: boolean;
+  /** `console.users.*.token` (the web console). */
+  console?: boolean;
 }
 
 /**
@@ -66,7 +69,7 @@ function readConfigFile(file: string, shown: string): MomConfigFile {
 // Rules JSON Schema cannot say well; checked even when the schema failed, so one run lists all.
 function semanticProblems(raw: unknown): Issue[] {
   const issues: Issue[] = [];
-  const r = raw as { nats?: { url?: unknown }; adapters?: unknown; sandbox?: { sharedWriters?: unknown } } | null;
+  const r = raw as { nats?: { url?: unknown }; adapters?: unknown; sandbox?: { sharedWriters?: unknown }; web?: { privateRanges?: unknown }; console?: { trustedProxies?: unknown }; spawn?: Record<string, unknown>; send?: { routes?: unknown } } | null;
   const url = r?.nats?.url;
   if (typeof url === "string" && url !== "" && !isNatsUrl(url)) {
     issues.push({ path: "/nats/url", message: `expected ${NATS_URL_EXPECTED}, got ${show(redactNatsUrl(url))}` });
@@ -82,7 +85,48 @@ function semanticProblems(raw: unknown): Issue[] {
       }
     });
   }
+  // A route naming an adapter that does not exist would never apply: a typo must not pass silently.
+  const routes = r?.send?.routes;
+  if (Array.isArray(routes)) {
+    routes.forEach((route: { from?: unknown; to?: unknown }, i) => {
+      const check = (w: unknown, path: string) => {
+        const adapter = typeof w === "string" && w.includes("/") ? w.split("/")[0] : undefined;
+        if (adapter && !adapters.includes(adapter)) issues.push({ path, message: `no adapter "${adapter}" in adapters (adapters: ${adapters.join(", ") || "none"}), got ${show(w)}` });
+      };
+      check(route?.from, `/send/routes/${i}/from`);
+      if (Array.isArray(route?.to)) route.to.forEach((w, j) => check(w, `/send/routes/${i}/to/${j}`));
+    });
+  }
+  // A mistyped range would refuse every fetch it was meant to allow, or worse, allow more.
+  const ranges = r?.web?.privateRanges;
+  if (Array.isArray(ranges)) {
+    ranges.forEach((cidr, i) => {
+      if (typeof cidr === "string" && !isCidr(cidr)) issues.push({ path: `/web/privateRanges/${i}`, message: `expected a CIDR like 10.1.0.0/16 or fd00::/8, got ${show(cidr)}` });
+    });
+  }
+  const proxies = r?.console?.trustedProxies;
+  if (Array.isArray(proxies)) {
+    proxies.forEach((cidr, i) => {
+      if (typeof cidr === "string" && !isCidr(cidr)) issues.push({ path: `/console/trustedProxies/${i}`, message: `expected a CIDR like 10.42.0.0/16 or ::1/128, got ${show(cidr)}` });
+    });
+  }
+  // A default budget above its cap would be lowered at every spawn: the operator meant something else.
+  const spawn = { ...defaultConfig().spawn, ...(r?.spawn && typeof r.spawn === "object" ? r.spawn : {}) };
+  for (const [value, cap] of [["tokens", "maxTokens"], ["seconds", "maxSeconds"]] as const) {
+    const v = spawn[value];
+    const c = spawn[cap];
+    if (typeof v === "number" && typeof c === "number" && v > c) issues.push({ path: `/spawn/${value}`, message: `is ${v}, more than spawn.${cap} (${c}): raise spawn.${cap} or lower spawn.${value}` });
+  }
   return issues;
+}
+
+function isCidr(text: string): boolean {
+  try {
+    ipaddr.parseCIDR(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const ENV_REF = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
@@ -108,6 +152,7 @@ function resolveEnvRefs(config: MomConfig, env: NodeJS.ProcessEnv, shown: string
   }
   const sandboxEnv = config.sandbox.env;
   if (secrets.sandbox && sandboxEnv) resolveIn(sandboxEnv, Object.keys(sandboxEnv), "/sandbox/env");
+  if (secrets.console) for (const [name, user] of Object.entries(config.console.users)) resolveIn(user as Record<string, unknown>, ["token"], `/console/users/${name}`);
   if (issues.length > 0) throw new ConfigError(shown, issues);
 }
 
@@ -122,6 +167,7 @@ export function unsetEnvRefs(config: MomConfig, env: NodeJS.ProcessEnv = process
   };
   for (const [name, adapter] of Object.entries(config.adapters)) check(adapter as Record<string, unknown>, `/adapters/${name}`);
   if (config.sandbox.env) check(config.sandbox.env, "/sandbox/env");
+  for (const [name, user] of Object.entries(config.console.users)) check(user as Record<string, unknown>, `/console/users/${name}`);
   return out;
 }
 

@@ -1,5 +1,5 @@
 import Type, { type Static } from "typebox";
-import { ADAPTER_NAME_PATTERN } from "@mom/contracts";
+import { ADAPTER_NAME_PATTERN, SpendAmount } from "@mom/contracts";
 import { MODEL_REF_PATTERN } from "./model-ref.js";
 
 // `expected` is our own annotation: the phrase error messages use instead of a raw regex.
@@ -220,6 +220,16 @@ export const SandboxConfig = Type.Union([
 ]);
 export type SandboxConfig = Static<typeof SandboxConfig>;
 
+/** Background jobs (the `process` tool, docs/tools.md#background-jobs-process): bounds per channel. */
+export const JobsConfig = Type.Object(
+  {
+    maxPerChannel: positiveInt("Background jobs one channel may have running at once"),
+    maxRuntimeMinutes: positiveInt("A background job still running after this long is stopped"),
+    outputKeptBytes: positiveInt("The last bytes of a job's output the runner keeps for `process poll` and the report"),
+  },
+  closed,
+);
+
 export const RunnerConfig = Type.Object(
   {
     idleEvictMinutes: positiveInt("Idle time after which a channel's agent session is unloaded"),
@@ -230,6 +240,7 @@ export const RunnerConfig = Type.Object(
     maxCrashes: positiveInt("Attempts at one message that may end with the runner dying before the message is dead-lettered"),
     publishRetrySeconds: positiveInt("How long an outbound event (or a model call's usage record) is retried through a NATS outage before the run counts as failed"),
     listChannels: Type.Boolean({ description: "Every system prompt lists every channel mom knows (their ids reach every channel); default false" }),
+    jobs: JobsConfig,
   },
   closed,
 );
@@ -252,6 +263,58 @@ export const AttachmentsConfig = Type.Object(
   },
   closed,
 );
+
+/** The web_fetch tool: what the runner may fetch for the agent (docs/tools.md#web-fetch-web_fetch). */
+export const WebConfig = Type.Object(
+  {
+    allow: Type.Array(Type.String({ minLength: 1 }), { description: 'Host globs web_fetch may reach, e.g. ["docs.python.org", "*.wikipedia.org"]; default ["*"] (any public host)' }),
+    deny: Type.Array(Type.String({ minLength: 1 }), { description: "Host globs never fetched; deny wins" }),
+    privateRanges: Type.Array(Type.String({ minLength: 1 }), {
+      description: 'Private, loopback or link-local ranges web_fetch may reach anyway, as CIDRs, e.g. ["10.1.2.0/24"]; default none',
+    }),
+    maxBytes: positiveInt("Largest response body read; the rest is cut"),
+    maxChars: positiveInt("Characters of page text given to the model"),
+    timeoutSeconds: positiveInt("Whole fetch, redirects included"),
+    maxRedirects: Type.Integer({ minimum: 0, maximum: 20, description: "Redirects followed, each checked like the first URL" }),
+  },
+  closed,
+);
+
+/** Sub-agents started with the spawn tool: budgets the model may ask for (docs/tools.md#sub-agents-spawn). */
+export const SpawnConfig = Type.Object(
+  {
+    tokens: positiveInt("A sub-agent's token budget when the model names none (input and output tokens of all its model calls)"),
+    maxTokens: positiveInt("The largest token budget the model may give a sub-agent; a larger one is lowered to this"),
+    seconds: positiveInt("A sub-agent's time budget when the model names none"),
+    maxSeconds: positiveInt("The longest time budget the model may give a sub-agent; a longer one is lowered to this"),
+    maxPerRun: positiveInt("Sub-agents one run may start"),
+  },
+  closed,
+);
+export type SpawnConfig = Static<typeof SpawnConfig>;
+
+/** `<adapter>/<channelId>`, or `<adapter>/*` for every channel of an adapter. */
+const sendChannel = Type.String({ pattern: "^[a-z0-9-]+/.+$", expected: '"<adapter>/<channelId>" or "<adapter>/*"' });
+
+/** One permission of the send tool: runs of `from` may post into the channels of `to`. */
+export const SendRoute = Type.Object(
+  {
+    from: sendChannel,
+    to: Type.Array(sendChannel, { minItems: 1, description: "Channels runs of `from` may post into" }),
+  },
+  closed,
+);
+export type SendRoute = Static<typeof SendRoute>;
+
+/** The send tool: which channel may post into which (docs/tools.md#messages-to-other-channels-send); none by default. */
+export const SendConfig = Type.Object(
+  {
+    routes: Type.Array(SendRoute, { description: "Where each channel may post; no route, no send tool" }),
+    timeoutSeconds: positiveInt("How long send waits for the target's ingress to say the platform took the message"),
+  },
+  closed,
+);
+export type SendConfig = Static<typeof SendConfig>;
 
 /** The scheduler service: workspace/events/*.json (docs/scheduler.md). */
 export const SchedulerConfig = Type.Object(
@@ -294,7 +357,12 @@ export type PolicyConfig = Static<typeof PolicyConfig>;
 
 /** Custom host tools: workspace/tools/<name>/index.ts always; plus an operator-managed dir. */
 export const ToolsConfig = Type.Object(
-  { globalDir: Type.Optional(Type.String({ minLength: 1, description: "A directory of custom tools shared by every workspace (loaded before workspace/tools)" })) },
+  {
+    globalDir: Type.Optional(Type.String({ minLength: 1, description: "A directory of custom tools shared by every workspace (loaded before workspace/tools)" })),
+    settings: Type.Record(Type.String({ pattern: "^[a-z0-9_-]+$" }), Type.Object({}, { additionalProperties: true }), {
+      description: "Each integration's settings by name (integrations/README.md); secrets in them are references: env:NAME, file:PATH, profile:<id>",
+    }),
+  },
   closed,
 );
 
@@ -334,17 +402,8 @@ export const AuthConfig = Type.Object(
 );
 export type AuthConfig = Static<typeof AuthConfig>;
 
-/** A budget for one period: USD (from the model's prices) and/or tokens (input + output + cache). */
-export const SpendAmount = Type.Object(
-  {
-    usd: Type.Optional(Type.Number({ exclusiveMinimum: 0, expected: "a number of US dollars > 0", description: "US dollars, as priced by the model's cost in pi-ai or models.json" })),
-    tokens: Type.Optional(Type.Integer({ minimum: 1, description: "Tokens: input + output + cache read + cache write" })),
-  },
-  closed,
-);
-export type SpendAmount = Static<typeof SpendAmount>;
-
-/** Calendar periods in UTC: the day and the month a model call falls in. */
+/** Calendar periods in UTC: the day and the month a model call falls in. SpendAmount is a contract
+ * (libs/contracts): the web console changes a budget on the bus too. */
 export const SpendBudget = Type.Object({ day: Type.Optional(SpendAmount), month: Type.Optional(SpendAmount) }, closed);
 export type SpendBudget = Static<typeof SpendBudget>;
 
@@ -361,6 +420,53 @@ export const LimitsConfig = Type.Object(
 );
 export type LimitsConfig = Static<typeof LimitsConfig>;
 
+/** One person who may sign in to the web console (docs/console.md). */
+export const ConsoleUser = Type.Object(
+  {
+    role: Type.Union([Type.Literal("viewer"), Type.Literal("approver")], { expected: '"viewer" (sees everything, changes nothing) or "approver" (may also make changes: approvals, redrives, dead letters, spend limits, tools)' }),
+    token: Type.Optional(token("Login token for the console's sign-in page (at least 16 characters; small setups without an identity proxy)")),
+    as: Type.Optional(
+      Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN.source }), Type.String({ minLength: 1 }), {
+        ...closed,
+        keyName: "adapter name",
+        keyExpected: "an adapter name from adapters",
+        description: "This person's user id on each adapter: approval decisions are made as that id, and the runner accepts them only from the adapter's approvers",
+      }),
+    ),
+  },
+  closed,
+);
+export type ConsoleUser = Static<typeof ConsoleUser>;
+
+/** The web console (`mom console`, docs/console.md). */
+export const ConsoleConfig = Type.Object(
+  {
+    port: Type.Integer({ minimum: 0, maximum: 65535, description: "HTTP port of the console (env MOM_CONSOLE_PORT overrides)" }),
+    host: Type.String({ minLength: 1, description: "Address the console listens on; default 127.0.0.1 (put a reverse proxy in front to reach it from elsewhere)" }),
+    publicUrl: Type.Optional(Type.String({ pattern: "^https?://", expected: "an http(s):// URL", description: "Where people reach the console (cookies are Secure when it is https)" })),
+    identityHeader: Type.Optional(
+      Type.String({
+        pattern: "^[A-Za-z0-9-]+$",
+        expected: "an HTTP header name like X-Auth-Request-User",
+        description: "Header an OIDC/OAuth2 reverse proxy sets to the signed-in user; honoured only when set, and only from console's trustedProxies",
+      }),
+    ),
+    trustedProxies: Type.Optional(
+      Type.Array(Type.String({ minLength: 1 }), {
+        description:
+          'Where the identity proxy connects from, as CIDRs (e.g. ["10.42.0.0/16"]): identityHeader is honoured only on connections from these; default loopback only ("127.0.0.0/8", "::1/128")',
+      }),
+    ),
+    users: Type.Record(Type.String({ pattern: "^[A-Za-z0-9._@+-]+$" }), ConsoleUser, {
+      ...closed,
+      keyName: "console user",
+      keyExpected: "a user name as the identity header or sign-in gives it (letters, digits, . _ @ + -)",
+    }),
+  },
+  closed,
+);
+export type ConsoleConfig = Static<typeof ConsoleConfig>;
+
 /** The configuration services see: every default filled in. */
 export const MomConfig = Type.Object(
   {
@@ -375,10 +481,14 @@ export const MomConfig = Type.Object(
     channels,
     policy: PolicyConfig,
     tools: ToolsConfig,
+    web: WebConfig,
+    spawn: SpawnConfig,
+    send: SendConfig,
     auth: AuthConfig,
     limits: LimitsConfig,
     log: LogConfig,
     observability: ObservabilityConfig,
+    console: ConsoleConfig,
   },
   closed,
 );
@@ -389,14 +499,18 @@ export const MomConfigFile = Type.Partial(
   Type.Object({
     ...MomConfig.properties,
     nats: Type.Partial(Type.Object({ ...NatsConfig.properties, streams: Type.Partial(StreamsConfig, closed) }), closed),
-    runner: Type.Partial(RunnerConfig, closed),
+    runner: Type.Partial(Type.Object({ ...RunnerConfig.properties, jobs: Type.Partial(JobsConfig, closed) }), closed),
     attachments: Type.Partial(AttachmentsConfig, closed),
     scheduler: Type.Partial(SchedulerConfig, closed),
     policy: Type.Partial(PolicyConfig, closed),
     tools: Type.Partial(ToolsConfig, closed),
+    web: Type.Partial(WebConfig, closed),
+    spawn: Type.Partial(SpawnConfig, closed),
+    send: Type.Partial(SendConfig, closed),
     auth: Type.Partial(AuthConfig, closed),
     log: Type.Partial(LogConfig, closed),
     observability: Type.Partial(ObservabilityConfig, closed),
+    console: Type.Partial(ConsoleConfig, closed),
   }),
   closed,
 );

@@ -13,3 +13,6 @@ export * from "./stop-command.js";
 export * from "./ownership.js";
 export * from "./usage-record.js";
 export * from "./approval-display.js";
+export * from "./subject-payloads.js";
+export * from "./spend-limit.js";
+export * from "./tool-review.js";

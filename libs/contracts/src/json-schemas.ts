@@ -4,6 +4,8 @@ import { DeadLetter } from "./dead-letter.js";
 import { LogEntry } from "./log-entry.js";
 import { OutboundEvent } from "./outbound-event.js";
 import { Receipt } from "./receipt.js";
+import { SpendLimitOverride } from "./spend-limit.js";
+import { ToolApproveReply, ToolApproveRequest, ToolReviewReply, ToolReviewRequest } from "./tool-review.js";
 import { UsageRecord } from "./usage-record.js";
 
 /** The schemas published as JSON Schema files under docs/schemas, by file name. */
@@ -15,6 +17,11 @@ export const PUBLISHED_SCHEMAS = {
   "log-entry.schema.json": LogEntry,
   "receipt.schema.json": Receipt,
   "usage-record.schema.json": UsageRecord,
+  "spend-limit-override.schema.json": SpendLimitOverride,
+  "tool-review-request.schema.json": ToolReviewRequest,
+  "tool-review-reply.schema.json": ToolReviewReply,
+  "tool-approve-request.schema.json": ToolApproveRequest,
+  "tool-approve-reply.schema.json": ToolApproveReply,
 } as const;
 
 export function renderJsonSchema(schema: object): string {

@@ -124,6 +124,44 @@ export const AttachmentEvent = Type.Object(
 );
 
 /**
+ * A message mom posts in this channel for a person in another channel (the `send` tool): not a run
+ * of this channel, one event with a run id of its own. The ingress checks who asked may see the
+ * channel (`access`), posts `text` (and `file`), records `delivery.succeeded` / `delivery.failed`
+ * under that run id on `mom.receipts.<adapter>.<channel>`, and publishes what it posted on
+ * `mom.in.<adapter>.<channel>` as mom's message, so the channel's log.jsonl has it.
+ */
+export const PostEvent = Type.Object(
+  {
+    type: Type.Literal("post"),
+    text: Type.String({ minLength: 1, description: "The message, Markdown" }),
+    file: Type.Optional(
+      Type.Object(
+        {
+          objectKey: Type.String({ minLength: 1 }),
+          filename: Type.String({ minLength: 1 }),
+          path: Type.String({ description: "Workspace-relative path of the file the agent sent" }),
+          title: Type.Optional(Type.String()),
+          mimeType: Type.Optional(Type.String()),
+          size: Type.Integer({ minimum: 0 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    from: Type.String({ minLength: 1, description: "The qualified id of the channel whose run sent it" }),
+    fromRunId: Type.String({ minLength: 1 }),
+    requestedBy: Type.Object(
+      { adapter: Type.String({ minLength: 1 }), id: Type.String({ minLength: 1 }), username: Type.String() },
+      { additionalProperties: false, description: "The person whose message started the sending run, on their own adapter" },
+    ),
+    access: Type.Union([Type.Literal("check"), Type.Literal("operator")], {
+      description:
+        '"check": the requester is on this adapter, and the ingress posts only if its platform says they can see the channel (a platform that cannot tell refuses); "operator": the requester typed in mom\'s terminal (a cli adapter), who runs mom',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/**
  * The provider refused a credential (429, 401/403, billing): it cools down until `until` and the
  * run goes on with `to`. Ids only, never a secret (docs/auth.md).
  */
@@ -238,7 +276,7 @@ export const SessionEvent = Type.Union([
 ]);
 export type SessionEvent = Static<typeof SessionEvent>;
 
-export const OutboundEventBody = Type.Union([RunQueued, RunRejected, RunStarted, RunEnded, AttachmentEvent, ApprovalRequested, ApprovalResolved, AuthProfileRotated, SessionEvent]);
+export const OutboundEventBody = Type.Union([RunQueued, RunRejected, RunStarted, RunEnded, AttachmentEvent, PostEvent, ApprovalRequested, ApprovalResolved, AuthProfileRotated, SessionEvent]);
 export type OutboundEventBody = Static<typeof OutboundEventBody>;
 
 /** Published by the runner on `mom.out.<adapter>.<channel>`; Nats-Msg-Id is `<runId>:<seq>`. */

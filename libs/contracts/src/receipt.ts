@@ -38,6 +38,7 @@ export const Receipt = Type.Object(
     argsHash: Type.String({ description: "sha256 of the canonical JSON of the arguments" }),
     detail: Type.Optional(Type.String()),
     actor: Type.Optional(Type.String({ description: "Who approved, denied or was refused" })),
+    parentToolCallId: Type.Optional(Type.String({ description: "The run_code call a script's nested tool call was made from, or the spawn call a sub-agent's call was made from" })),
   },
   { additionalProperties: false, $id: "Receipt" },
 );

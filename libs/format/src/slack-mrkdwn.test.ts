@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { linkMentions, markdownToMrkdwn, mrkdwnToText } from "./slack-mrkdwn.js";
+import { idsForMentions, linkMentions, markdownToMrkdwn, mrkdwnToText } from "./slack-mrkdwn.js";
 import { splitMessage } from "./split-message.js";
 
 const ZWSP = "\u200b";
@@ -55,6 +55,11 @@ describe("markdownToMrkdwn", () => {
 });
 
 describe("linkMentions", () => {
+  it("idsForMentions: the same outside code only, names that start with an underscore too", () => {
+    const idOf = (u: string) => ({ alice: "U0ALICE", _bot: "U0BOT" })[u];
+    expect(idsForMentions("@alice `@alice` ```\n@alice\n``` @_bot", idOf)).toBe("<@U0ALICE> `@alice` ```\n@alice\n``` <@U0BOT>");
+  });
+
   it("keeps trailing punctuation outside the mention", () => {
     expect(linkMentions("hi @alice.", userIdFor)).toBe("hi <@U0ALICE>.");
     expect(linkMentions("(@alice)", userIdFor)).toBe("(<@U0ALICE>)");

@@ -45,9 +45,12 @@ function escapeCode(segment: string): string {
   return fence + escapeMrkdwn(segment.slice(fence.length, segment.length - fence.length)) + fence;
 }
 
-const MENTION = /(^|[^\w@./<|&])@([A-Za-z0-9][A-Za-z0-9._-]*)/g;
+const MENTION = /(^|[^\w@./<|&])@([A-Za-z0-9_][A-Za-z0-9._-]*)/g;
 
-/** `@alice` -> `<@U1>` for known usernames; a trailing `.`/`-`/`_` that is not part of a known name stays text. */
+/**
+ * `@alice` -> `<@U1>` for known usernames (Slack's and Discord's way to write a person); a trailing
+ * `.`/`-`/`_` that is not part of a known name stays text. `idsForMentions` leaves code alone.
+ */
 export function linkMentions(text: string, userIdFor: (username: string) => string | undefined): string {
   return text.replace(MENTION, (whole, before: string, name: string) => {
     for (let n = name; n; n = n.replace(/[._-]$/, "")) {
@@ -57,6 +60,13 @@ export function linkMentions(text: string, userIdFor: (username: string) => stri
     }
     return whole;
   });
+}
+
+/** `@name` -> `<@id>` for the names `idOf` knows, outside code spans and fences; the rest as written. */
+export function idsForMentions(text: string, idOf: (username: string) => string | undefined): string {
+  return segments(text)
+    .map((s) => (s.code ? s.text : linkMentions(s.text, idOf)))
+    .join("");
 }
 
 /** Standard Markdown -> Slack mrkdwn (see the file comment). */

@@ -1,26 +1,30 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { type BeforeJetStreamDrain, Bus, serviceReadiness } from "@mom/bus";
+import { Bus, serviceReadiness } from "@mom/bus";
+import { type BeforeJetStreamDrain } from "@mom/bus/nest";
 import type { OutboundEvent } from "@mom/contracts";
+import type { Ev, PostHandling } from "@mom/render";
 import {
   type ApprovalClick,
-  type ChatSurface,
   DeliveryReceipts,
   DM_REFUSAL,
   InboundIntake,
   type Layout,
   MessageLayout,
-  type OutboundDrawing,
   Presenter,
   busReceipts,
+  consoleRunUrl,
   decideApproval,
   importAttachment,
   mayDirectMessage,
+  postRecord,
   publishInbound,
 } from "@mom/render";
 import type { Logger } from "pino";
 import type { AdapterSettings } from "./adapter-settings.js";
+import { EventDrawing, type RunDrawing } from "./event-drawing.js";
 import { inboundHistory } from "./inbound-history.js";
-import type { IngressDefinition, InboundPort, PlatformConnection, PlatformMessage } from "./platform.js";
+import type { OutboundDrawing } from "./outbound-controller.js";
+import type { EventSurface, IngressDefinition, InboundPort, PlatformConnection, PlatformMessage } from "./platform.js";
 
 export const INGRESS_RUN = Symbol("INGRESS_RUN");
 
@@ -32,25 +36,33 @@ export interface IngressRun {
   /** Overrides the platform's edit interval (tests). */
   editIntervalMs?: number;
   typingIntervalMs?: number;
+  /** console.publicUrl: answers with tool activity link to their run page there. */
+  consoleUrl?: string;
 }
 
-function isLayout(s: ChatSurface | Layout<unknown, unknown>): s is Layout<unknown, unknown> {
+type Surface = PlatformConnection["surface"];
+
+function isLayout(s: Surface): s is Layout<unknown, unknown> {
   return typeof (s as Layout<unknown, unknown>).open === "function";
+}
+
+function isEventSurface(s: Surface): s is EventSurface {
+  return typeof (s as EventSurface).drawEvent === "function";
 }
 
 /**
  * One running ingress: the platform's connection between the bus's inbound (what people send,
- * through the intake) and outbound (runs, through the presenter, fed by the OutboundController on
- * the JetStream transport). The consumer binds once bootstrap is done and counts "new" from the
- * service's start, so what is answered while the platform starts receiving is drawn; at shutdown
- * receiving stops first, while the consumer still draws.
+ * through the intake) and outbound (runs, through the presenter or straight to an EventSurface,
+ * fed by the OutboundController on the JetStream transport). The consumer binds once bootstrap is
+ * done and counts "new" from the service's start, so what is answered while the platform starts
+ * receiving is drawn; at shutdown receiving stops first, while the consumer still draws.
  */
 @Injectable()
 export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrain, OnApplicationShutdown, InboundPort, OutboundDrawing {
   private readonly log: Logger;
   private readonly intake: InboundIntake;
   private connection?: PlatformConnection;
-  private presenter?: Presenter<unknown, unknown>;
+  private drawing?: RunDrawing;
   private deliveries?: DeliveryReceipts;
   private unready?: () => void;
   private stopping = false;
@@ -65,6 +77,11 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
 
   get adapter(): string {
     return this.run.adapter.adapter;
+  }
+
+  /** The one channel this process draws, when the platform serves only one (read when the consumer binds, after `connect`). */
+  get channel(): string | undefined {
+    return this.connection?.channel;
   }
 
   /** The platform side (for tests and for ingresses that expose their client). */
@@ -82,26 +99,57 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
       maxAttachmentBytes: adapter.maxAttachmentBytes,
       inbound: this,
       history: inboundHistory(this.bus, adapter.adapter),
+      files: this.bus,
     });
     this.connection = conn;
     this.deliveries = new DeliveryReceipts(adapter.adapter, busReceipts(this.bus, adapter.adapter), this.log);
-    const layout = isLayout(conn.surface) ? conn.surface : new MessageLayout(conn.surface);
-    this.presenter = new Presenter(layout, {
-      files: this.bus,
-      maxBytes: adapter.maxAttachmentBytes,
-      log: this.log,
-      editIntervalMs: this.run.editIntervalMs ?? conn.editIntervalMs ?? 1500,
-      typingIntervalMs: this.run.typingIntervalMs ?? conn.typingIntervalMs ?? 4500,
-      deliveries: this.deliveries,
-    });
+    const surface = conn.surface;
+    const posts = this.posts(conn);
+    this.drawing = isEventSurface(surface)
+      ? new EventDrawing(surface, { log: this.log, deliveries: this.deliveries, posts })
+      : new Presenter(isLayout(surface) ? surface : new MessageLayout(surface), {
+          files: this.bus,
+          maxBytes: adapter.maxAttachmentBytes,
+          log: this.log,
+          editIntervalMs: this.run.editIntervalMs ?? conn.editIntervalMs ?? 1500,
+          typingIntervalMs: this.run.typingIntervalMs ?? conn.typingIntervalMs ?? 4500,
+          deliveries: this.deliveries,
+          posts,
+          ...(this.run.consoleUrl && { runUrl: (channelId: string, runId: string) => consoleRunUrl(this.run.consoleUrl!, adapter.adapter, channelId, runId) }),
+        });
     const how = await conn.start();
     this.unready = serviceReadiness(`ingress-${adapter.adapter}`, this.bus, () => conn.problem?.());
     this.log.info({ adapter: adapter.adapter, platform: definition.platform, ...how }, `${definition.platform} ingress receiving`);
   }
 
+  /**
+   * Posts from other channels (the send tool): the operator's, from mom's terminal, go out; one a
+   * person of this adapter asked for goes out only if the platform says they can see the channel.
+   * Once posted, its record goes onto this channel's inbound subject, for the channel's log.
+   */
+  private posts(conn: PlatformConnection): PostHandling {
+    const platform = this.run.definition.platform;
+    return {
+      admit: async (channel: string, ev: Ev<"post">) => {
+        if (ev.access === "operator") return undefined;
+        const who = `@${ev.requestedBy.username}`;
+        if (ev.requestedBy.adapter !== this.adapter) return `${who} is on ${ev.requestedBy.adapter}, not on this adapter (${this.adapter}): whether they can see this chat cannot be checked`;
+        if (!conn.canSee) return `the ${platform} ingress cannot check whether ${who} can see this chat, so it posts nothing asked for elsewhere`;
+        try {
+          return (await conn.canSee(ev.requestedBy.id, channel)) ? undefined : `${who} cannot see this ${platform} chat`;
+        } catch (err) {
+          return `could not check whether ${who} can see this ${platform} chat: ${(err as Error).message}`;
+        }
+      },
+      record: async (channel, e, ev, ids) => {
+        await publishInbound(this.bus, this.adapter, postRecord(channel, e, ev, ids), { log: this.log });
+      },
+    };
+  }
+
   draw(channelId: string, event: OutboundEvent): Promise<boolean> {
-    if (!this.presenter) throw new Error("the ingress is not started");
-    return this.presenter.handle(channelId, event);
+    if (!this.drawing) throw new Error("the ingress is not started");
+    return this.drawing.handle(channelId, event);
   }
 
   async beforeJetStreamDrain(): Promise<void> {
@@ -112,7 +160,7 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.presenter?.close();
+    await this.drawing?.close();
     await this.connection?.close?.();
   }
 
@@ -147,19 +195,20 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
       if (a.note) this.log.warn({ chat: m.channelId, file: f.filename }, `${this.run.definition.platform} file not brought in: ${a.note}`);
       attachments.push(a);
     }
-    await publishInbound(this.bus, this.adapter, { ...rest, attachments }, { log: this.log });
+    const retryForMs = this.connection?.inboundRetryMs;
+    await publishInbound(this.bus, this.adapter, { ...rest, attachments }, { log: this.log, ...(retryForMs !== undefined && { retryForMs }) });
   }
 
   private async post(channel: string, text: string): Promise<void> {
     const surface = this.connection?.surface;
-    if (surface && !isLayout(surface)) await surface.post(channel, text, {});
+    if (surface && !isLayout(surface) && !isEventSurface(surface)) await surface.post(channel, text, {});
     else throw new Error("the platform gave no way to answer a refused direct message (PlatformMessage.refuse)");
   }
 
   async decide(click: ApprovalClick, acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>): Promise<{ refusal?: string }> {
-    const presenter = this.presenter;
-    if (!presenter) throw new Error("the ingress is not started");
-    const { refusal } = await decideApproval({ bus: this.bus, adapter: this.adapter, dialect: presenter.dialect, log: this.log }, presenter.approval(click.approvalId), click, acknowledge);
+    const drawing = this.drawing;
+    if (!drawing) throw new Error("the ingress is not started");
+    const { refusal } = await decideApproval({ bus: this.bus, adapter: this.adapter, dialect: drawing.dialect, log: this.log }, drawing.approval(click.approvalId), click, acknowledge);
     return refusal ? { refusal } : {};
   }
 

@@ -1,8 +1,9 @@
 // What a platform supplies to the ingress shell, and what the shell hands it. A platform converts
 // (its events into PlatformMessages, runs into posts and edits) and nothing more: dedupe, order,
 // the DM policy, files, publishing, approvals, the presenter, health and shutdown are the shell's.
-import type { ChannelMessage } from "@mom/contracts";
-import type { ApprovalClick, ChatSurface, IncomingFile, Layout } from "@mom/render";
+import type { FileSource } from "@mom/bus";
+import type { ChannelMessage, OutboundEvent } from "@mom/contracts";
+import type { ApprovalClick, ChatSurface, Dialect, IncomingFile, Layout } from "@mom/render";
 import type { InboundHistory } from "./inbound-history.js";
 import type { Static, TSchema } from "typebox";
 import type { Logger } from "pino";
@@ -33,6 +34,11 @@ export interface PlatformContext<T> {
   readonly inbound: InboundPort;
   /** What this adapter has published on the inbound stream: where a platform with history catches up from. */
   readonly history: InboundHistory;
+  /**
+   * The files bucket, for an EventSurface: an `attachment` event names an object, whose bytes it
+   * reads here (at most `maxAttachmentBytes`). Chat surfaces and layouts get files from the presenter.
+   */
+  readonly files: Pick<FileSource, "getFile">;
 }
 
 /** A message as the platform saw it; `files` are downloaded by the shell, within the size limit. */
@@ -80,10 +86,43 @@ export interface InboundPort {
   undelivered(platformMessageId: string, error: string): Promise<boolean>;
 }
 
+/**
+ * A surface that draws every outbound event itself, as it comes: nothing is coalesced, and the
+ * answer's text deltas (`message_update`) arrive as the model writes them. For a transcript that
+ * is written, not edited — a terminal, a UI streaming the answer — where the presenter's run view
+ * (a progress message edited at the platform's pace) is not the shape. The shell still orders
+ * events per channel, remembers the approval prompts it passed on (for `inbound.decide`), and
+ * records each answer's delivery; what an event looks like, and dropping a redelivered one
+ * (`RunTracker`), is the surface's.
+ */
+export interface EventSurface {
+  /** How decisions' refusals are worded (`plainDialect()` for plain text). */
+  readonly dialect: Dialect;
+  /**
+   * Draws one event of `channel` (the platform's channel id), after the channel's earlier ones.
+   * Rejects with the platform's error (logged; the channel goes on). For a `run_ended` it may
+   * resolve with the platform's ids of the messages that carry the answer (its delivery receipt).
+   */
+  drawEvent(channel: string, event: OutboundEvent): Promise<string[] | void>;
+}
+
 /** The platform side of a running ingress. */
 export interface PlatformConnection {
-  /** Where runs are drawn: a ChatSurface (messages, edits, buttons) or a whole Layout. */
-  readonly surface: ChatSurface | Layout<unknown, unknown>;
+  /** Where runs are drawn: a ChatSurface (messages, edits, buttons), a whole Layout, or an EventSurface (every event as it comes). */
+  readonly surface: ChatSurface | Layout<unknown, unknown> | EventSurface;
+  /**
+   * Set when this process serves one channel of its adapter (a terminal: one conversation per
+   * process): only that channel's runs are drawn, from a durable consumer of its own
+   * (`ingress-<adapter>-<channel>`), so several processes of one adapter each draw their own
+   * conversation. Unset: every channel of the adapter, from the durable `ingress-<adapter>`.
+   */
+  readonly channel?: string;
+  /**
+   * How long `inbound.receive` retries publishing through a NATS outage before it rejects
+   * (default 60,000 ms: a platform's event must not be lost). 0: at once, for a person watching who
+   * is told and can send again (a terminal).
+   */
+  readonly inboundRetryMs?: number;
   /** Shortest time between two edits of a run's progress (the platform's edit rate; default 1,500 ms). */
   readonly editIntervalMs?: number;
   /** How often "typing…" is renewed during a run (default 4,500 ms). */
@@ -100,4 +139,11 @@ export interface PlatformConnection {
   close?(): Promise<void>;
   /** Why the platform side is not ready (for /healthz), or undefined. */
   problem?(): string | undefined;
+  /**
+   * Whether the platform's user `userId` can see `channelId` now (a member of the group, the
+   * person of a direct chat): asked before mom posts a message there that this user asked for in
+   * another channel of this adapter (the send tool). Rejects when the platform cannot say (the
+   * error is the reason given). Absent: the platform cannot tell, and such posts are refused.
+   */
+  canSee?(userId: string, channelId: string): Promise<boolean>;
 }

@@ -1,8 +1,9 @@
 import "reflect-metadata";
 import { parseArgs } from "node:util";
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions, busOptions, startJetStreamService } from "@mom/bus";
-import { OutboundController, outboundDrawing } from "@mom/render";
+import { type BusOptions, busOptions } from "@mom/bus";
+import { BusModule, startJetStreamService } from "@mom/bus/nest";
+import { OutboundController, outboundDrawing } from "./outbound-controller.js";
 import { createLogger, type LoadedConfig, loadConfig } from "@mom/config";
 import { startObservability } from "@mom/observability";
 import type { Logger } from "pino";
@@ -29,6 +30,8 @@ export interface StartIngressOptions {
   logger: Logger;
   editIntervalMs?: number;
   typingIntervalMs?: number;
+  /** The web console's URL (console.publicUrl): each answer with tool activity links to its run page there. */
+  consoleUrl?: string;
 }
 
 export interface RunningIngress {
@@ -41,14 +44,15 @@ export interface RunningIngress {
  * once all of it is up, or rejects saying which part failed (and leaves nothing running).
  */
 export async function startIngress(definition: IngressDefinition, o: StartIngressOptions): Promise<RunningIngress> {
-  const run: IngressRun = { definition, adapter: o.adapter, logger: o.logger, ...(o.editIntervalMs !== undefined && { editIntervalMs: o.editIntervalMs }), ...(o.typingIntervalMs !== undefined && { typingIntervalMs: o.typingIntervalMs }) };
+  const run: IngressRun = { definition, adapter: o.adapter, logger: o.logger, ...(o.editIntervalMs !== undefined && { editIntervalMs: o.editIntervalMs }), ...(o.typingIntervalMs !== undefined && { typingIntervalMs: o.typingIntervalMs }), ...(o.consoleUrl && { consoleUrl: o.consoleUrl }) };
   const app = await startJetStreamService(IngressModule.forRoot(run, o.bus));
   return { shell: app.get(IngressShell), close: () => app.close() };
 }
 
 /** `startIngress` for adapter `name` of a loaded config.json. */
 export function startConfiguredIngress(definition: IngressDefinition, loaded: LoadedConfig, name: string, logger: Logger, natsUrl = loaded.config.nats.url): Promise<RunningIngress> {
-  return startIngress(definition, { adapter: adapterSettings(definition, loaded, name), bus: busOptions(loaded, natsUrl, `ingress-${name}`, logger), logger });
+  const consoleUrl = loaded.config.console.publicUrl;
+  return startIngress(definition, { adapter: adapterSettings(definition, loaded, name), bus: busOptions(loaded, natsUrl, `ingress-${name}`, logger), logger, ...(consoleUrl && { consoleUrl }) });
 }
 
 const USAGE = "usage: <ingress> --adapter <name> [--data-dir <dir>]   (or MOM_ADAPTER, MOM_DATA_DIR; NATS_URL overrides nats.url)";

@@ -1,4 +1,3 @@
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { type ObservabilityServer, resolveHttpPort, serveObservability } from "./http-server.js";
 import { enableTracing, otlpConfigured } from "./tracing.js";
 
@@ -26,6 +25,8 @@ export async function startObservability(o: { serviceName: string; httpPort?: nu
     // The OTLP spec's rule: a traces endpoint is used as is, a base endpoint gets /v1/traces.
     // Headers and timeout come from the OTEL_EXPORTER_OTLP_* variables, read by the exporter.
     const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${env.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, "")}/v1/traces`;
+    // Loaded only here: the exporter and its protocol code are a tenth of a second of every start.
+    const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
     stopTracing = enableTracing({ exporter: new OTLPTraceExporter({ url }), serviceName: env.OTEL_SERVICE_NAME || o.serviceName });
     o.logger?.info({ url }, "exporting traces over OTLP");
   }

@@ -1,6 +1,7 @@
 import { splitMessage } from "@mom/format";
 import type { Dialect } from "./dialect.js";
 import { activityLines, answerText, progressText, usageLine } from "./notes.js";
+import { postText } from "./posts.js";
 import type { Layout } from "./presenter.js";
 import type { Ev, RunView } from "./run-view.js";
 import type { FileOutcome, SharedFile } from "./shared-files.js";
@@ -9,6 +10,8 @@ import type { FileOutcome, SharedFile } from "./shared-files.js";
 export interface Placement {
   thread?: string;
   replyTo?: string;
+  /** The platform id of who wrote `replyTo` (the run's trigger), for platforms whose replies notify them. */
+  replyToUser?: string;
 }
 
 /**
@@ -23,6 +26,8 @@ export interface ChatSurface {
   edit?(channel: string, messageId: string, text: string): Promise<void>;
   delete?(channel: string, messageId: string): Promise<void>;
   upload(channel: string, file: SharedFile, at: Placement): Promise<void>;
+  /** Present where one message carries text and files (a mail): a run's answer goes out with its files in its last message. */
+  postWithFiles?(channel: string, text: string, files: SharedFile[], at: Placement): Promise<string>;
   typing?(channel: string, at: Placement): Promise<void>;
   /**
    * Posts `text` with Allow once / Deny buttons that carry `approvalId`; resolves with the message
@@ -55,7 +60,7 @@ export class MessageLayout implements Layout<MessageRun, string> {
   }
 
   private at(view: RunView): Placement {
-    return { ...(view.replyTo && { thread: view.replyTo }), ...(view.trigger && { replyTo: view.trigger.messageId }) };
+    return { ...(view.replyTo && { thread: view.replyTo }), ...(view.trigger && { replyTo: view.trigger.messageId, replyToUser: view.trigger.senderId }) };
   }
 
   async open(channel: string, view: RunView): Promise<MessageRun> {
@@ -80,26 +85,41 @@ export class MessageLayout implements Layout<MessageRun, string> {
       return [];
     }
     const problems = files.flatMap((f) => ("problem" in f ? [f.problem] : []));
-    const tail = [activityLines(end.toolActivity, d).join("\n"), ...problems, d.italic(d.escape(usageLine(end.usage, end.durationMs, d)))];
+    const tail = [activityLines(end.toolActivity, d, end.receiptsUrl).join("\n"), ...problems, d.italic(d.escape(usageLine(end.usage, end.durationMs, d)))];
     const body = answerText(end, d, tail);
     const [first = "", ...rest] = splitMessage(body, d.limit);
     const at = this.at(view);
+    const next = { ...(at.thread && { thread: at.thread }) };
+    const shared = files.flatMap((f) => ("file" in f ? [f.file] : []));
+    const edited = !!(run?.progressId && this.surface.edit);
+    // Where a message carries files, they go with the answer's last message (not with an edited progress message).
+    const withFiles = shared.length > 0 && (rest.length > 0 || !edited) ? this.surface.postWithFiles?.bind(this.surface) : undefined;
+    const send = (text: string, where: Placement, last: boolean) => (last && withFiles ? withFiles(channel, text, shared, where) : this.surface.post(channel, text, where));
     const ids: string[] = [];
-    if (run?.progressId && this.surface.edit) {
-      await this.surface.edit(channel, run.progressId, first);
-      ids.push(run.progressId);
-    } else ids.push(await this.surface.post(channel, first, at));
-    for (const chunk of rest) ids.push(await this.surface.post(channel, chunk, { ...(at.thread && { thread: at.thread }) }));
-    for (const f of files) if ("file" in f) await this.surface.upload(channel, f.file, { ...(at.thread && { thread: at.thread }) });
+    if (edited) {
+      await this.surface.edit!(channel, run!.progressId!, first);
+      ids.push(run!.progressId!);
+    } else ids.push(await send(first, at, rest.length === 0));
+    for (const [i, chunk] of rest.entries()) ids.push(await send(chunk, next, i === rest.length - 1));
+    if (!withFiles) for (const file of shared) await this.surface.upload(channel, file, next);
+    return ids;
+  }
+
+  /** A post from another channel: its text (split to the limit), what could not be sent of its file, then the file. */
+  async post(channel: string, ev: Ev<"post">, files: FileOutcome[]): Promise<string[]> {
+    const problems = files.flatMap((f) => ("problem" in f ? [f.problem] : []));
+    const ids: string[] = [];
+    for (const chunk of splitMessage([postText(ev, this.dialect), ...problems].join("\n\n"), this.dialect.limit)) ids.push(await this.surface.post(channel, chunk, {}));
+    for (const f of files) if ("file" in f) await this.surface.upload(channel, f.file, {});
     return ids;
   }
 
   async queued(channel: string, ev: Ev<"run_queued">): Promise<void> {
-    await this.surface.post(channel, `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`, { replyTo: ev.trigger.messageId });
+    await this.surface.post(channel, `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`, { replyTo: ev.trigger.messageId, replyToUser: ev.trigger.senderId });
   }
 
   async rejected(channel: string, ev: Ev<"run_rejected">): Promise<void> {
-    await this.surface.post(channel, this.dialect.fromMarkdown(ev.text), { ...(ev.replyTo && { thread: ev.replyTo }), replyTo: ev.trigger.messageId });
+    await this.surface.post(channel, this.dialect.fromMarkdown(ev.text), { ...(ev.replyTo && { thread: ev.replyTo }), replyTo: ev.trigger.messageId, replyToUser: ev.trigger.senderId });
   }
 
   prompt(channel: string, view: RunView, _run: MessageRun | undefined, ev: Ev<"approval_requested">, text: string): Promise<string> {

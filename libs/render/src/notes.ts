@@ -39,6 +39,19 @@ export function stepLine(s: Step, d: Dialect): string {
   }
 }
 
+/**
+ * A finished step as one detail of a run's details thread: a tool call's label, tool and
+ * duration, its arguments and the start of its result in code blocks; another step its line.
+ */
+export function detailText(s: Step, d: Dialect): string {
+  if (s.kind !== "tool") return stepLine(s, d);
+  const parts = [`${s.isError ? d.marks.failed : d.marks.ok} ${d.bold(d.escape(clip(s.label, 200)))} · ${d.code(s.toolName)} · ${formatDuration(s.durationMs)}`];
+  const args = describeArgs(s.args);
+  if (args) parts.push(d.codeBlock(clip(args, 400)));
+  if (s.resultText.trim()) parts.push(d.codeBlock(clip(s.resultText.trimEnd(), 900)));
+  return parts.join("\n");
+}
+
 /** Why a run ended other than normally; empty when it just finished. */
 export function endNotes(end: Ev<"run_ended">, d: Dialect): string[] {
   const m = d.marks;
@@ -53,15 +66,18 @@ export function endNotes(end: Ev<"run_ended">, d: Dialect): string[] {
  * What the receipts say the run did, whatever the answer claims: every call but successful reads,
  * one line each.
  */
-export function activityLines(activity: ToolActivity[] | undefined, d: Dialect): string[] {
+export function activityLines(activity: ToolActivity[] | undefined, d: Dialect, receiptsUrl?: string): string[] {
   const mark = { succeeded: d.marks.ok, failed: d.marks.failed, denied: d.marks.denied, pending: d.marks.pending } as const;
-  return (activity ?? [])
+  const lines = (activity ?? [])
     .filter((a) => a.status !== "succeeded" || a.risk !== "read")
     .map((a) => {
       const label = a.label ? ` — ${d.escape(clip(a.label, 120))}` : "";
       const detail = a.detail ? ` (${d.escape(firstLine(a.detail))})` : "";
       return `${mark[a.status]} ${d.code(a.toolId)}${label}: ${a.status}${detail}`;
     });
+  // Any tool call at all (reads included) has receipts worth a look: the run page lists them all.
+  if (receiptsUrl && activity?.length) lines.push(d.fromMarkdown(`[Receipts and timeline](${receiptsUrl})`));
+  return lines;
 }
 
 /** `📊 4,955 in · 64 out · $0.0158 · context 3k/200k (1.3%) · 2.1s` */
@@ -169,4 +185,10 @@ export function progressText(view: RunView, d: Dialect): string {
   };
   while (steps.length && text().length > d.limit) steps = steps.slice(1);
   return clip(text(), d.limit);
+}
+
+/** A run's page on the web console at `base` (console.publicUrl), as its routes spell it (docs/console.md). */
+export function consoleRunUrl(base: string, adapter: string, channelId: string, runId: string): string {
+  const enc = encodeURIComponent;
+  return `${base.replace(/\/+$/, "")}/channels/${enc(adapter)}/${enc(channelId)}/runs/${enc(runId)}`;
 }

@@ -4,6 +4,9 @@ import type { OutboundEvent, OutboundEventBody, Usage } from "@mom/contracts";
 import { pino } from "pino";
 import { plainDialect } from "./dialect.js";
 import { type ChatSurface, MessageLayout, type Placement } from "./message-layout.js";
+import { DeliveryReceipts } from "./delivery-receipts.js";
+import { postRecord } from "./posts.js";
+import { consoleRunUrl } from "./notes.js";
 import { Presenter } from "./presenter.js";
 import { reduceRun } from "./run-view.js";
 import { RunTracker } from "./run-tracker.js";
@@ -60,9 +63,9 @@ function recordingSurface(opts: { edits?: boolean; slowMs?: number } = {}) {
 
 const files = (objects: Record<string, Uint8Array> = {}): FileSource => ({ getFile: async (k: string) => objects[k], fileInfo: async () => undefined }) as unknown as FileSource;
 
-function setup(o: { edits?: boolean; interval?: number; objects?: Record<string, Uint8Array>; slowMs?: number } = {}) {
+function setup(o: { edits?: boolean; interval?: number; objects?: Record<string, Uint8Array>; slowMs?: number; runUrl?: (channel: string, runId: string) => string } = {}) {
   const { surface, ops } = recordingSurface(o);
-  const p = new Presenter(new MessageLayout(surface), { files: files(o.objects), maxBytes: 1000, log: pino({ level: "silent" }), editIntervalMs: o.interval ?? 50 });
+  const p = new Presenter(new MessageLayout(surface), { files: files(o.objects), maxBytes: 1000, log: pino({ level: "silent" }), editIntervalMs: o.interval ?? 50, ...(o.runUrl && { runUrl: o.runUrl }) });
   const seqs = new Map<string, number>();
   const emit = (event: OutboundEventBody, runId = "r1", channel = "C1") => {
     const seq = seqs.get(runId) ?? 0;
@@ -141,6 +144,22 @@ describe("Presenter + MessageLayout", () => {
     expect(last.text).toBe("All **done**.\n\n✓ bash — Step 1: succeeded\n\n_📊 1,200 in · 34 out · $0.0015 · 2.1s_");
   });
 
+  it("receipt links: with the console's URL an answer with tool activity links to its run page; one without tools does not", async () => {
+    const { ops, emit } = setup({ runUrl: (channel, runId) => consoleRunUrl("https://ops.example/", "slack", channel, runId) });
+    await emit({ type: "run_started", trigger, model: "m" });
+    await emit(ended("Listed.", { toolActivity: [{ toolCallId: "t1", toolId: "read", risk: "read", status: "succeeded", label: "Look" }] }));
+    // A read-only call is not listed, but its receipts are on the page.
+    // (This surface's messages hold 100 characters: the answer comes in parts.)
+    const said = (from: number) => ops.slice(from).map((o) => ("text" in o ? o.text : "")).join("\n");
+    expect(said(0)).toContain("Listed.\n\n[Receipts and timeline](https://ops.example/channels/slack/C1/runs/r1)");
+    const before = ops.length;
+    await emit({ type: "run_started", trigger, model: "m" }, "r/2 x");
+    await emit(ended("Just talk."), "r/2 x");
+    expect(said(before)).toContain("Just talk.");
+    expect(said(before)).not.toContain("Receipts");
+    expect(consoleRunUrl("https://ops.example/console", "telegram", "-100 5/x", "r/2")).toBe("https://ops.example/console/channels/telegram/-100%205%2Fx/runs/r%2F2");
+  });
+
   it("a running tool's latest output line shows under its label, coalesced to the edit interval", async () => {
     const { ops, emit } = setup({ interval: 80 });
     await emit({ type: "run_started", trigger, model: "m" });
@@ -217,6 +236,35 @@ describe("Presenter + MessageLayout", () => {
     expect(ops.at(-1)).toMatchObject({ op: "upload", file: "chart.png:3" });
   });
 
+  it("where one message carries text and files (e-mail), they go with the answer's last message", async () => {
+    const { surface, ops } = recordingSurface({ edits: false });
+    surface.postWithFiles = async (channel, text, shared, at) => {
+      ops.push({ op: "postWithFiles", channel, id: "m", text, at, file: shared.map((f) => `${f.title}:${f.bytes.length}`).join(",") });
+      return "m";
+    };
+    const p = new Presenter(new MessageLayout(surface), { files: files({ k1: new Uint8Array([1, 2, 3]) }), maxBytes: 1000, log: pino({ level: "silent" }), editIntervalMs: 10 });
+    const seqs = new Map<string, number>();
+    const emit = (event: OutboundEventBody, runId: string) => {
+      seqs.set(runId, (seqs.get(runId) ?? -1) + 1);
+      return p.handle("C1", { runId, seq: seqs.get(runId)!, ts: new Date().toISOString(), event } as OutboundEvent);
+    };
+    await emit({ type: "run_started", trigger, model: "m" }, "r1");
+    await emit({ type: "attachment", objectKey: "k1", filename: "chart.png", path: "x/chart.png", size: 3 }, "r1");
+    await emit(ended("Here."), "r1");
+    expect(ops).toEqual([expect.objectContaining({ op: "postWithFiles", text: expect.stringMatching(/^Here\./), file: "chart.png:3", at: expect.objectContaining({ replyTo: trigger.messageId }) })]);
+    await emit({ type: "run_started", trigger, model: "m" }, "r2");
+    await emit({ type: "attachment", objectKey: "k1", filename: "chart.png", path: "x/chart.png", size: 3 }, "r2");
+    await emit(ended("word ".repeat(60).trim()), "r2");
+    const long = ops.slice(1);
+    expect(long.length).toBeGreaterThan(2);
+    expect(long.map((o) => o.op)).toEqual([...long.slice(1).map(() => "post"), "postWithFiles"]);
+    expect(long.at(-1)).toMatchObject({ file: "chart.png:3", at: {} });
+    ops.length = 0;
+    await emit({ type: "run_started", trigger, model: "m" }, "r3");
+    await emit(ended("No files."), "r3");
+    expect(ops.map((o) => o.op)).toEqual(["post"]);
+  });
+
   it("without edits (WhatsApp) there is no progress message, only the answer", async () => {
     const { ops, emit } = setup({ edits: false });
     await emit({ type: "run_started", trigger, model: "m" });
@@ -224,6 +272,80 @@ describe("Presenter + MessageLayout", () => {
     await emit(toolEnd(1));
     await sleep(80);
     await emit(ended("Hi."));
-    expect(ops).toEqual([expect.objectContaining({ op: "post", text: expect.stringMatching(/^Hi\./), at: { replyTo: "m1" } })]);
+    expect(ops).toEqual([expect.objectContaining({ op: "post", text: expect.stringMatching(/^Hi\./), at: { replyTo: "m1", replyToUser: "u1" } })]);
+  });
+});
+
+describe("posts from other channels (the send tool)", () => {
+  const post = (extra: Partial<Extract<OutboundEventBody, { type: "post" }>> = {}): OutboundEventBody => ({
+    type: "post",
+    text: "Release **3.2** is out",
+    from: "tg/-100200",
+    fromRunId: "run-a",
+    requestedBy: { adapter: "tg", id: "1001", username: "ana" },
+    access: "check",
+    ...extra,
+  });
+
+  function postSetup(admit: (ev: Extract<OutboundEventBody, { type: "post" }>) => string | undefined, objects: Record<string, Uint8Array> = {}) {
+    const { surface, ops } = recordingSurface();
+    const receipts: Array<{ type: string; runId: string; detail?: string }> = [];
+    const records: Array<{ channel: string; id: string; ids: string[] }> = [];
+    const deliveries = new DeliveryReceipts("tg", async (_c, r) => void receipts.push({ type: r.type, runId: r.runId, ...(r.detail && { detail: r.detail }) }), pino({ level: "silent" }));
+    const p = new Presenter(new MessageLayout(surface), {
+      files: files(objects),
+      maxBytes: 1000,
+      log: pino({ level: "silent" }),
+      editIntervalMs: 10,
+      deliveries,
+      posts: {
+        admit: async (_channel, ev) => admit(ev),
+        record: async (channel, e, ev, ids) => void records.push({ channel, id: postRecord(channel, e, ev, ids).id, ids }),
+      },
+    });
+    const send = (event: OutboundEventBody, runId = "post-1") => p.handle("C2", { runId, seq: 0, ts: new Date().toISOString(), event } as OutboundEvent);
+    return { ops, receipts, records, send, surface };
+  }
+
+  it("an admitted post is drawn as mom's message with who asked, its file after it, delivered once and recorded", async () => {
+    const t = postSetup(() => undefined, { k9: new Uint8Array([1, 2, 3, 4]) });
+    await t.send(post({ file: { objectKey: "k9", filename: "notes.txt", path: "channels/tg/-100200/notes.txt", size: 4 } }));
+    expect(t.ops).toEqual([
+      expect.objectContaining({ op: "post", channel: "C2", text: "Release **3.2** is out\n\n_sent by mom for @ana from tg/-100200_", at: {} }),
+      expect.objectContaining({ op: "upload", channel: "C2", file: "notes.txt:4" }),
+    ]);
+    expect(t.receipts).toEqual([{ type: "delivery.succeeded", runId: "post-1", detail: "accepted by the platform as 1" }]);
+    expect(t.records).toEqual([{ channel: "C2", id: "post:post-1", ids: ["1"] }]);
+    // A redelivery of the same post is not drawn twice.
+    await t.send(post());
+    expect(t.ops).toHaveLength(2);
+  });
+
+  it("a refused post is not drawn: the refusal is the delivery receipt, and nothing is recorded in the channel", async () => {
+    const t = postSetup(() => "@ana cannot see this telegram chat");
+    await t.send(post());
+    expect(t.ops).toEqual([]);
+    expect(t.receipts).toEqual([{ type: "delivery.failed", runId: "post-1", detail: "not posted: @ana cannot see this telegram chat" }]);
+    expect(t.records).toEqual([]);
+  });
+
+  it("an ingress that takes no posts refuses every one", async () => {
+    const { surface, ops } = recordingSurface();
+    const receipts: string[] = [];
+    const deliveries = new DeliveryReceipts("tg", async (_c, r) => void receipts.push(`${r.type}: ${r.detail}`), pino({ level: "silent" }));
+    const p = new Presenter(new MessageLayout(surface), { files: files(), maxBytes: 1000, log: pino({ level: "silent" }), editIntervalMs: 10, deliveries });
+    await p.handle("C2", { runId: "p", seq: 0, ts: new Date().toISOString(), event: post({ access: "operator" }) } as OutboundEvent);
+    expect(ops).toEqual([]);
+    expect(receipts).toEqual(["delivery.failed: not posted: this ingress does not post messages from other channels"]);
+  });
+
+  it("a post the platform refuses is recorded as not delivered", async () => {
+    const t = postSetup(() => undefined);
+    t.surface.post = async () => {
+      throw new Error("Forbidden: bot was kicked from the group chat");
+    };
+    expect(await t.send(post())).toBe(false);
+    expect(t.receipts).toEqual([{ type: "delivery.failed", runId: "post-1", detail: "Forbidden: bot was kicked from the group chat" }]);
+    expect(t.records).toEqual([]);
   });
 });

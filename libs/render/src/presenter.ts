@@ -6,6 +6,8 @@ import { ChannelQueue } from "./channel-queue.js";
 import type { DeliveryReceipts } from "./delivery-receipts.js";
 import type { Dialect } from "./dialect.js";
 import { approvalOutcomeLine, approvalPromptText } from "./notes.js";
+import type { PostHandling } from "./posts.js";
+import { RecentIds } from "./recent.js";
 import { RunTracker } from "./run-tracker.js";
 import type { Ev, RunView } from "./run-view.js";
 import { type FileOutcome, fetchSharedFile } from "./shared-files.js";
@@ -26,6 +28,11 @@ export interface Layout<S, P = unknown> {
    * Resolves with the platform's ids of the messages that carry the answer (for its delivery receipt).
    */
   finish(channel: string, view: RunView, state: S | undefined, files: FileOutcome[]): Promise<string[] | void>;
+  /**
+   * A `post` (the send tool of another channel, admitted by the ingress): posts the message as
+   * mom (postText) and its file; resolves with the platform's ids of the messages carrying it.
+   */
+  post(channel: string, ev: Ev<"post">, files: FileOutcome[]): Promise<string[]>;
   /** When present, each shared file is delivered as it comes rather than with the answer. */
   file?(channel: string, view: RunView, state: S | undefined, f: FileOutcome): Promise<void>;
   queued?(channel: string, ev: Ev<"run_queued">): Promise<void>;
@@ -57,6 +64,10 @@ export interface PresenterOptions {
   typingIntervalMs?: number;
   /** Where each answer's delivery (accepted by the platform, or refused) is recorded. */
   deliveries?: DeliveryReceipts;
+  /** Whether a post from another channel may go out, and its record; without it every post is refused. */
+  posts?: PostHandling;
+  /** The run's page on the web console (console.publicUrl set): answers with tool activity link to it ("receipt links"). */
+  runUrl?: (channel: string, runId: string) => string;
 }
 
 interface LiveRun<S> {
@@ -89,6 +100,7 @@ export class Presenter<S, P = unknown> {
   private readonly tracker = new RunTracker();
   private readonly live = new Map<string, LiveRun<S>>();
   private readonly approvals = new Map<string, PendingApproval<P>>();
+  private readonly posted = new RecentIds(5000);
   private closed = false;
 
   constructor(
@@ -131,6 +143,8 @@ export class Presenter<S, P = unknown> {
     const ev = e.event;
     // A rejection is about a message: it has a run id of its own that never starts.
     if (ev.type === "run_rejected") return this.layout.rejected(channel, ev);
+    // So is a post: one event, never a run of this channel.
+    if (ev.type === "post") return this.post(channel, e, ev);
     const accepted = this.tracker.accept(e);
     if (!accepted) return;
     const { view } = accepted;
@@ -173,9 +187,11 @@ export class Presenter<S, P = unknown> {
         const files: FileOutcome[] = [];
         for (const f of view.files.slice(run.delivered)) files.push(await this.fetch(f));
         const deliveries = ev.silent ? undefined : this.opts.deliveries;
+        const receiptsUrl = ev.toolActivity?.length ? this.opts.runUrl?.(channel, e.runId) : undefined;
+        const shown = receiptsUrl ? { ...view, end: { ...view.end!, receiptsUrl } } : view;
         let ids: string[] | void;
         try {
-          ids = await this.layout.finish(channel, view, run.state, files);
+          ids = await this.layout.finish(channel, shown, run.state, files);
         } catch (err) {
           await deliveries?.failed(channel, e.runId, ev.finalText, (err as Error)?.message ?? String(err));
           throw err;
@@ -187,6 +203,31 @@ export class Presenter<S, P = unknown> {
         break;
     }
     if (REDRAW.has(ev.type)) this.scheduleProgress(e.runId, run);
+  }
+
+  /**
+   * A post from another channel, once: refused (a `delivery.failed` saying why) unless the
+   * ingress admits it; else drawn, recorded as delivered (or not), and its record published.
+   */
+  private async post(channel: string, e: OutboundEvent, ev: Ev<"post">): Promise<void> {
+    if (!this.posted.add(e.runId)) return;
+    const deliveries = this.opts.deliveries;
+    const refusal = this.opts.posts ? await this.opts.posts.admit(channel, ev) : "this ingress does not post messages from other channels";
+    if (refusal) {
+      this.opts.log.warn({ channel, postId: e.runId, from: ev.from, requestedBy: ev.requestedBy }, `post refused: ${refusal}`);
+      await deliveries?.failed(channel, e.runId, ev.text, `not posted: ${refusal}`);
+      return;
+    }
+    const files = ev.file ? [await this.fetch({ type: "attachment", ...ev.file })] : [];
+    let ids: string[];
+    try {
+      ids = await this.layout.post(channel, ev, files);
+    } catch (err) {
+      await deliveries?.failed(channel, e.runId, ev.text, (err as Error)?.message ?? String(err));
+      throw err;
+    }
+    await deliveries?.succeeded(channel, e.runId, ev.text, ids);
+    await this.opts.posts!.record(channel, e, ev, ids);
   }
 
   private fetch(ev: Ev<"attachment">): Promise<FileOutcome> {
@@ -240,7 +281,7 @@ export class Presenter<S, P = unknown> {
  */
 export async function observeRendering(adapter: string, d: Delivery<OutboundEvent>, render: () => Promise<boolean | void>): Promise<void> {
   const ev = d.data.event;
-  const answer = (ev.type === "run_ended" && !ev.silent) || ev.type === "run_rejected";
+  const answer = (ev.type === "run_ended" && !ev.silent) || ev.type === "run_rejected" || ev.type === "post";
   const span = answer ? startSpan("mom.ingress.render", { parent: d.traceparent, kind: SpanKind.CONSUMER, attributes: { "mom.adapter": adapter, "mom.run_id": d.data.runId, "mom.event": ev.type } }) : undefined;
   const ok = (await render()) !== false;
   if (!ok) metrics.platformErrors.inc({ adapter });

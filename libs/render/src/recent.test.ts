@@ -28,4 +28,14 @@ describe("RecentMap", () => {
     m.delete("c");
     expect(m.get("c")).toBeUndefined();
   });
+
+  it("remember: a lookup asked once and kept; one that failed is asked again", async () => {
+    const m = new RecentMap<{ name?: string }>(10);
+    let asked = 0;
+    const lookup = async () => (asked++ === 0 ? Promise.reject(new Error("down")) : { name: "Ana" });
+    await expect(m.remember("u1", lookup)).rejects.toThrow("down");
+    expect(await m.remember("u1", lookup)).toEqual({ name: "Ana" });
+    expect(await m.remember("u1", lookup)).toEqual({ name: "Ana" });
+    expect(asked).toBe(2);
+  });
 });

@@ -43,6 +43,18 @@ export class RecentMap<V extends {}> {
     return this.map.peek(key);
   }
 
+  /**
+   * The value of `key`, or else what `load` resolves with, kept: a platform lookup (a user's name,
+   * a room's members) asked once. A `load` that rejects keeps nothing.
+   */
+  async remember(key: string, load: () => Promise<V>): Promise<V> {
+    const known = this.map.peek(key);
+    if (known !== undefined) return known;
+    const value = await load();
+    this.map.set(key, value);
+    return value;
+  }
+
   delete(key: string): void {
     this.map.delete(key);
   }

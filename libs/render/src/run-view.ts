@@ -51,7 +51,8 @@ export interface RunView {
   files: Array<Ev<"attachment">>;
   /** Approval prompts not yet resolved, by approvalId. */
   pendingApprovals: Record<string, Ev<"approval_requested">>;
-  end?: Ev<"run_ended">;
+  /** The ended run; `receiptsUrl` is its run page on the web console, set by the Presenter when configured. */
+  end?: Ev<"run_ended"> & { receiptsUrl?: string };
 }
 
 export function emptyRunView(runId: string, seq: number): RunView {

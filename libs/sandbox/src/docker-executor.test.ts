@@ -46,6 +46,18 @@ describeDocker(`docker executor${engine ? "" : " (skipped: no Docker engine coul
     expect((await run(executor, "exit 3")).exitCode).toBe(3);
   }, 60_000);
 
+  it("killLeftovers kills what a command left in the container, found by its execId (a runner that died cannot kill its docker exec)", async () => {
+    const execId = `leftover-docker-${process.pid}`;
+    const running = run(executor, "setsid sleep 909.123 & sleep 909.1231", { execId, timeoutMs: 30_000 });
+    const count = async () => (await run(executor, "ps -eo args | grep -c '^sleep 909.123' || true")).output.trim();
+    const deadline = Date.now() + 10_000;
+    while ((await count()) !== "2" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await count()).toBe("2");
+    await executor.killLeftovers!(execId);
+    expect(await count()).toBe("0");
+    expect((await running).exitCode).not.toBe(0);
+  }, 60_000);
+
   it("hides other channels and the data dir, and lets the channel write only its own directory", async () => {
     const r = await run(
       executor,

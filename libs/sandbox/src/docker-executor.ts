@@ -160,7 +160,7 @@ export class DockerExecutor implements Executor {
   async exec(req: ExecRequest): Promise<ExecResult> {
     if (req.signal?.aborted) return { exitCode: null, stopped: "aborted", outputBytes: 0 };
     const container = await this.container();
-    const marker = `MOM_EXEC_ID=${randomUUID()}`;
+    const marker = `MOM_EXEC_ID=${req.execId ?? randomUUID()}`;
     const env = Object.entries(cleanEnv(this.view.channelDir, this.o.env)).map(([k, v]) => `${k}=${v}`);
     const exec = await container.exec({
       Cmd: ["bash", "-c", req.command],
@@ -220,6 +220,13 @@ export class DockerExecutor implements Executor {
       clearTimeout(timer);
       req.signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /** The channel's container keeps what a dead runner's `docker exec` started: killed by its marker. */
+  async killLeftovers(execId: string): Promise<void> {
+    const c = this.o.docker.getContainer(this.name);
+    const info = await c.inspect().catch(() => undefined);
+    if (info?.State.Running) await withTimeout(this.killMarked(c, `MOM_EXEC_ID=${execId}`), KILL_TIMEOUT_MS);
   }
 
   private async killMarked(container: Dockerode.Container, marker: string): Promise<void> {

@@ -13,6 +13,11 @@ export interface ExecRequest {
   signal?: AbortSignal;
   /** Default DEFAULT_EXEC_TIMEOUT_MS. */
   timeoutMs?: number;
+  /**
+   * The value of the command's marker variable MOM_EXEC_ID (default: a fresh uuid). A caller that
+   * records it can find what is left of the command after its runner died (killLeftovers).
+   */
+  execId?: string;
 }
 
 export interface ExecResult {
@@ -45,6 +50,12 @@ export interface Executor {
   /** The per-command limits in force, for the notes the model reads. */
   readonly limits?: CommandLimits;
   exec(req: ExecRequest): Promise<ExecResult>;
+  /**
+   * Kills every process still carrying the marker `execId` (ExecRequest.execId): what a command
+   * started by a runner that died left running. Sees only this host (host, bwrap) or the
+   * channel's container (docker).
+   */
+  killLeftovers?(execId: string): Promise<void>;
 }
 
 export interface ExecutorOptions {

@@ -103,6 +103,19 @@ describe.each(variants)("%s executor (pids cgroup: %s)", (type, withCgroup) => {
     expect(processesWith("bomb()")).toEqual([]);
   });
 
+  it("killLeftovers finds a command by its execId, a setsid child too, as a runner after the one that started it would", async () => {
+    const tag = `${type === "host" ? 907 : 908}.${withCgroup ? 1 : 2}23`;
+    const execId = `leftover-${type}-${withCgroup}-${process.pid}`;
+    const running = run(executor, `setsid sleep ${tag} & sleep ${tag}1`, { execId, timeoutMs: 30_000 });
+    const deadline = Date.now() + 5000;
+    while (processesWith(`sleep ${tag}`).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(processesWith(`sleep ${tag}`).length).toBeGreaterThanOrEqual(2);
+    await executor.killLeftovers!(execId);
+    expect(processesWith(`sleep ${tag}`)).toEqual([]);
+    expect((await running).exitCode).not.toBe(0);
+    await executor.killLeftovers!("no-such-exec-id");
+  });
+
   it("leaves no background process behind after a normal exit", async () => {
     const tag = `${type === "host" ? 905 : 906}.${withCgroup ? 1 : 2}23`;
     const r = await run(executor, `(setsid sleep ${tag} > /dev/null 2>&1 &); nohup sleep ${tag}1 > /dev/null 2>&1 & echo started`);

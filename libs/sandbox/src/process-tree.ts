@@ -44,16 +44,16 @@ interface Scan {
  * parent), its process group and session, and — for those that re-parented themselves with
  * `setsid` plus a double fork — every process that still carries the command's environment marker.
  */
-export async function commandProcesses(rootPid: number, marker: string): Promise<Scan> {
+export async function commandProcesses(rootPid: number | undefined, marker: string): Promise<Scan> {
   let pids: number[];
   try {
     pids = (await readdir("/proc")).filter((n) => /^\d+$/.test(n)).map(Number);
   } catch {
-    return { pids: [rootPid], unsure: 0 }; // no /proc: the process group is the best we can do
+    return { pids: rootPid === undefined ? [] : [rootPid], unsure: 0 }; // no /proc: the process group is the best we can do
   }
   const infos = (await Promise.all(pids.map(procInfo))).filter((p): p is ProcInfo => p !== undefined && p.pid !== process.pid);
   const found = new Set<number>();
-  for (const p of infos) if (p.pid === rootPid || p.pgid === rootPid || p.sid === rootPid) found.add(p.pid);
+  if (rootPid !== undefined) for (const p of infos) if (p.pid === rootPid || p.pgid === rootPid || p.sid === rootPid) found.add(p.pid);
   const marked = await Promise.all(infos.map((p) => hasMarker(p.pid, marker)));
   infos.forEach((p, i) => marked[i] === true && found.add(p.pid));
   // Kernel threads (kthreadd, pid 2, and its children) have no environment at all: not unsure.
@@ -79,6 +79,20 @@ export async function killCommandTree(rootPid: number, marker: string): Promise<
   } catch {
     // no such group any more
   }
+  await killScanned(rootPid, marker);
+}
+
+/**
+ * SIGKILLs every process that still carries the marker (and their descendants) when the process
+ * that started them is gone: what a command of a runner that died left behind. Resolves how many
+ * were signalled.
+ */
+export function killMarkedProcesses(marker: string): Promise<number> {
+  return killScanned(undefined, marker);
+}
+
+async function killScanned(rootPid: number | undefined, marker: string): Promise<number> {
+  let signalled = 0;
   for (let round = 0; round < 5; round++) {
     const { pids, unsure } = await commandProcesses(rootPid, marker);
     let alive = 0;
@@ -90,8 +104,10 @@ export async function killCommandTree(rootPid: number, marker: string): Promise<
         // already gone
       }
     }
+    signalled += alive;
     // None left, unless a process was caught mid-exec: it is looked at again next round.
-    if (alive === 0 && unsure === 0) return;
+    if (alive === 0 && unsure === 0) break;
     await new Promise((r) => setTimeout(r, 20));
   }
+  return signalled;
 }

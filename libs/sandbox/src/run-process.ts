@@ -4,7 +4,7 @@ import { cleanEnv, type CommandLimits, DEFAULT_EXEC_TIMEOUT_MS, type ExecRequest
 import { measureDir } from "./disk-usage.js";
 import { type CgroupLimits, type CommandCgroup, createCommandCgroup } from "./pids-cgroup.js";
 import { hasTool } from "./tools-on-path.js";
-import { killCommandTree } from "./process-tree.js";
+import { killCommandTree, killMarkedProcesses } from "./process-tree.js";
 
 export interface RunProcessOptions {
   file: string;
@@ -20,6 +20,8 @@ export interface RunProcessOptions {
   limits?: CommandLimits;
   /** Written to the command's fd 3 (bwrap's --seccomp 3), then closed. */
   fd3?: Buffer;
+  /** The marker's value (MOM_EXEC_ID); default a fresh uuid. */
+  execId?: string;
 }
 
 /** How often the channel's directory is measured while a command runs (at least; a slow walk is spaced out more). */
@@ -76,7 +78,7 @@ async function killAll(cgroup: CommandCgroup): Promise<void> {
 function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise<ExecResult & { fileAtLimit?: boolean }> {
   // Without a cgroup, every process of the command is found again by this variable in
   // /proc/<pid>/environ, even after `setsid` and a double fork (process-tree.ts).
-  const marker = `MOM_EXEC_ID=${randomUUID()}`;
+  const marker = `MOM_EXEC_ID=${o.execId ?? randomUUID()}`;
   const env = { ...o.env, MOM_EXEC_ID: marker.slice("MOM_EXEC_ID=".length) };
   return new Promise<ExecResult & { fileAtLimit?: boolean }>((resolve, reject) => {
     // The process joins its cgroups before it becomes the command, so not one fork escapes the
@@ -240,6 +242,11 @@ export abstract class ProcessExecutor<O extends ExecutorOptions> implements Exec
     const { file, args, cwd, fd3 } = this.commandLine(req);
     return runCommand(this.o, req, file, args, cwd, fd3);
   }
+
+  /** Every process on this host carrying the marker: bwrap and bash pass the environment down. */
+  async killLeftovers(execId: string): Promise<void> {
+    await killMarkedProcesses(`MOM_EXEC_ID=${execId}`);
+  }
 }
 
 function runCommand(o: ExecutorOptions, req: ExecRequest, file: string, args: string[], cwd: string, fd3?: Buffer): Promise<ExecResult> {
@@ -255,5 +262,6 @@ function runCommand(o: ExecutorOptions, req: ExecRequest, file: string, args: st
     pidsLimit: o.pidsLimit,
     limits: o.limits,
     fd3,
+    execId: req.execId,
   });
 }

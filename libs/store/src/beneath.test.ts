@@ -4,7 +4,7 @@ import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, r
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LogEntry } from "@mom/contracts";
-import { listDir, openBeneath, openDirBeneath, readBeneath, readTailBeneath, RefusedPathError, writeNewFileBeneath } from "./beneath.js";
+import { listDir, openBeneath, openDirBeneath, readBeneath, readTailBeneath, RefusedPathError, writeFileAtomicBeneath, writeNewFileBeneath } from "./beneath.js";
 import { writeNewFile } from "./attachment-files.js";
 import { ChannelStore } from "./channel-store.js";
 
@@ -153,6 +153,44 @@ describe("beneath: writes never leave the root", () => {
   });
 });
 
+describe("writeFileAtomicBeneath: whole or not at all, never over anything", () => {
+  it("writes the file (making its directory) and leaves no temp file", async () => {
+    const { channel } = fixture();
+    await writeFileAtomicBeneath(channel, "events", "a.json", Buffer.from('{"x":1}'));
+    expect(readFileSync(join(channel, "events", "a.json"), "utf8")).toBe('{"x":1}');
+    expect(readdirSync(join(channel, "events"))).toEqual(["a.json"]);
+    expect(lstatSync(join(channel, "events", "a.json")).nlink).toBe(1);
+  });
+
+  it("never replaces an existing file, a planted symlink or a FIFO of that name (EEXIST), and leaves no temp file", async () => {
+    const { channel, target } = fixture();
+    mkdirSync(join(channel, "events"));
+    writeFileSync(join(channel, "events", "a.json"), "old");
+    symlinkSync(join(target, "SKILL.md"), join(channel, "events", "b.json"));
+    symlinkSync(join(target, "new.md"), join(channel, "events", "c.json"));
+    execFileSync("mkfifo", [join(channel, "events", "d.json")]);
+    for (const name of ["a.json", "b.json", "c.json", "d.json"]) {
+      await expect(writeFileAtomicBeneath(channel, "events", name, Buffer.from("evil"))).rejects.toMatchObject({ code: "EEXIST" });
+    }
+    expect(readFileSync(join(channel, "events", "a.json"), "utf8")).toBe("old");
+    expect(readFileSync(join(target, "SKILL.md"), "utf8")).toBe("theirs\n");
+    expect(existsSync(join(target, "new.md"))).toBe(false);
+    expect(readdirSync(join(channel, "events")).sort()).toEqual(["a.json", "b.json", "c.json", "d.json"]);
+  });
+
+  it("refuses a symlinked directory and names that leave it", async () => {
+    const { channel, target } = fixture();
+    symlinkSync(target, join(channel, "events"));
+    await expect(writeFileAtomicBeneath(channel, "events", "a.json", Buffer.from("evil"))).rejects.toThrow("events: is a symlink");
+    rmSync(join(channel, "events"));
+    for (const name of ["../a.json", "/tmp/a.json", "x/a.json", ".hidden.json", ".."]) {
+      await expect(writeFileAtomicBeneath(channel, "events", name, Buffer.from("evil"))).rejects.toBeInstanceOf(RefusedPathError);
+    }
+    expect(readdirSync(target)).toEqual(["SKILL.md"]);
+    expect(readdirSync(join(channel, "events"))).toEqual([]);
+  });
+});
+
 describe("ChannelStore through beneath", () => {
   const entry = (id: string): LogEntry => ({ id, date: "2026-01-01T00:00:00.000Z", user: "U1", userName: "ann", text: id, attachments: [], isBot: false });
 
@@ -169,6 +207,34 @@ describe("ChannelStore through beneath", () => {
     expect(lstatSync(join(channel, "log.jsonl")).isFile()).toBe(true);
     expect(await store.appendLog(entry("m1"))).toBe(true);
     expect(readFileSync(join(target, "SKILL.md"), "utf8")).toBe("theirs\n");
+  });
+
+  it("jobs.jsonl: never written through a planted symlink or a hard link to another channel's file, never emptied through one; prepareFiles makes it anew", async () => {
+    const { channel, target } = fixture();
+    const store = new ChannelStore({ adapter: "cli", channelId: "a" }, channel, join(channel, "..", "MEMORY.md"));
+    const problems: string[] = [];
+    store.onFileProblem = (p) => problems.push(p);
+    const started = { type: "started", id: "job-1", execId: "e1", command: "make", startedAt: "2026-01-01T00:00:00.000Z", runner: "r1", host: "h", startedBy: { id: "u", username: "ann" } } as const;
+    symlinkSync(join(target, "SKILL.md"), join(channel, "jobs.jsonl"));
+    await expect(store.appendJobRecord(started)).rejects.toThrow(SYMLINK);
+    await expect(store.compactJobRecords()).rejects.toThrow(SYMLINK);
+    await expect(store.readRunningJobs()).rejects.toThrow(SYMLINK);
+    expect(readFileSync(join(target, "SKILL.md"), "utf8")).toBe("theirs\n");
+    await store.prepareFiles();
+    expect(problems).toEqual([expect.stringMatching(/^jobs\.jsonl: is a symlink .*moved aside to jobs\.jsonl\.refused-\d+/)]);
+    await store.appendJobRecord(started);
+    expect((await store.readRunningJobs()).running).toEqual([started]);
+    await store.appendJobRecord({ type: "ended", id: "job-1", endedAt: "2026-01-01T00:01:00.000Z" });
+    expect((await store.readRunningJobs()).running).toEqual([]);
+    await store.compactJobRecords();
+    expect(readFileSync(join(channel, "jobs.jsonl"), "utf8")).toBe("");
+
+    rmSync(join(channel, "jobs.jsonl"));
+    linkSync(join(target, "SKILL.md"), join(channel, "jobs.jsonl"));
+    await expect(store.appendJobRecord(started)).rejects.toThrow(/link/);
+    await expect(store.compactJobRecords()).rejects.toThrow(/link/);
+    expect(readFileSync(join(target, "SKILL.md"), "utf8")).toBe("theirs\n");
+    await expect(store.appendJobRecord({ ...started, id: "" })).rejects.toThrow("invalid job record for cli/a: /id");
   });
 
   it("a FIFO for context.jsonl is moved aside at once, and the context opened is a fresh regular file", async () => {

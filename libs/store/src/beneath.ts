@@ -1,5 +1,6 @@
 import { constants, type Dirent, existsSync } from "node:fs";
-import { type FileHandle, lstat, mkdir, open, opendir, readlink, rename } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { type FileHandle, link, lstat, mkdir, open, opendir, readlink, rename, unlink } from "node:fs/promises";
 import { extname } from "node:path";
 
 /**
@@ -314,6 +315,37 @@ export async function writeNewFileBeneath(root: string, relDir: string, name: st
       await fh!.close();
     }
     return candidate;
+  }
+}
+
+/**
+ * Writes `bytes` as the new file `name` in the directory `relDir` beneath `root` (made when
+ * missing) whole or not at all: first into a fresh dot file beside it (O_EXCL, never through a
+ * symlink), which is then hard-linked to `name` and removed. A reader that skips dot files (the
+ * scheduler) therefore never sees a partial file, and nothing is ever overwritten: when `name`
+ * exists — a file, a planted symlink, a FIFO — this throws an error with code EEXIST and leaves it
+ * as it was.
+ */
+export async function writeFileAtomicBeneath(root: string, relDir: string, name: string, bytes: Uint8Array, opts?: BeneathOptions): Promise<void> {
+  const dir = await DirBeneath.open(root, relDir, { ...opts, createDirs: opts?.createDirs ?? true });
+  if (!dir) throw new RefusedPathError(relDir, "is missing");
+  try {
+    if (components(name).length !== 1 || name.startsWith(".")) throw new RefusedPathError(dir.rel ? `${dir.rel}/${name}` : name, "not a single name, or a dot file");
+    const tmp = `.${name}.${randomBytes(6).toString("hex")}.tmp`;
+    const fh = (await dir.file(tmp, "create", opts?.beforeStep))!;
+    try {
+      await fh.writeFile(bytes);
+    } finally {
+      await fh.close();
+    }
+    try {
+      // link(2) never follows a symlink of either name and fails when the new one exists.
+      await link(fdPath(dir.fh, tmp), fdPath(dir.fh, name));
+    } finally {
+      await unlink(fdPath(dir.fh, tmp)).catch(() => undefined);
+    }
+  } finally {
+    await dir.close();
   }
 }
 

@@ -52,6 +52,9 @@ describe("ChannelStore log", () => {
     await expect(store.appendReceipt(receipt)).rejects.toThrow(/another runner/);
     expect(readFileSync(store.logFile, "utf8")).toBe(`${JSON.stringify(entry("m1"))}\n`);
     expect(existsSync(store.receiptsFile)).toBe(false);
+    await expect(store.appendJobRecord({ type: "ended", id: "job-1", endedAt: "2025-01-02T03:04:05.000Z" })).rejects.toThrow(/another runner/);
+    await expect(store.compactJobRecords()).rejects.toThrow(/another runner/);
+    expect(existsSync(store.jobsFile)).toBe(false);
     fenced = false;
     expect(await store.appendLog(entry("m2"))).toBe(true);
   });

@@ -5,6 +5,7 @@ import { appendLine } from "./append-line.js";
 import { moveAsideBeneath, openBeneath, openDirBeneath, type OpenMode, readBeneath, RefusedPathError } from "./beneath.js";
 import { fileSize, type LogCursor, type PlacedEntry, readLogSince, readLogTail } from "./log-reader.js";
 import { logEntryValidator, parseJsonLines, parseLogLines, receiptValidator, type SkippedLine } from "./log-lines.js";
+import { jobRecordProblem, type JobRecord, type JobStarted, runningJobs } from "./job-records.js";
 import PQueue from "p-queue";
 
 export interface ReadLogOptions {
@@ -22,7 +23,7 @@ export interface ReadLogResult {
 }
 
 /** The files in a channel's directory that only the runner writes (read-only to the channel's tools). */
-export const RUNNER_FILES = ["log.jsonl", "context.jsonl", "receipts.jsonl"] as const;
+export const RUNNER_FILES = ["log.jsonl", "context.jsonl", "receipts.jsonl", "jobs.jsonl"] as const;
 /** The directories the runner makes in a channel's directory. */
 const CHANNEL_DIRS = ["attachments", "skills", "scratch"] as const;
 
@@ -45,6 +46,8 @@ export class ChannelStore {
   readonly contextFile: string;
   readonly memoryFile: string;
   readonly receiptsFile: string;
+  /** The background jobs running here (job-records.ts), so the channel's next owner can say which were lost. */
+  readonly jobsFile: string;
   readonly attachmentsDir: string;
   readonly scratchDir: string;
   readonly skillsDir: string;
@@ -80,6 +83,7 @@ export class ChannelStore {
     this.contextFile = join(dir, "context.jsonl");
     this.memoryFile = join(dir, "MEMORY.md");
     this.receiptsFile = join(dir, "receipts.jsonl");
+    this.jobsFile = join(dir, "jobs.jsonl");
     this.attachmentsDir = join(dir, "attachments");
     this.scratchDir = join(dir, "scratch");
     this.skillsDir = join(dir, "skills");
@@ -228,6 +232,39 @@ export class ChannelStore {
       this.writeGuard?.();
       await this.ensureDirs();
       await appendLine(this.opener("receipts.jsonl", "append"), JSON.stringify(receipt));
+    });
+  }
+
+  /** Appends one line to jobs.jsonl (a job started or ended); fenced like every write. */
+  appendJobRecord(record: JobRecord): Promise<void> {
+    const problem = jobRecordProblem(record);
+    if (problem) return Promise.reject(new Error(`invalid job record for ${this.qualifiedId}: ${problem}`));
+    return this.serialise(async () => {
+      this.writeGuard?.();
+      await appendLine(this.opener("jobs.jsonl", "append"), JSON.stringify(record));
+    });
+  }
+
+  /** The jobs jobs.jsonl says were started and never ended (running, or lost with their runner). */
+  readRunningJobs(): Promise<{ running: JobStarted[]; skipped: SkippedLine[] }> {
+    return this.serialise(async () => runningJobs(await readOrEmpty(this.dir, "jobs.jsonl")));
+  }
+
+  /**
+   * Empties jobs.jsonl when it names no running job (it would otherwise grow by two lines a job);
+   * read and emptied in one step of the queue, so a job recorded meanwhile is never lost. A crash
+   * halfway leaves it whole or empty, both right when nothing runs.
+   */
+  compactJobRecords(): Promise<void> {
+    return this.serialise(async () => {
+      if (runningJobs(await readOrEmpty(this.dir, "jobs.jsonl")).running.length > 0) return;
+      this.writeGuard?.();
+      const fh = await openBeneath(this.dir, "jobs.jsonl", "write");
+      try {
+        await fh!.truncate(0);
+      } finally {
+        await fh!.close();
+      }
     });
   }
 

@@ -5,7 +5,8 @@
 // `Authorization: Bearer …` (or a `token` field); answers `{ok: true, …}` or `{ok: false, error}`
 // with HTTP 200, and HTTP 429 + `Retry-After` when a test rate-limits a method. Methods:
 // auth.test, users.list, users.info, conversations.list, conversations.history,
-// conversations.replies, chat.postMessage, chat.update, chat.delete, chat.postEphemeral, reactions.add,
+// conversations.replies, conversations.members (a DM's user and the bot, a channel's `members`
+// plus everyone who posted there, `setMember`), chat.postMessage, chat.update, chat.delete, chat.postEphemeral, reactions.add,
 // reactions.remove, files.getUploadURLExternal, files.completeUploadExternal (the upload itself is
 // a POST to the returned upload_url), apps.connections.open (app-level token only). Files users
 // share are served at their `url_private_download` to requests carrying the bot token.
@@ -44,6 +45,8 @@ export interface FakeSlackChannel {
   is_private?: boolean;
   /** The other user of a DM. */
   user?: string;
+  /** Who is in the channel from the start (besides the bot); whoever posts there joins. */
+  members?: string[];
 }
 
 export interface FakeSlackFile {
@@ -158,6 +161,8 @@ export interface FakeSlack {
   ephemerals: CallRecorder<FakeSlackEphemeral>;
   addUser(u: FakeSlackUser): void;
   addChannel(c: FakeSlackChannel): void;
+  /** `user` joins (true) or leaves (false) `channel`: what conversations.members lists. */
+  setMember(channel: string, user: string, member: boolean): void;
   /** A file a user shares; put it in `userMessage({files})`. */
   addFile(f: { name: string; bytes: Uint8Array; mimetype?: string; title?: string }): FakeSlackFile;
   /** A person posts in a channel: stored in the history and (unless deliver: false) sent as events. */
@@ -260,10 +265,13 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeS
   let idSeq = 0;
 
   const addUser = (u: FakeSlackUser) => void users.set(u.id, u);
+  const members = new Map<string, Set<string>>();
   const addChannel = (c: FakeSlackChannel) => {
     channels.set(c.id, c);
     if (!history.has(c.id)) history.set(c.id, []);
+    if (!members.has(c.id)) members.set(c.id, new Set([botUserId, ...(c.user ? [c.user] : []), ...(c.members ?? [])]));
   };
+  const setMember = (channel: string, user: string, member: boolean) => void (member ? members.get(channel)?.add(user) : members.get(channel)?.delete(user));
   addUser({ id: botUserId, name: "mom", real_name: "mom", display_name: "mom", is_bot: true });
   for (const u of opts.users ?? DEFAULT_USERS) addUser(u);
   for (const c of opts.channels ?? DEFAULT_CHANNELS) addChannel(c);
@@ -453,6 +461,12 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeS
       );
       const { slice, next } = page(wanted, a, 100);
       return { channels: slice.map(channelJson), response_metadata: { next_cursor: next } };
+    },
+    "conversations.members": (a, token) => {
+      requireBot(token);
+      const c = channelOf(a.channel);
+      const { slice, next } = page([...(members.get(c.id) ?? [])], a, 100);
+      return { members: slice, response_metadata: { next_cursor: next } };
     },
     "conversations.history": (a, token) => {
       requireBot(token);
@@ -712,6 +726,7 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeS
     ephemerals,
     addUser,
     addChannel,
+    setMember,
     addFile({ name, bytes, mimetype, title }) {
       const id = nextId("F");
       const buf = Buffer.from(bytes);
@@ -721,6 +736,7 @@ export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeS
     },
     userMessage(m) {
       const c = channelOf(m.channel);
+      setMember(c.id, m.user, true);
       const ts = nextTs();
       store({ channel: c.id, ts, text: m.text, user: m.user, ...(m.thread_ts && { thread_ts: m.thread_ts }), ...(m.files && { subtype: "file_share", files: m.files }) });
       const sent: FakeSlackEnvelope[] = [];

@@ -5,7 +5,9 @@
 //   a wrong token gets 401 Unauthorized.
 // - getMe, deleteWebhook, getUpdates (long polling: held until an update arrives or `timeout`
 //   seconds pass; `offset` confirms earlier updates), sendMessage, editMessageText, deleteMessage,
-//   sendDocument (multipart), sendChatAction, getFile, answerCallbackQuery, setMyCommands.
+//   sendDocument (multipart), sendChatAction, getFile, answerCallbackQuery, setMyCommands,
+//   getChatMember (who is in a group: everyone who `say`s there, and `setMember`; others "left";
+//   a group nobody was seen in is 400 "chat not found").
 // - Text sent with `parse_mode: "HTML"` is parsed as Telegram does: only its tags, balanced, its
 //   entities; otherwise 400 "can't parse entities". More than 4,096 characters after parsing is
 //   400 "message is too long"; an edit to the same text is 400 "message is not modified".
@@ -135,6 +137,8 @@ export class FakeTelegram {
   /** Updates posted to the webhook, with the status the bot answered. */
   readonly webhookPosts: Array<{ updateId: number; status: number }> = [];
   private nextMessage = new Map<number, number>();
+  /** Group members by chat id: user id -> status ("member", "administrator", "left", "kicked"). */
+  private readonly members = new Map<number, Map<number, string>>();
   private nextFile = 1;
   private server?: ReturnType<typeof createServer>;
   url = "";
@@ -170,11 +174,25 @@ export class FakeTelegram {
   /** The next `times` calls of `method` are answered 502 Bad Gateway. */
   fail(method: string, times: number): void {
     this.failures.set(method, times);
+    // A poll held open meets the outage too (a cut connection), not only the calls after it.
+    if (method === "getUpdates") for (const wake of this.pollers) wake();
   }
 
-  /** A person sends a message; resolves with it as the bot will receive it. */
+  /** How many of the failures `fail` asked for have not been answered yet. */
+  failuresLeft(method: string): number {
+    return this.failures.get(method) ?? 0;
+  }
+
+  /** `user`'s membership of group `chatId` changes (joins: "member"; leaves: "left"; removed: "kicked"). */
+  setMember(chatId: number, user: TgUser, status: "member" | "administrator" | "creator" | "left" | "kicked"): void {
+    if (!this.members.has(chatId)) this.members.set(chatId, new Map());
+    this.members.get(chatId)!.set(user.id, status);
+  }
+
+  /** A person sends a message (in a group, they are a member from then on); resolves with it as the bot will receive it. */
   say(m: { chat: TgChat; from: TgUser; text?: string; entities?: TgEntity[]; replyTo?: number; threadId?: number; document?: { name: string; bytes: Uint8Array; mimeType?: string } }): TgMessage {
     const msg: TgMessage = { message_id: this.messageId(m.chat.id), date: Math.floor(Date.now() / 1000), chat: m.chat, from: m.from };
+    if (m.chat.type !== "private" && !["member", "administrator", "creator"].includes(this.members.get(m.chat.id)?.get(m.from.id) ?? "")) this.setMember(m.chat.id, m.from, "member");
     if (m.document) {
       const f = this.storeFile(m.document.bytes, `documents/${m.document.name}`);
       msg.document = { file_id: f.file_id, file_unique_id: `u${f.file_id}`, file_name: m.document.name, file_size: m.document.bytes.length, ...(m.document.mimeType && { mime_type: m.document.mimeType }) };
@@ -312,9 +330,13 @@ export class FakeTelegram {
       case "setMyCommands":
       case "sendChatAction":
         return { result: true };
-      case "getUpdates":
+      case "getUpdates": {
         if (this.webhook) return { error: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first", status: 409 };
-        return { result: await this.getUpdates(Number(p.offset ?? 0), Number(p.timeout ?? 0), Number(p.limit ?? 100)) };
+        const updates = await this.getUpdates(Number(p.offset ?? 0), Number(p.timeout ?? 0), Number(p.limit ?? 100));
+        if (updates) return { result: updates };
+        this.failures.set("getUpdates", this.failuresLeft("getUpdates") - 1);
+        return { error: "Bad Gateway", status: 502 };
+      }
       case "sendMessage":
         return this.sendMessage(p);
       case "editMessageText":
@@ -335,21 +357,30 @@ export class FakeTelegram {
       case "answerCallbackQuery":
         this.callbackAnswers.set(String(p.callback_query_id), p);
         return { result: true };
+      case "getChatMember": {
+        const chat = this.members.get(Number(p.chat_id));
+        if (!chat) return { error: "Bad Request: chat not found", status: 400 };
+        const userId = Number(p.user_id);
+        return { result: { status: chat.get(userId) ?? "left", user: { id: userId, is_bot: false, first_name: String(userId) } } };
+      }
       default:
         return { error: `Not Found: method ${method} is not known to the fake`, status: 404 };
     }
   }
 
-  private async getUpdates(offset: number, timeoutS: number, limit: number): Promise<unknown[]> {
+  /** The updates from `offset` on, held up to `timeoutS` until there are some; undefined when `fail` cut the poll. */
+  private async getUpdates(offset: number, timeoutS: number, limit: number): Promise<unknown[] | undefined> {
     if (offset > 0) this.updates.splice(0, this.updates.findIndex((u) => u.update_id >= offset) === -1 ? this.updates.length : this.updates.findIndex((u) => u.update_id >= offset));
     const deadline = Date.now() + timeoutS * 1000;
     while (this.updates.length === 0 && Date.now() < deadline && this.server?.listening) {
+      if (this.failuresLeft("getUpdates") > 0) return undefined;
       await new Promise<void>((resolve) => {
         const wake = () => (this.pollers.delete(wake), clearTimeout(t), resolve());
         const t = setTimeout(wake, Math.max(0, deadline - Date.now()));
         this.pollers.add(wake);
       });
     }
+    if (this.updates.length === 0 && this.failuresLeft("getUpdates") > 0) return undefined;
     return this.updates.slice(0, limit);
   }
 

@@ -11,3 +11,5 @@ export * from "./usage-records.js";
 export * from "./fake-matrix.js";
 export * from "./irc-server.js";
 export * from "./mail-servers.js";
+export * from "./fake-github.js";
+export * from "./radicale.js";

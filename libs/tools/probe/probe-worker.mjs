@@ -8,7 +8,18 @@ import { createJiti } from "jiti";
 import { VIRTUAL_MODULES as virtualModules } from "../dist/custom-tools.js";
 
 const refuse = () => Promise.reject(new Error("not available while the tool is being checked"));
-const api = { dataDir: workerData.dataDir, workspaceDir: workerData.workspaceDir, exec: refuse, readFile: refuse, writeFile: refuse };
+const api = {
+  dataDir: workerData.dataDir,
+  workspaceDir: workerData.workspaceDir,
+  exec: refuse,
+  readFile: refuse,
+  writeFile: refuse,
+  // Only whether loading finishes matters here; the runner's own load sees the real settings.
+  settings: () => undefined,
+  secret: () => {
+    throw new Error("not available while the tool is being checked");
+  },
+};
 
 async function load(path) {
   const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, tryNative: false, interopDefault: false, virtualModules });

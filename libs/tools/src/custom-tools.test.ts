@@ -105,6 +105,28 @@ exports.tool = { id: "test.named.run", description: "cjs named export", risk: "w
     expect(registry.sourceOf("test.plain.run")).toBe(join(dir, "plain", "index.ts"));
   });
 
+  it("loads an integration's tools exported together, and refuses a list with a bad or repeated tool", async () => {
+    const dir = tempDir();
+    writeTool(
+      dir,
+      "cal",
+      `
+import Type from "typebox";
+import { integrationSettings, type CustomToolApi } from "@mom/tools";
+const one = (id: string, risk: "read" | "write") => ({ id, description: id, risk, parameters: Type.Object({}), execute: async () => id });
+export default (api: CustomToolApi) => [one("cal.event.list", "read"), one("cal.event.create", "write")];
+`,
+    );
+    writeTool(dir, "bad", `import Type from "typebox";\nexport default [{ id: "bad.x.y", description: "d", risk: "read", parameters: Type.Object({}), execute: async () => "" }, { id: "bad.x.z" }];`);
+    writeTool(dir, "twice", `import Type from "typebox";\nconst t = { id: "tw.x.y", description: "d", risk: "read", parameters: Type.Object({}), execute: async () => "" };\nexport default [t, t];`);
+    const { registry } = setup([dir]);
+    await registry.reload();
+    expect(registry.tools().map((t) => t.id)).toEqual(["cal.event.create", "cal.event.list"]);
+    const problems = Object.fromEntries(registry.problems().map((p) => [p.path.split("/").at(-2), p.error]));
+    expect(problems.bad).toMatch(/^tool bad\.x\.z: /);
+    expect(problems.twice).toBe("tool id tw.x.y is exported twice");
+  });
+
   it("reports broken tools and still loads the good ones", async () => {
     const dir = tempDir();
     writeTool(dir, "good", toolSource("test.good.run", "good"));

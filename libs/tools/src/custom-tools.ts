@@ -6,6 +6,7 @@ import * as typebox from "typebox";
 import * as typeboxCompile from "typebox/compile";
 import * as typeboxValue from "typebox/value";
 import * as contract from "./tool-contract.js";
+import * as settings from "./integration-settings.js";
 import type { CustomToolApi, MomTool } from "./tool-contract.js";
 import { ToolProbe } from "./probe-tool.js";
 import { errorMessage, toolContractErrors } from "./tool-schema.js";
@@ -60,7 +61,7 @@ export const VIRTUAL_MODULES: Record<string, unknown> = {
   "@sinclair/typebox": typebox,
   "@sinclair/typebox/compile": typeboxCompile,
   "@sinclair/typebox/value": typeboxValue,
-  "@mom/tools": contract,
+  "@mom/tools": { ...contract, ...settings },
 };
 
 interface Loaded {
@@ -204,11 +205,13 @@ export class CustomToolRegistry implements ToolSource {
           problems.push({ path: found, error: result.error });
           continue;
         }
-        const previous = byId.get(result.tool.id);
-        if (previous) {
-          problems.push({ path: previous.path, error: `tool id ${result.tool.id} is overridden by ${found}` });
+        for (const tool of result.tools) {
+          const previous = byId.get(tool.id);
+          if (previous) {
+            problems.push({ path: previous.path, error: `tool id ${tool.id} is overridden by ${found}` });
+          }
+          byId.set(tool.id, { tool, path: found });
         }
-        byId.set(result.tool.id, { tool: result.tool, path: found });
       }
     }
     this.byId = byId;
@@ -249,7 +252,7 @@ export class CustomToolRegistry implements ToolSource {
     return files;
   }
 
-  private async loadFile(jiti: Jiti, path: string): Promise<{ tool: MomTool } | { error: string }> {
+  private async loadFile(jiti: Jiti, path: string): Promise<{ tools: MomTool[] } | { error: string }> {
     // A loop or process.exit while loading must cost a worker, never the runner.
     const problem = await this.probe.check(path, this.loadTimeoutMs);
     if (problem) return { error: problem };
@@ -266,11 +269,11 @@ export class CustomToolRegistry implements ToolSource {
     }
   }
 
-  private async instantiate(jiti: Jiti, path: string): Promise<{ tool: MomTool } | { error: string }> {
+  private async instantiate(jiti: Jiti, path: string): Promise<{ tools: MomTool[] } | { error: string }> {
     const mod = (await jiti.import(path)) as Record<string, unknown> | ((...a: unknown[]) => unknown) | undefined;
     const exported = pickExport(mod);
     if (exported === undefined) {
-      return { error: "no tool exported: export default a tool or a factory (api) => tool, or export const tool = ..." };
+      return { error: "no tool exported: export default a tool, a list of tools or a factory (api) => tool(s), or export const tool = ..." };
     }
     let candidate: unknown = exported;
     if (typeof exported === "function") {
@@ -280,9 +283,19 @@ export class CustomToolRegistry implements ToolSource {
         return { error: `factory threw: ${errorMessage(e)}` };
       }
     }
-    const errors = toolContractErrors(candidate);
+    // An integration exports its tools together (one client, one set of settings).
+    const candidates = Array.isArray(candidate) ? candidate : [candidate];
+    if (!candidates.length) return { error: "the tool list is empty" };
+    const errors = candidates.flatMap((c, i) => {
+      const found = toolContractErrors(c);
+      const id = (c as { id?: unknown } | null)?.id;
+      return Array.isArray(candidate) && found.length ? [`tool ${typeof id === "string" ? id : `#${i + 1}`}: ${found.join("; ")}`] : found;
+    });
     if (errors.length) return { error: errors.join("; ") };
-    return { tool: candidate as MomTool };
+    const ids = candidates.map((c) => (c as MomTool).id);
+    const twice = ids.find((id, i) => ids.indexOf(id) !== i);
+    if (twice) return { error: `tool id ${twice} is exported twice` };
+    return { tools: candidates as MomTool[] };
   }
 
   private schedule(): void {

@@ -14,6 +14,10 @@ export interface HostToolApiOptions {
   killGraceMs?: number;
   /** Environment of executed commands. Default process.env. */
   env?: NodeJS.ProcessEnv;
+  /** config.json `tools.settings`: each integration's settings by name. */
+  settings?: Record<string, unknown>;
+  /** Resolves `env:`/`file:`/`profile:` references; without it `secret` refuses every reference. */
+  secret?: (ref: string) => string;
 }
 
 /** What exec rejects with on timeout or abort; carries the output seen so far. */
@@ -125,6 +129,11 @@ export function createHostToolApi(opts: HostToolApiOptions): CustomToolApi {
       const file = at(p);
       await mkdir(dirname(file), { recursive: true });
       await writeFile(file, content);
+    },
+    settings: (name) => opts.settings?.[name],
+    secret: (ref) => {
+      if (!opts.secret) throw new Error(`secret ${ref}: this host gives tools no credentials`);
+      return opts.secret(ref);
     },
   };
 }

@@ -9,3 +9,4 @@ export * from "./timeout.js";
 export { CUSTOM_TOOL_ID, describeType, prepareToolArgs, toolContractErrors } from "./tool-schema.js";
 export * from "./approval-text.js";
 export * from "./tool-approvals.js";
+export * from "./integration-settings.js";

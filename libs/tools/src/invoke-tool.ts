@@ -103,7 +103,8 @@ export function normaliseInvokeArgs(raw: unknown): unknown {
   return { ...rest, tool, args: parsed };
 }
 
-function normaliseOutput(output: ToolOutput | unknown): { text: string; details?: unknown } {
+/** A tool's return value as text plus details (anything not a string or `{ text }` becomes JSON). */
+export function normaliseOutput(output: ToolOutput | unknown): { text: string; details?: unknown } {
   if (typeof output === "string") return { text: output };
   if (output === undefined || output === null) return { text: "" };
   if (typeof output === "object" && typeof (output as { text?: unknown }).text === "string") {

@@ -24,6 +24,8 @@ export interface ReceiptCall {
   toolId: string;
   risk: Risk;
   args: unknown;
+  /** Set for a call a run_code script or a sub-agent made: the run_code or spawn call's id. */
+  parentToolCallId?: string;
 }
 
 export function makeReceipt(type: ReceiptType, call: ReceiptCall, extra: { detail?: string; actor?: string } = {}): Receipt {
@@ -38,6 +40,7 @@ export function makeReceipt(type: ReceiptType, call: ReceiptCall, extra: { detai
     argsHash: argsHash(call.args),
     ...(extra.detail !== undefined && { detail: extra.detail }),
     ...(extra.actor !== undefined && { actor: extra.actor }),
+    ...(call.parentToolCallId !== undefined && { parentToolCallId: call.parentToolCallId }),
   };
 }
 

@@ -40,9 +40,21 @@ export interface CustomToolApi {
   exec(command: string, opts?: { cwd?: string; timeoutMs?: number; signal?: AbortSignal }): Promise<{ stdout: string; stderr: string; exitCode: number | null }>;
   readFile(path: string): Promise<string>;
   writeFile(path: string, content: string): Promise<void>;
+  /**
+   * An integration's settings: config.json `tools.settings.<name>` (free-form; the integration
+   * checks it, e.g. with `integrationSettings`), or undefined when the operator set none.
+   */
+  settings(name: string): unknown;
+  /**
+   * A credential, read at each call and never shown to the agent: `env:NAME`, `file:PATH`
+   * (relative to the data dir) or `profile:<id>` (that auth profile's secret). Throws an Error
+   * naming the reference (never a value) when it cannot be read.
+   */
+  secret(ref: string): string;
 }
 
-export type CustomToolExport = MomTool | ((api: CustomToolApi) => MomTool | Promise<MomTool>);
+/** What a tool module exports: one tool, or several (an integration's), or a factory of either. */
+export type CustomToolExport = MomTool | MomTool[] | ((api: CustomToolApi) => MomTool | MomTool[] | Promise<MomTool | MomTool[]>);
 
 export interface GateCall {
   toolCallId: string;
@@ -50,6 +62,8 @@ export interface GateCall {
   risk: Risk;
   args: unknown;
   timeoutMs?: number;
+  /** A call made by a run_code script or a sub-agent: the run_code or spawn call's id, carried by every receipt. */
+  parentToolCallId?: string;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { LimitsConfig, SpendBudget } from "@mom/config";
 import { type Period, PERIODS, periodEnd } from "./periods.js";
+import type { LimitOverrides } from "./limit-overrides.js";
 import { type Scope, scopesOf, type Spent, type SpendTotals } from "./spend-totals.js";
 
 function budgetOf(limits: LimitsConfig, scope: Scope): { budget?: SpendBudget; path: string; name: string } {
@@ -18,7 +19,16 @@ const PERIOD_WORD: Record<Period, string> = { day: "daily", month: "monthly" };
  * would cross, as the message the channel sees; undefined when every budget has room. With
  * `extra` zero it says whether a budget is already used up.
  */
-export function spendLimitProblem(limits: LimitsConfig, totals: SpendTotals, channel: string, adapter: string, extra: Spent, now = new Date()): string | undefined {
+export function spendLimitProblem(
+  limits: LimitsConfig,
+  totals: SpendTotals,
+  channel: string,
+  adapter: string,
+  extra: Spent,
+  now = new Date(),
+  /** The budgets changed from the web console: their message says where to raise them. */
+  overrides?: Pick<LimitOverrides, "find">,
+): string | undefined {
   for (const scope of scopesOf(channel, adapter)) {
     const { budget, path, name } = budgetOf(limits, scope);
     if (!budget) continue;
@@ -26,7 +36,9 @@ export function spendLimitProblem(limits: LimitsConfig, totals: SpendTotals, cha
       const cap = budget[period];
       if (!cap) continue;
       const spent = totals.spent(period, now, scope);
-      const resets = `It resets at ${when(periodEnd(period, now))}; to go on sooner, raise ${path}.${period} in config.json.`;
+      const changed = overrides?.find(scope, period);
+      const where = changed ? `on the web console's spend page (${changed.setBy} set it there)` : "in config.json";
+      const resets = `It resets at ${when(periodEnd(period, now))}; to go on sooner, raise ${path}.${period} ${where}.`;
       if (cap.usd !== undefined && spent.usd + extra.usd > cap.usd) {
         return `Spend limit reached: ${name} has used ${usd(spent.usd)} of its ${usd(cap.usd)} ${PERIOD_WORD[period]} budget${extra.usd > 0 ? ` and the next model call would cost about ${usd(extra.usd)}` : ""}. ${resets}`;
       }

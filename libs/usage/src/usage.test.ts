@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import type { UsageRecord } from "@mom/contracts";
-import { formatUsageTable, periodEnd, periodKey, SpendTotals, spendLimitProblem, summarizeUsage } from "./index.js";
+import { applyLimitOverrides, budgetPath, formatUsageTable, limitOverrideKey, periodEnd, periodKey, SpendTotals, spendLimitProblem, summarizeUsage } from "./index.js";
 
 const rec = (over: Partial<UsageRecord>): UsageRecord => ({
   id: Math.random().toString(36),
@@ -79,5 +79,39 @@ describe("usage report", () => {
       "ollama/llama3.1:8b               1  1,000     100           0            0   1,100           $?",
       "total                            2  2,000     200           0            0   2,200  $0.2500 + ?",
     ]);
+  });
+});
+
+describe("limit overrides (the web console's changes)", () => {
+  const limits = { global: { month: { usd: 100 } }, channels: { "cli/local": { day: { tokens: 1000 }, month: { usd: 5 } } } };
+  const by = { setBy: "alice (console)", setAt: "2026-11-23T11:00:00.000Z" };
+
+  it("take the place of config.json's budget for their scope and period, lift it with null, and leave the rest alone", () => {
+    const out = applyLimitOverrides(limits, [
+      { scope: { kind: "channel", channel: "cli/local" }, period: "day", cap: { tokens: 50_000 }, ...by },
+      { scope: { kind: "global" }, period: "month", cap: null, ...by },
+      { scope: { kind: "adapter", adapter: "slack-acme" }, period: "day", cap: { usd: 2 }, ...by },
+    ]);
+    expect(out).toEqual({ global: {}, channels: { "cli/local": { day: { tokens: 50_000 }, month: { usd: 5 } } }, adapters: { "slack-acme": { day: { usd: 2 } } } });
+    expect(limits.channels["cli/local"].day).toEqual({ tokens: 1000 }); // not changed in place
+  });
+
+  it("have one key per scope and period, channel ids escaped", () => {
+    expect(limitOverrideKey({ kind: "global" }, "month")).toBe("global.month");
+    expect(limitOverrideKey({ kind: "adapter", adapter: "slack-acme" }, "day")).toBe("adapter.slack-acme.day");
+    expect(limitOverrideKey({ kind: "channel", channel: "cli/a.b c" }, "day")).toBe("channel.cli/a=2eb=20c.day");
+    expect(budgetPath({ kind: "channel", channel: "cli/local" }, "day")).toBe('limits.channels["cli/local"].day');
+  });
+
+  it("say where to raise a budget changed from the console", () => {
+    const totals = new SpendTotals();
+    totals.apply(rec({ channel: "cli/local", adapter: "cli", totalTokens: 2000, costUsd: 0 }));
+    const changed = { scope: { kind: "channel" as const, channel: "cli/local" }, period: "day" as const, cap: { tokens: 1500 }, ...by };
+    const effective = applyLimitOverrides(limits, [changed]);
+    const find = (s: { kind: string }, p: string) => (s.kind === "channel" && p === "day" ? changed : undefined);
+    expect(spendLimitProblem(effective, totals, "cli/local", "cli", { usd: 0, tokens: 0 }, now, { find })).toBe(
+      'Token limit reached: this channel (cli/local) has used 2,000 tokens of its 1,500 tokens daily budget. It resets at 2026-11-24 00:00 UTC; to go on sooner, raise limits.channels["cli/local"].day on the web console\'s spend page (alice (console) set it there).',
+    );
+    expect(spendLimitProblem(applyLimitOverrides(limits, [{ ...changed, cap: null }]), totals, "cli/local", "cli", { usd: 0, tokens: 0 }, now)).toBeUndefined();
   });
 });

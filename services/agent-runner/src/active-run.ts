@@ -10,6 +10,8 @@ export interface RunInProgress {
   receipts: Receipt[];
   /** Who stopped the run (`@user`), once someone has. */
   cancelledBy?: string;
+  /** Messages of this channel injected into the run while it ran (busy mode "steer"). */
+  readonly steered?: readonly ChannelMessage[];
 }
 
 /**

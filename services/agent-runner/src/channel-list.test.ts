@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WorkspaceLayout } from "@mom/store";
@@ -54,11 +54,16 @@ describe("ChannelList", () => {
   });
 
   it("keeps the list it had, and says so, when the directory cannot be read", async () => {
+    // channels/ is a symlink swapped in one rename for one to a file: a refresh running meanwhile
+    // never sees the directory missing (which means "no channels", not "cannot read").
+    mkdirSync(`${layout.channelsDir}.real`, { recursive: true });
+    symlinkSync(`${layout.channelsDir}.real`, layout.channelsDir);
     addChannel("cli", "a");
     const list = new ChannelList(layout, log, 0);
     expect(await list.get()).toEqual(["cli/a"]);
-    rmSync(layout.channelsDir, { recursive: true });
-    writeFileSync(layout.channelsDir, "not a directory");
+    writeFileSync(`${layout.channelsDir}.file`, "not a directory");
+    symlinkSync(`${layout.channelsDir}.file`, `${layout.channelsDir}.next`);
+    renameSync(`${layout.channelsDir}.next`, layout.channelsDir);
     for (let i = 0; i < 200 && warnings.length === 0; i++) {
       expect(await list.get()).toEqual(["cli/a"]);
       await new Promise((r) => setTimeout(r, 5));

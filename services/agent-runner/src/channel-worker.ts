@@ -1,7 +1,7 @@
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, type SyncCursor, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, escapeChannelToken, type InterruptedRun, isNewSessionCommand, isStopCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
+import { type ChannelMessage, type ChannelRef, escapeChannelToken, type InterruptedRun, isNewSessionCommand, isStopCommand, isStopJobsCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
@@ -14,6 +14,9 @@ import { RunTelemetry } from "./run-telemetry.js";
 import { fitAnswer } from "./answer-fit.js";
 import { ChannelLost } from "./cluster/channel-ledger.js";
 import type { ChannelSlot } from "./cluster/channel-slots.js";
+import type { ChannelJobs } from "./jobs/channel-jobs.js";
+import { isJobMessage } from "./jobs/job-message.js";
+import { jobsKilledText, jobsStillRunningText } from "./jobs/stop-jobs.js";
 
 export interface ChannelWorkerDeps {
   bus: Bus;
@@ -51,6 +54,8 @@ export interface ChannelWorkerDeps {
   onFailure?: () => void;
   /** A message that cannot be handled at all goes here with the reason (the DLQ). */
   deadLetter: (message: ChannelMessage, seq: number, reason: string) => Promise<void>;
+  /** The channel's background jobs: `stop` lists the running ones, `stop jobs` kills them. */
+  jobs?: Pick<ChannelJobs, "running" | "killAll">;
 }
 
 /** What the worker needs of cluster/channel-ledger.ts. */
@@ -265,10 +270,12 @@ export class ChannelWorker {
     if (!fresh && !interrupted && (await this.isDuplicate(seq, message))) return NOW;
     this.noteTaken(message.id, seq);
     if (!message.isMention) return NOW;
-    if (isStopCommand(message.text)) return { done: this.stop(`@${message.sender.username}`) };
+    if (isStopCommand(message.text)) return { done: this.stop(`@${message.sender.username}`).then(() => this.sayJobsStillRunning(message)) };
+    if (isStopJobsCommand(message.text)) return { done: this.stopJobs(message) };
     if (isNewSessionCommand(message.text)) return { done: this.newSession(message) };
     if (interrupted) return this.resume(seq, message, interrupted, traceparent);
-    if ((this.current || this.queued.length > 0) && this.deps.busyMode === "reject") return { done: this.reject(message) };
+    // A job's end always gets its turn: refused as "busy", nobody would ever hear of it.
+    if ((this.current || this.queued.length > 0) && this.deps.busyMode === "reject" && !isJobMessage(message)) return { done: this.reject(message) };
     if (this.current && this.deps.busyMode === "steer") {
       const steered = await this.steer(seq, this.current, message);
       if (steered) return steered;
@@ -278,7 +285,7 @@ export class ChannelWorker {
 
   /** Whether a mention taken in now starts its run right away: no run of this channel in hand, a slot free. */
   private runsAtOnce(message: ChannelMessage): boolean {
-    return message.isMention && !isStopCommand(message.text) && !isNewSessionCommand(message.text) && !this.halted && this.unfinished.size === 0 && this.deps.slotFree();
+    return message.isMention && !isStopCommand(message.text) && !isStopJobsCommand(message.text) && !isNewSessionCommand(message.text) && !this.halted && this.unfinished.size === 0 && this.deps.slotFree();
   }
 
   private recordEarly(seq: number, messageId: string): Early {
@@ -379,6 +386,26 @@ export class ChannelWorker {
       this.deps.log.info({ runId: this.current.runId, by }, "aborting run");
       await (await this.agent)?.abort();
     }
+  }
+
+  /** After a `stop`: the background jobs it left running, and how to end them, said in the channel. */
+  private async sayJobsStillRunning(message: ChannelMessage): Promise<void> {
+    const running = this.deps.jobs?.running() ?? [];
+    if (running.length > 0) await this.say(message, jobsStillRunningText(running));
+  }
+
+  /** `stop jobs`: every background job of the channel killed, and which, said in the channel. */
+  private async stopJobs(message: ChannelMessage): Promise<void> {
+    const killed = (await this.deps.jobs?.killAll({ kind: "stop", by: `@${message.sender.username}` })) ?? [];
+    this.deps.log.info({ msgId: message.id, killed: killed.map((j) => j.id) }, "stop jobs");
+    await this.say(message, jobsKilledText(killed));
+  }
+
+  /** A reply of the runner's own to a typed command (a run_ended with no run), as `/new` answers. */
+  private async say(message: ChannelMessage, text: string): Promise<void> {
+    const pub = new RunPublisher(this.deps.bus, this.deps.ref, randomUUID(), this.deps.log, this.deps.publishRetryMs);
+    pub.emit(this.ended({ stopReason: "stop", finalText: text, usage: ZERO_USAGE }, message, Date.now()));
+    await this.flushed(pub);
   }
 
   /** Set by `/new`: the next agent's session starts after this log entry. */

@@ -1,5 +1,6 @@
 import { Controller, Inject } from "@nestjs/common";
-import { type Delivery, JetStreamHandler } from "@mom/bus";
+import { type Delivery } from "@mom/bus";
+import { JetStreamHandler } from "@mom/bus/nest";
 import { ChannelMessage } from "@mom/contracts";
 import { discoveryDurable, RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 import { RunnerService } from "./runner.service.js";

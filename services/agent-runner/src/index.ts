@@ -6,3 +6,4 @@ export * from "./runner.module.js";
 export * from "./runner.service.js";
 export * from "./start-runner.js";
 export { channelSandbox } from "./workspace-sandbox.js";
+export * from "./redrive.js";

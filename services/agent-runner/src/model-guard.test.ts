@@ -51,7 +51,7 @@ async function guardAt(clock: { now: Date }, config: object, namespace = uniqueN
   /** Whether a call needing `tokens` more may be made now (undefined) or the limit's message. */
   const admit = (tokens: number) => access.admit(() => ({ inputTokens: tokens, outputTokens: 0, usd: 0 }), model);
   const spent = (period: "day" | "month") => guard.ledger.totals.spent(period, clock.now, { kind: "global" }).tokens;
-  return { guard, bus, access, call, admit, spent, logs };
+  return { guard, bus, namespace, access, call, admit, spent, logs };
 }
 
 
@@ -157,5 +157,20 @@ describe("spend limits at the turn of a day and a month", () => {
     // Counted when the stream took it, and not again when the follower (re-made after the restart) brings it.
     await sleep(500);
     expect(g.spent("day")).toBe(1000);
+  }, 30_000);
+
+  it("without limits a call's record is not waited for by the run, but closing the guard (a runner's shutdown) waits for it", async () => {
+    const g = await guardAt({ now: new Date() }, { runner: { publishRetrySeconds: 30 } });
+    const down = nats.restart!(3000);
+    await sleep(200);
+    await within(g.call(700), 1000, "settled without limits");
+    await within(g.guard.close(), 20_000, "the guard's close");
+    // What the runner does next: its connection goes.
+    await g.bus.drain();
+    await down;
+    const reader = await connect(g.namespace);
+    const records = await eventually(async () => (await (await openLedgerStream(reader)).readSince(new Date(0))).map((r) => (r.data as UsageRecord).totalTokens), 10_000);
+    expect(records).toEqual([700]);
+    expect(g.logs.filter((l) => l.msg === "usage not recorded in the ledger")).toEqual([]);
   }, 30_000);
 });

@@ -2,11 +2,11 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { CredentialPick, ModelAccess } from "@mom/agent";
 import { classifyRefusal, CooldownBoard, credentialOrder, isPiAuthRef, oauthAccessToken, ProfilesSource, resolveSecret, type AuthFailureReason } from "@mom/auth";
 import type { Bus } from "@mom/bus";
-import type { LimitsConfig, LoadedConfig } from "@mom/config";
+import type { LoadedConfig } from "@mom/config";
 import type { ChannelRef, OutboundEventBody, Receipt } from "@mom/contracts";
 import type { ChannelStore } from "@mom/store";
 import { makeReceipt } from "@mom/tools";
-import { spendLimitProblem, UsageLedger } from "@mom/usage";
+import { hasLimits, LimitOverrides, spendLimitProblem, UsageLedger } from "@mom/usage";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 
@@ -38,6 +38,8 @@ export class ModelGuard {
     readonly ledger: UsageLedger,
     private readonly log: Logger,
     private readonly now: () => Date,
+    /** Budgets changed from the web console (docs/console.md "Spend"); they count when config.json sets limits. */
+    private readonly overrides: LimitOverrides | undefined,
   ) {}
 
   /** `now`: the wall clock the periods of the spend limits are read on (tests move it across midnight). */
@@ -58,12 +60,31 @@ export class ModelGuard {
           .deadLetter("agent-runner", { subject: r.subject, data: r.text, reason: `usage ledger record not counted: ${reason}`, msgId: `seq-${r.seq}` })
           .catch((err: unknown) => log.error({ err, seq: r.seq }, "invalid usage ledger record could not be dead-lettered")),
     });
-    return new ModelGuard(loaded, bus, profiles, board, ledger, log, now);
+    // Made here, by the runners, at start (as every bucket they may create, deploy/nats/auth.conf):
+    // the console only opens it. Only where config.json sets limits: the console changes only the
+    // budgets the file sets, and a runner without any keeps its start free of a bucket and a watch.
+    const overrides = !hasLimits(loaded.config.limits) ? undefined : await LimitOverrides.open(bus, {
+      create: true,
+      replicas,
+      onChange: (key, o, problem) => {
+        if (problem) log.warn({ key, problem }, "spend limit override ignored");
+        else if (o) log.info({ key, cap: o.cap, setBy: o.setBy, setAt: o.setAt }, o.cap ? "spend limit changed from the console" : "spend limit lifted from the console");
+        else log.info({ key }, "spend limit back to config.json");
+      },
+    });
+    return new ModelGuard(loaded, bus, profiles, board, ledger, log, now, overrides);
   }
 
-  close(): Promise<void> {
+  /** Records still being appended: a runner shutting down waits for them (each retries for at most publishRetrySeconds). */
+  private readonly recording = new Set<Promise<void>>();
+
+  async close(): Promise<void> {
+    this.overrides?.close();
     this.board.close();
-    return this.ledger.close();
+    // A run that ended in the shutdown grace has its last call's record in flight (fire and forget
+    // when no limit needs it): closing the bus under it would leave that call out of the ledger.
+    await Promise.allSettled(this.recording);
+    await this.ledger.close();
   }
 
   forChannel(ch: GuardedChannel): ModelAccess {
@@ -106,7 +127,8 @@ export class ModelGuard {
       admit: async (estimate) => {
         if (!hasLimits(config.limits)) return undefined;
         const e = estimate();
-        return spendLimitProblem(config.limits, this.ledger.totals, ch.key, ch.ref.adapter, { usd: e.usd, tokens: e.inputTokens + e.outputTokens }, this.now());
+        const limits = this.overrides?.effective(config.limits) ?? config.limits;
+        return spendLimitProblem(limits, this.ledger.totals, ch.key, ch.ref.adapter, { usd: e.usd, tokens: e.inputTokens + e.outputTokens }, this.now(), this.overrides);
       },
       pick,
       refused: async (id, refusal, model) => {
@@ -120,6 +142,8 @@ export class ModelGuard {
       },
       settled: async (id, message, model) => {
         const recorded = this.record(ch, id, message, model).catch((err: unknown) => log.error({ err }, "usage not recorded in the ledger"));
+        this.recording.add(recorded);
+        void recorded.finally(() => this.recording.delete(recorded));
         // Only a spend limit needs the next call to see this one's usage: otherwise the run goes on.
         if (hasLimits(config.limits)) await recorded;
         // Informational (mom auth list): not worth making the run wait.
@@ -161,8 +185,4 @@ export class ModelGuard {
     await ch.store.appendReceipt(receipt).catch((err: unknown) => this.log.error({ err }, "rotation receipt not written"));
     await this.bus.publish(this.bus.subjects.channel("receipts", ch.ref), receipt, receipt.receiptId).catch((err: unknown) => this.log.error({ err }, "rotation receipt not published"));
   }
-}
-
-function hasLimits(limits: LimitsConfig): boolean {
-  return limits.global !== undefined || Object.keys(limits.adapters ?? {}).length > 0 || Object.keys(limits.channels ?? {}).length > 0;
 }

@@ -1,5 +1,6 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/bus";
+import { type BusOptions } from "@mom/bus";
+import { BusModule } from "@mom/bus/nest";
 import { RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 import { RunnerService } from "./runner.service.js";
 import { DiscoveryController } from "./discovery.controller.js";

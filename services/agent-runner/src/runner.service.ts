@@ -1,6 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from "@nestjs/common";
-import { ChannelAgent, MOM_TOOL_NAMES, withLabel } from "@mom/agent";
-import { type BeforeJetStreamDrain, Bus, type Delivery, type Following, RejectedInput, serviceReadiness } from "@mom/bus";
+import { ChannelAgent, createProcessTool, createWebFetchTool, gated, MOM_TOOL_NAMES, PROCESS_TOOL_NAME, processPrompt, SEND_TOOL_NAME, SPAWN_TOOL_NAME, WEB_FETCH_PROMPT, WEB_FETCH_TOOL_NAME, withLabel } from "@mom/agent";
+import { Bus, type Delivery, type Following, RejectedInput, serviceReadiness } from "@mom/bus";
+import { type BeforeJetStreamDrain } from "@mom/bus/nest";
 import { reportQueueDepth } from "@mom/observability";
 import { ChannelMessage, type ChannelRef, channelKey, channelsBucket, ControlMessage, parseChannelKey, qualifiedChannelId, type Receipt, runnersBucket } from "@mom/contracts";
 import { adapterApprovalLimit } from "@mom/config";
@@ -13,13 +14,18 @@ import {
   formatActivity,
   formatCustomToolsForPrompt,
   INVOKE_TOOL_NAME,
+  filterToolSource,
   isAllowed,
   relevantActivity,
+  type ToolGate,
 } from "@mom/tools";
 import { WorkspaceLayout } from "@mom/store";
+import { toolHostOptions } from "@mom/auth";
+import { createRunCodeTool, formatCodeModeForPrompt, RUN_CODE_TOOL_NAME, ScriptPool } from "@mom/code-mode";
 import { join } from "node:path";
 import pLimit from "p-limit";
 import type { Logger } from "pino";
+import { answerToolReviews } from "./tool-review-responder.js";
 import { ChannelList } from "./channel-list.js";
 import { channelMaterializer } from "./attachment-materializer.js";
 import { attachmentSender } from "./attachment-sender.js";
@@ -36,10 +42,13 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { RunPublisher } from "./run-publisher.js";
 import { ChannelToolGate } from "./tool-gate.js";
+import { channelSend } from "./channel-send.js";
 import { ModelGuard } from "./model-guard.js";
 import { discoveryDurable, RUNNER_OPTIONS, type RunnerOptions } from "./runner-options.js";
 import { channelSandbox, workspaceSandbox } from "./workspace-sandbox.js";
 import type { Sandbox } from "@mom/sandbox";
+import { ChannelJobs } from "./jobs/channel-jobs.js";
+import { channelJobs } from "./jobs/runner-jobs.js";
 
 /** One channel this runner owns: its reader, its worker and the ledger they report to. */
 interface OwnedChannel {
@@ -49,6 +58,8 @@ interface OwnedChannel {
   gate: ChannelToolGate;
   /** The channel's run in progress (who asked for it decides who may abort it). */
   active: ActiveRun;
+  /** Its background jobs (the `process` tool): they run on this runner, and end when it lets the channel go. */
+  jobs: ChannelJobs;
   feed: Following;
 }
 
@@ -71,6 +82,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
   private readonly broker = new ApprovalBroker();
   /** Custom host tools (global dir, then workspace/tools), hot-reloaded for every channel. */
   private readonly customTools: CustomToolRegistry;
+  /** Worker threads that run code-mode scripts, shared by the channels. */
+  private readonly scripts = new ScriptPool();
   readonly runnerId: string;
   private membership!: Membership;
   private directory!: ChannelDirectory;
@@ -83,6 +96,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
   private readonly sandbox: Sandbox;
   private unready?: () => void;
   private stopQueueDepth?: () => void;
+  /** Answers the web console's tool reviews and approvals (tool-review-responder.ts). */
+  private toolReviews?: { stop(): void };
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -97,7 +112,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
     this.sandbox = workspaceSandbox(opts.loaded, this.log);
     this.customTools = new CustomToolRegistry(
       [...(config.tools.globalDir ? [config.tools.globalDir] : []), join(paths.workspaceDir, "tools")],
-      createHostToolApi({ dataDir: paths.dataDir, workspaceDir: paths.workspaceDir }),
+      createHostToolApi(toolHostOptions(opts.loaded)),
       {
         logger: this.log.child({ component: "custom-tools" }),
         // Workspace tools load once an admin approved their content (`mom tools approve`).
@@ -117,6 +132,12 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
     await this.customTools.reload();
     this.reportToolProblems();
     this.customTools.watch(() => this.reportToolProblems());
+    this.toolReviews = answerToolReviews(this.bus, {
+      runnerId: this.runnerId,
+      approvalsFile: join(this.opts.loaded.paths.dataDir, TOOL_APPROVALS_FILE),
+      toolsDir: join(this.layout.workspaceDir, "tools"),
+      log: this.log.child({ component: "custom-tools" }),
+    });
     const leaseMs = this.cfg.leaseSeconds * 1000;
     const ns = this.bus.subjects.namespace;
     const [runnersKv, channelsKv, stream] = await Promise.all([
@@ -136,7 +157,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
         acquire: (key, v) => this.acquire(key, v),
         lose: (key) => void this.lose(key),
         handOff: (key, to) => void this.handOff(key, to, this.cfg.runTimeoutMinutes * 60_000),
-        owned: () => this.slots.entries().sort(([, a], [, b]) => Number(a.worker.busy) - Number(b.worker.busy) || a.worker.lastActivity - b.worker.lastActivity).map(([k]) => k),
+        // Channels with background jobs go last: handing one over ends its jobs.
+        owned: () => this.slots.entries().sort(([, a], [, b]) => Number(busy(a)) - Number(busy(b)) || a.worker.lastActivity - b.worker.lastActivity).map(([k]) => k),
         isOwned: (key) => this.slots.holds(key),
       },
     });
@@ -180,6 +202,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
     this.unready?.();
     this.stopQueueDepth?.();
     for (const t of this.timers) clearInterval(t);
+    this.toolReviews?.stop();
     this.customTools.close();
     await this.membership?.leave();
   }
@@ -187,6 +210,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
   async onApplicationShutdown(): Promise<void> {
     const graceMs = this.cfg.shutdownGraceSeconds * 1000;
     await Promise.all(this.slots.entries("owned").map(([key]) => this.handOff(key, this.ownership.planHandOff(key), graceMs)));
+    // After the hand-offs: a run finishing in the grace time may still run a script.
+    this.scripts.close();
     this.control?.stop();
     this.directory?.stop();
     await this.membership?.stop();
@@ -235,7 +260,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
         }
         ledger.assertOwner();
       };
-      const { worker, gate, active } = this.createWorker(ref, slot, ledger, () => void this.restart(key));
+      const { worker, gate, active, jobs } = this.createWorker(ref, slot, ledger, () => void this.restart(key));
       const feed = this.bus.follow({
         stream: "IN",
         filterSubject: this.bus.subjects.channel("in", ref),
@@ -245,7 +270,9 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
           if (d.data.channelId === ref.channelId) worker.deliver(d.streamSeq, d.data, d.traceparent);
         },
       });
-      return { ref, ledger, worker, gate, active, feed };
+      // Jobs the channel's previous holder left in jobs.jsonl are gone with it: the channel is told.
+      jobs.recover().catch((err) => this.log.warn({ err, channel }, "could not report the background jobs the channel's previous runner lost"));
+      return { ref, ledger, worker, gate, active, jobs, feed };
     });
     this.log.info({ channel, fromSeq: ledger.resumeSeq, interrupted: v.record.run?.runId }, "channel acquired");
   }
@@ -259,7 +286,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
     c.feed.stop();
     this.log.warn({ channel: qualifiedChannelId(c.ref) }, "channel lost to another runner");
     try {
-      await c.worker.fence();
+      await Promise.all([c.worker.fence(), c.jobs.killAll({ kind: "fenced" })]);
       await c.worker.dispose();
     } finally {
       this.slots.forget(key, "stopping");
@@ -273,6 +300,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
     try {
       // The feed keeps going until the run is over (it stops below), so a typed `stop` reaches it.
       await c.worker.release(graceMs);
+      // Its jobs end here, each told in the channel (before the work left is judged: that message is work).
+      await c.jobs.killAll(this.closing ? { kind: "shutdown" } : { kind: "moved", to: to ?? "none" });
       const left = to === null && (await this.hasWorkLeft(c));
       await c.ledger.release(to, left);
       this.log.info({ channel: qualifiedChannelId(c.ref), to, doneSeq: c.ledger.record.doneSeq }, "channel handed over");
@@ -294,7 +323,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
     if (!c) return;
     c.feed.stop();
     try {
-      await c.worker.fence();
+      await Promise.all([c.worker.fence(), c.jobs.killAll({ kind: "restart" })]);
       await c.worker.dispose();
     } finally {
       this.slots.forget(key, "stopping");
@@ -318,6 +347,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
     for (const [key] of running) {
       const c = this.slots.setDown(key)!;
       c.feed.stop();
+      // Another runner may hold the channel soon: nothing of it runs here any more, its jobs neither.
+      void c.jobs.killAll({ kind: "fenced" });
       void c.worker.fence().then(() => c.worker.dispose());
     }
   }
@@ -427,7 +458,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
     return d.channel;
   }
 
-  private createWorker(ref: ChannelRef, slot: ChannelSlot, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate; active: ActiveRun } {
+  private createWorker(ref: ChannelRef, slot: ChannelSlot, ledger: ChannelLedger, onFailure: () => void): { worker: ChannelWorker; gate: ChannelToolGate; active: ActiveRun; jobs: ChannelJobs } {
     const key = qualifiedChannelId(ref);
     const store = this.layout.channel(ref);
     const { loaded, models } = this.opts;
@@ -450,8 +481,33 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
       log,
     });
     const allowedCustom = () => this.customTools.tools().filter((t) => isAllowed(t.id, policy).allowed);
-    const activeTools = () => [...callableTools(MOM_TOOL_NAMES, policy), ...(allowedCustom().length ? [INVOKE_TOOL_NAME] : [])];
-    const invokeTool = withLabel(createInvokeTool(this.customTools, gate, { channel: key, cwd: store.dir }) as Parameters<typeof withLabel>[0]);
+    // Code mode is offered where there are custom tools to call and policy lets run_code through.
+    const codeMode = () => allowedCustom().length > 0 && isAllowed(RUN_CODE_TOOL_NAME, policy).allowed;
+    const webFetchAllowed = isAllowed(WEB_FETCH_TOOL_NAME, policy).allowed;
+    const spawnAllowed = isAllowed(SPAWN_TOOL_NAME, policy).allowed;
+    const jobsAllowed = isAllowed(PROCESS_TOOL_NAME, policy).allowed;
+    // Offered only where config.json send.routes lets this channel post somewhere (deny by default).
+    const send = channelSend({ bus: this.bus, ref, active, config: loaded.config, policy, knownChannels: () => this.layout.readChannels(), workspaceDir: this.layout.workspaceDir, publishRetryMs: this.cfg.publishRetrySeconds * 1000, log });
+    const activeTools = () => [
+      ...callableTools(MOM_TOOL_NAMES, policy),
+      ...(webFetchAllowed ? [WEB_FETCH_TOOL_NAME] : []),
+      ...(jobsAllowed ? [PROCESS_TOOL_NAME] : []),
+      ...(send.offered ? [SEND_TOOL_NAME] : []),
+      ...(allowedCustom().length ? [INVOKE_TOOL_NAME] : []),
+      ...(codeMode() ? [RUN_CODE_TOOL_NAME] : []),
+      ...(spawnAllowed ? [SPAWN_TOOL_NAME] : []),
+    ];
+    const web = loaded.config.web;
+    // Built around a gate: the channel's, or a sub-agent's (its calls then carry the spawn call's id).
+    const webFetchTool = (g: ToolGate) => withLabel(gated(createWebFetchTool({ ...web, timeoutMs: web.timeoutSeconds * 1000 }) as Parameters<typeof gated>[0], g));
+    const invokeTool = (g: ToolGate) => withLabel(createInvokeTool(this.customTools, g, { channel: key, cwd: store.dir }) as Parameters<typeof withLabel>[0]);
+    // Jobs outlive a run, so they belong to the channel, never to a sub-agent.
+    const jobs = channelJobs({ bus: this.bus, ref, store, slot, sandbox: this.sandbox, runnerId: this.runnerId, config: loaded.config.runner, log });
+    const processTool = withLabel(createProcessTool(jobs.forRun(active), gate) as Parameters<typeof withLabel>[0]);
+    // A script sees only the tools this channel may see: a hidden one is "unknown" inside it too.
+    const scriptTools = filterToolSource(this.customTools, (t) => isAllowed(t.id, policy).allowed);
+    const runCodeTool = (g: ToolGate) =>
+      withLabel(createRunCodeTool(scriptTools, g, this.scripts, { channel: key, cwd: store.dir }, { timeoutMs: loaded.config.runner.runTimeoutMinutes * 60_000 }) as Parameters<typeof withLabel>[0]);
     const worker = new ChannelWorker({
       bus: this.bus,
       active,
@@ -474,15 +530,17 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
       busyMode: loaded.config.adapters[ref.adapter]?.busy ?? "queue",
       policyProblem: () => (activeTools().length === 0 ? noCallableToolsMessage(key) : undefined),
       onToolError: (toolCallId, toolName) => (activeTools().includes(toolName) ? Promise.resolve() : gate.hidden(toolCallId, toolName)),
+      jobs: jobs.manager,
       createAgent: async () => {
         // Before the sandbox mounts them read-only for the channel's tools: log.jsonl,
         // context.jsonl and receipts.jsonl are regular files of one link beneath the channel's directory.
         await store.prepareFiles();
+        const sandbox = channelSandbox(this.sandbox, store);
         return ChannelAgent.create({
           qualifiedChannelId: key,
           workspaceDir: this.layout.workspaceDir,
           store,
-          sandbox: channelSandbox(this.sandbox, store),
+          sandbox,
           resolved,
           thinkingLevel,
           agentDir: join(loaded.paths.dataDir, ".pi"),
@@ -494,15 +552,37 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
           },
           gate,
           activeTools,
-          extraTools: [invokeTool],
-          extraPrompt: () => formatCustomToolsForPrompt(allowedCustom()),
+          extraTools: [webFetchTool(gate), processTool, invokeTool(gate), runCodeTool(gate), send.tool(sandbox, gate)],
+          extraPrompt: () =>
+            [
+              webFetchAllowed ? WEB_FETCH_PROMPT : "",
+              jobsAllowed ? processPrompt(jobs.limits) : "",
+              send.prompt(),
+              formatCustomToolsForPrompt(allowedCustom()),
+              codeMode() ? formatCodeModeForPrompt(allowedCustom(), RUN_CODE_TOOL_NAME) : "",
+            ].filter(Boolean).join("\n\n"),
           receiptsNote: () => receiptsNote(active.current?.receipts),
+          ...(spawnAllowed && {
+            spawn: {
+              limits: loaded.config.spawn,
+              extraTools: (g) => [webFetchTool(g ?? gate), invokeTool(g ?? gate), runCodeTool(g ?? gate)],
+              // A sub-agent reads the sections of the tools it has, and the receipts of its own calls.
+              extraPrompt: (names) =>
+                [
+                  names.includes(WEB_FETCH_TOOL_NAME) ? WEB_FETCH_PROMPT : "",
+                  names.includes(INVOKE_TOOL_NAME) ? formatCustomToolsForPrompt(allowedCustom()) : "",
+                  names.includes(RUN_CODE_TOOL_NAME) ? formatCodeModeForPrompt(allowedCustom(), RUN_CODE_TOOL_NAME) : "",
+                ].filter(Boolean).join("\n\n"),
+              receiptsNote: (spawnCallId) => receiptsNote(active.current?.receipts.filter((r) => r.parentToolCallId === spawnCallId || r.parentToolCallId?.startsWith(`${spawnCallId}.`))),
+              onHiddenTool: (toolCallId, toolId, spawnCallId) => gate.hidden(toolCallId, toolId, { parentToolCallId: spawnCallId, detail: "not among the sub-agent's tools" }),
+            },
+          }),
           modelAccess: this.guard?.forChannel({ ref, key, store, currentRun: () => active.current, hasDefault: (m) => resolved.modelRegistry.hasConfiguredAuth(m) }),
           onFileProblems: (problems) => this.log.warn({ channel: key, problems }, "some workspace files could not be used whole (skills, memory)"),
         });
       },
     });
-    return { worker, gate, active };
+    return { worker, gate, active, jobs: jobs.manager };
   }
 
   private reportToolProblems(): void {
@@ -516,7 +596,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
   private async evictIdle(idleMs: number): Promise<void> {
     const now = Date.now();
     for (const [key, c] of this.slots.entries("owned")) {
-      if (!c.worker.busy && now - c.worker.lastActivity > idleMs) {
+      if (!busy(c) && now - c.worker.lastActivity > idleMs) {
         await this.handOff(key, null, 0);
         this.log.debug({ channel: key }, "released idle channel");
       }
@@ -535,6 +615,11 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
     t.unref();
     this.timers.push(t);
   }
+}
+
+/** A run in hand or queued, or a background job running: the channel is not idle. */
+function busy(c: OwnedChannel): boolean {
+  return c.worker.busy || c.jobs.runningCount > 0;
 }
 
 /** Pod name (HOSTNAME in Kubernetes) + pid + a random suffix: unique per process, readable in logs. */

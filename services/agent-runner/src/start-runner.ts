@@ -1,5 +1,6 @@
 import "reflect-metadata";
-import { type BusOptions, startJetStreamService } from "@mom/bus";
+import { type BusOptions } from "@mom/bus";
+import { startJetStreamService } from "@mom/bus/nest";
 import { authConfigIssues } from "@mom/auth";
 import { ConfigError, loadAuthProfiles, type LoadedConfig } from "@mom/config";
 import { ModelCatalog } from "./model-catalog.js";

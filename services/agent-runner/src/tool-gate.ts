@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { ApprovalBroker, PendingApproval } from "./approval-broker.js";
 import type { ActiveRun, RunInProgress } from "./active-run.js";
 
-export const BUILTIN_TOOL_IDS = new Set(["bash", "read", "write", "edit", "apply_patch", "attach"]);
+export const BUILTIN_TOOL_IDS = new Set(["bash", "read", "write", "edit", "apply_patch", "attach", "run_code", "web_fetch", "spawn", "process", "send"]);
 
 type GateRun = RunInProgress;
 
@@ -39,7 +39,7 @@ export class ChannelToolGate implements ToolGate {
 
   async run<T>(call: GateCall, signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const run = this.deps.active.current;
-    const rc = { runId: run?.runId ?? "none", toolCallId: call.toolCallId, toolId: call.toolId, risk: call.risk, args: call.args };
+    const rc = { runId: run?.runId ?? "none", toolCallId: call.toolCallId, toolId: call.toolId, risk: call.risk, args: call.args, parentToolCallId: call.parentToolCallId };
     const receipt = (type: ReceiptType, extra?: { detail?: string; actor?: string }) => this.record(run, makeReceipt(type, rc, extra));
 
     await receipt("tool.call.requested");
@@ -120,12 +120,15 @@ export class ChannelToolGate implements ToolGate {
     await this.record(this.deps.active.current, receipt);
   }
 
-  /** A call pi refused because the tool is hidden from this channel: receipts say it was denied. */
-  async hidden(toolCallId: string, toolId: string): Promise<void> {
+  /**
+   * A call pi refused because the tool is hidden from this channel (or from a sub-agent, whose
+   * spawn call is `parentToolCallId`): receipts say it was denied.
+   */
+  async hidden(toolCallId: string, toolId: string, of: { parentToolCallId?: string; detail?: string } = {}): Promise<void> {
     const run = this.deps.active.current;
     if (!run || run.receipts.some((r) => r.toolCallId === toolCallId)) return;
-    const rc = { runId: run.runId, toolCallId, toolId, risk: "destructive" as const, args: {} };
-    const receipts = [makeReceipt("tool.call.requested", rc), makeReceipt("tool.call.denied", rc, { detail: "not available in this channel (hidden by policy, or no such tool)" })];
+    const rc = { runId: run.runId, toolCallId, toolId, risk: "destructive" as const, args: {}, parentToolCallId: of.parentToolCallId };
+    const receipts = [makeReceipt("tool.call.requested", rc), makeReceipt("tool.call.denied", rc, { detail: of.detail ?? "not available in this channel (hidden by policy, or no such tool)" })];
     // Both count for the run at once: it may well end before they are written.
     run.receipts.push(...receipts);
     for (const r of receipts) await this.persist(r);

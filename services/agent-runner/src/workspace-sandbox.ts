@@ -40,5 +40,5 @@ export function workspaceSandbox(loaded: LoadedConfig, log: Logger): Sandbox {
  * the shared paths (global memory, skills) too unless the channel is in `sandbox.sharedWriters`.
  */
 export function channelSandbox(sandbox: Sandbox, store: ChannelStore): ChannelSandbox {
-  return sandbox.forChannel(store.dir, [store.logFile, store.contextFile, store.receiptsFile], store.qualifiedId);
+  return sandbox.forChannel(store.dir, [store.logFile, store.contextFile, store.receiptsFile, store.jobsFile], store.qualifiedId);
 }

@@ -1,5 +1,5 @@
 import { type LoadedConfig, createLogger, loadConfig, redactNatsUrl, serviceLogger } from "@mom/config";
-import { fstatSync, mkdirSync, openSync } from "node:fs";
+import { fstatSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { isatty } from "node:tty";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
@@ -117,6 +117,9 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   const ingresses = Object.entries(loaded.config.adapters).filter(([, a]) => a.type !== "cli" && a.type !== "external").map(([name]) => name);
   // Each ingress resolves its own secrets; a missing one is said now, not in a restart loop.
   if (ingresses.length) loadConfig(dataDir, process.env, { adapters: ingresses });
+  // The web console too when config.json has a section for it; its login tokens are resolved now.
+  const consoleLoaded = configFileHas(loaded, "console") ? loadConfig(dataDir, process.env, { console: true }) : undefined;
+  const consoleAt = consoleLoaded && consoleAddress();
   const chat = o.chat !== false && stdinCanChat();
   const unlock = await lockDataDir(loaded.paths.dataDir);
   mkdirSync(join(loaded.paths.dataDir, "logs"), { recursive: true });
@@ -135,6 +138,7 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   };
   const supervisor = new Supervisor({ say });
   let childrenStopped: Promise<void> | undefined;
+  let consoleNote = "";
   try {
     if (!url) {
       nats = await startLocalNats(loaded.paths.dataDir);
@@ -154,6 +158,13 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
     const schedulerLog = serviceLogger(logger, "scheduler");
     const scheduler = await startScheduler({ loaded, logger: schedulerLog }, busOptions(loaded, url, "scheduler", schedulerLog));
     closers.push(() => scheduler.close());
+    if (consoleLoaded) {
+      const consoleLog = serviceLogger(logger, "console");
+      const { startConsole } = await import("@mom/console");
+      const web = await startConsole({ loaded: consoleLoaded, bus: busOptions(loaded, url, "console", consoleLog), logger: consoleLog, ...consoleAt, sessionSecret: process.env.MOM_CONSOLE_SESSION_SECRET || undefined });
+      closers.push(() => web.close());
+      consoleNote = `, console ${web.url}${Object.keys(consoleLoaded.config.console.users).length ? "" : " (no console.users: nobody can sign in)"}`;
+    }
     // Every other adapter in a process of its own: one platform's crash cannot take the others down.
     const childEnv: NodeJS.ProcessEnv = { ...process.env, NATS_URL: url };
     // Their /healthz and /metrics would all want the port of `mom up`'s: each gets a free one.
@@ -173,7 +184,7 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   // The runner's warning goes to the log file here; a terminal user must see it too.
   const sandbox = new Sandbox(loaded.config.sandbox, loaded.paths).kind;
   const sandboxNote = sandbox === "host" ? "sandbox OFF: tools run on this host as you — install bubblewrap (docs/sandbox.md)" : `sandbox ${sandbox}`;
-  const ingressNote = ingresses.length ? `, ingress ${ingresses.join(", ")}` : "";
+  const ingressNote = `${ingresses.length ? `, ingress ${ingresses.join(", ")}` : ""}${consoleNote}`;
   process.stdout.write(
     chat
       ? `mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}). Type a message; /help lists the commands ("stop" aborts, /new starts afresh, /model), Ctrl-D quits.\n`
@@ -238,6 +249,37 @@ export async function scheduler(dataDir: string): Promise<never> {
   await observe(loaded, "scheduler", logger);
   const { startScheduler } = await import("@mom/scheduler");
   const service = await startScheduler({ loaded, logger }, busOptions(loaded, loaded.config.nats.url, "scheduler", logger));
+  return shutdownOn([() => service.close()]);
+}
+
+/** MOM_CONSOLE_PORT / MOM_CONSOLE_HOST, which win over console.port / console.host. */
+function consoleAddress(): { port?: number; host?: string } {
+  const raw = process.env.MOM_CONSOLE_PORT?.trim();
+  const port = raw ? Number(raw) : undefined;
+  if (raw && (!/^\d+$/.test(raw) || port! > 65535)) throw new CommandError(`MOM_CONSOLE_PORT must be a port number 0-65535 (got ${JSON.stringify(raw)})`);
+  const host = process.env.MOM_CONSOLE_HOST?.trim() || undefined;
+  return { ...(port !== undefined && { port }), ...(host && { host }) };
+}
+
+/** Whether config.json itself has this top-level key (not a default filled in); it was validated by loadConfig already. */
+function configFileHas(loaded: LoadedConfig, key: string): boolean {
+  try {
+    const raw = JSON.parse(readFileSync(loaded.paths.configFile, "utf8")) as unknown;
+    return typeof raw === "object" && raw !== null && Object.hasOwn(raw, key);
+  } catch {
+    return false; // no config.json: all defaults
+  }
+}
+
+/** `mom console`: the web console (docs/console.md), reading NATS only; pino logs to stderr. */
+export async function consoleService(dataDir: string): Promise<never> {
+  const loaded = loadConfig(dataDir, process.env, { console: true });
+  const logger = createLogger("console", { level: loaded.config.log.level });
+  await observe(loaded, "console", logger);
+  const at = consoleAddress();
+  const { startConsole } = await import("@mom/console");
+  const service = await startConsole({ loaded, bus: busOptions(loaded, loaded.config.nats.url, "console", logger), logger, ...at, sessionSecret: process.env.MOM_CONSOLE_SESSION_SECRET || undefined });
+  process.stderr.write(`mom: console on ${service.url}${Object.keys(loaded.config.console.users).length ? "" : " (no console.users in config.json: nobody can sign in; docs/console.md)"}\n`);
   return shutdownOn([() => service.close()]);
 }
 

@@ -1,7 +1,7 @@
 import { ModelSetupError, resolveModel, shownEndpoint } from "@mom/agent";
 import { Bus, serverCaveat } from "@mom/bus";
 import { runnersBucket } from "@mom/contracts";
-import { authConfigIssues } from "@mom/auth";
+import { authConfigIssues, toolHostOptions } from "@mom/auth";
 import { type AuthProfile, ConfigError, createLogger, type LoadedConfig, loadAuthProfiles, loadConfig, parseModelRef, redactNatsUrl, unsetEnvRefs } from "@mom/config";
 import { Sandbox } from "@mom/sandbox";
 import { spawnSync } from "node:child_process";
@@ -186,7 +186,7 @@ export function formatChecks(checks: Check[]): string {
 async function checkCustomTools(loaded: LoadedConfig): Promise<Check> {
   const { paths, config } = loaded;
   const dirs = [...(config.tools.globalDir ? [config.tools.globalDir] : []), join(paths.workspaceDir, "tools")];
-  const registry = new CustomToolRegistry(dirs, createHostToolApi({ dataDir: paths.dataDir, workspaceDir: paths.workspaceDir }), {
+  const registry = new CustomToolRegistry(dirs, createHostToolApi(toolHostOptions(loaded)), {
     admit: requireApproval(join(paths.dataDir, TOOL_APPROVALS_FILE), join(paths.workspaceDir, "tools")),
   });
   try {

@@ -7,6 +7,8 @@ import { momVersion } from "./version.js";
 // Each command loads its own modules: the services pull in every platform SDK, which `--help`,
 // `--version` or `mom tail` should not wait for.
 const commands = () => import("./commands.js");
+/** The data dir is checked before the service code loads: a mistyped one is said at once. */
+const withCommands = async <T>(dataDir: string, f: (c: Awaited<ReturnType<typeof commands>>, dataDir: string) => T): Promise<Awaited<T>> => await f(await commands(), dataDir);
 
 const print = (text: string) => void process.stdout.write(`${text}\n`);
 
@@ -32,16 +34,19 @@ function program(): Command {
       .option("--no-chat", "no terminal chat (for systemd and containers; also when stdin is /dev/null)"),
   ).action(async (dataDir: string | undefined, o: { chat: boolean; data?: string }) => (await commands()).up(dataDirOf(o, dataDir), { chat: o.chat }));
   withData(mom.command("runner").description("the agent runner service, as deployed (JSON logs on stderr)").argument("[dataDir]", "data directory")).action(
-    async (dataDir: string | undefined, o: { data?: string }) => (await commands()).runner(dir(o, dataDir)),
+    async (dataDir: string | undefined, o: { data?: string }) => withCommands(dir(o, dataDir), (c, d) => c.runner(d)),
   );
   withData(mom.command("scheduler").description("the scheduler service: fires workspace/events/*.json").argument("[dataDir]", "data directory")).action(
-    async (dataDir: string | undefined, o: { data?: string }) => (await commands()).scheduler(dir(o, dataDir)),
+    async (dataDir: string | undefined, o: { data?: string }) => withCommands(dir(o, dataDir), (c, d) => c.scheduler(d)),
+  );
+  withData(mom.command("console").description("the web console: live overview, run timelines with receipts, approvals (docs/console.md)").argument("[dataDir]", "data directory")).action(
+    async (dataDir: string | undefined, o: { data?: string }) => withCommands(dir(o, dataDir), (c, d) => c.consoleService(d)),
   );
   withData(mom.command("events").description("list scheduled events (next fire time) and the invalid and missed ones").argument("[dataDir]", "data directory")).action(
-    async (dataDir: string | undefined, o: { data?: string }) => print(await (await commands()).events(dir(o, dataDir))),
+    async (dataDir: string | undefined, o: { data?: string }) => print(await withCommands(dir(o, dataDir), (c, d) => c.events(d))),
   );
   withData(mom.command("ingress").description("the ingress service of one adapter from config.json").argument("<adapter>", "adapter name in config.json").argument("[dataDir]", "data directory")).action(
-    async (adapter: string, dataDir: string | undefined, o: { data?: string }) => (await commands()).ingress(adapter, dir(o, dataDir)),
+    async (adapter: string, dataDir: string | undefined, o: { data?: string }) => withCommands(dir(o, dataDir), (c, d) => c.ingress(adapter, d)),
   );
   withData(
     mom.command("doctor").description("check config, NATS + JetStream, the model (one tiny real call), workspace, tools and sandbox").argument("[dataDir]", "data directory"),
@@ -60,8 +65,9 @@ function program(): Command {
       .option("--run <id>", "only this run"),
   ).action(async (qualified: string, dataDir: string | undefined, o: { run?: string; data?: string }) => {
     channelArg(qualified);
+    const data = dir(o, dataDir);
     const { receiptsTrail } = await import("./receipts-command.js");
-    print(await receiptsTrail(qualified, dir(o, dataDir), o.run));
+    print(await receiptsTrail(qualified, data, o.run));
   });
   withData(
     mom
@@ -77,8 +83,9 @@ function program(): Command {
       .option("--workspace <dir>", "with --redrive: the scratch dir, outside the data dir (default: a new temporary dir)"),
   ).action(async (qualified: string, o: Record<string, unknown> & { data?: string }) => {
     channelArg(qualified);
+    const data = dir(o);
     const { replayCommand } = await import("./replay-command.js");
-    exitCode = await replayCommand(qualified, { ...o, data: dir(o) }, print);
+    exitCode = await replayCommand(qualified, { ...o, data }, print);
   });
   withData(
     mom
@@ -87,8 +94,9 @@ function program(): Command {
       .argument("[adapter[/channel]]", "only this adapter or channel")
       .option("--json", "one JSON object per line"),
   ).action(async (target: string | undefined, o: { json?: boolean; data?: string }) => {
+    const data = dir(o);
     const { tailCommand } = await import("./tail-command.js");
-    return tailCommand(target, { ...o, data: dir(o) }, print);
+    return tailCommand(target, { ...o, data }, print);
   });
   withData(
     mom

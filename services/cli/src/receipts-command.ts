@@ -10,7 +10,7 @@ export async function receiptsTrail(qualified: string, dataDir: string, runId?: 
   const { entries, skipped } = await store.readReceipts();
   const rows = entries.filter((r) => !runId || r.runId === runId);
   const lines = rows.map((r) =>
-    [r.ts, r.type.padEnd(19), r.toolId, `[${r.risk}]`, `run ${r.runId}`, `call ${r.toolCallId || "-"}`, r.actor ? `by ${r.actor}` : "", r.detail ? `— ${r.detail}` : ""]
+    [r.ts, r.type.padEnd(19), r.toolId, `[${r.risk}]`, `run ${r.runId}`, `call ${r.toolCallId || "-"}`, r.parentToolCallId ? `within call ${r.parentToolCallId}` : "", r.actor ? `by ${r.actor}` : "", r.detail ? `— ${r.detail}` : ""]
       .filter(Boolean)
       .join("  "),
   );

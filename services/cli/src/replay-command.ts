@@ -1,10 +1,12 @@
-import { Bus, type RangeStart, readRange } from "@mom/bus";
-import { type ChannelRef, type ChannelSubjectKind, qualifiedChannelId, type StreamKey } from "@mom/contracts";
+import { type AgedOut, Bus, type ChannelWindow, readChannelWindow } from "@mom/bus";
+import { qualifiedChannelId } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
 import { existsSync } from "node:fs";
 import { createLogger, loadConfig } from "@mom/config";
 import ms from "ms";
-import { type BusEntry, entryJson, formatEntry, interleave, toEntry } from "./bus-view.js";
+import { entryJson, formatEntry } from "./bus-view.js";
+
+export { type AgedOut, type ChannelWindow, readChannelWindow } from "@mom/bus";
 import { channelArg } from "./channel-arg.js";
 import { CommandError } from "./command-error.js";
 import { natsTargetFor } from "./nats-target.js";
@@ -26,62 +28,6 @@ export function parseWhen(flag: string, value: string, now = Date.now()): Date {
   const at = back !== undefined && Number.isFinite(back) ? new Date(now - back) : new Date(value);
   if (Number.isNaN(at.getTime())) throw new CommandError(`${flag}: expected a duration back from now (90s, 30m, 2h, 7d) or an ISO time, got ${JSON.stringify(value)}`);
   return at;
-}
-
-/** Messages of a window that the stream no longer holds: its limits removed them. */
-export interface AgedOut {
-  stream: string;
-  /** The oldest message the stream still holds. */
-  firstSeq: number;
-  firstTime: string;
-  maxAge: string;
-  /** The stream's byte limit, when it has one (old messages are dropped to stay under it too). */
-  maxBytes?: number;
-}
-
-export interface ChannelWindow {
-  entries: BusEntry[];
-  agedOut: AgedOut[];
-}
-
-const KINDS: Array<[ChannelSubjectKind, StreamKey]> = [
-  ["in", "IN"],
-  ["out", "OUT"],
-  ["ctl", "CTL"],
-  ["receipts", "RECEIPTS"],
-];
-
-/**
- * Everything a channel's subjects hold in a window, from every stream, interleaved by the time
- * it was stored, plus the dead letters rejected from those subjects. Ordered consumers only.
- */
-export async function readChannelWindow(bus: Bus, ref: ChannelRef, w: { since?: Date; until?: Date; fromSeq?: number }): Promise<ChannelWindow> {
-  const s = bus.subjects;
-  const lists: BusEntry[][] = [];
-  const agedOut: AgedOut[] = [];
-  let since = w.since;
-  const subjectsOfChannel = new Set(KINDS.map(([kind]) => s.channel(kind, ref)));
-  for (const [kind, key] of [...KINDS, ["dlq", "DLQ"] as const]) {
-    const stream = s.stream(key);
-    const info = await bus.streamInfo(key);
-    if (!info) continue; // nothing was ever sent
-    const start: RangeStart = key === "IN" && w.fromSeq !== undefined ? { seq: w.fromSeq } : since ? { time: since } : w.fromSeq !== undefined ? "new" : "first";
-    const { first_seq: firstSeq, first_ts: firstTs, last_seq: lastSeq } = info.state;
-    const wantedBefore = typeof start === "object" && ("seq" in start ? start.seq < firstSeq : start.time.getTime() < Date.parse(firstTs));
-    // Messages 1..firstSeq-1 existed once; a window that reaches back before firstSeq lost some of them.
-    if (firstSeq > 1 && lastSeq > 0 && (start === "first" || wantedBefore) && kind !== "dlq") {
-      const maxBytes = info.config.max_bytes > 0 ? info.config.max_bytes : undefined;
-      agedOut.push({ stream, firstSeq, firstTime: firstTs, maxAge: info.config.max_age ? ms(Math.round(info.config.max_age / 1e6), { long: true }) : "no age limit", ...(maxBytes && { maxBytes }) });
-    }
-    const filter = kind === "dlq" ? s.wildcard("dlq") : s.channel(kind, ref);
-    const raw = await readRange(bus, stream, filter, start, w.until);
-    let entries = raw.map((m) => toEntry(m, s));
-    if (kind === "dlq") entries = entries.filter((e) => "data" in e && subjectsOfChannel.has((e.data as { subject: string }).subject));
-    // --from-seq names an inbound message: the other streams start where it was stored.
-    if (key === "IN" && w.fromSeq !== undefined && !since) since = entries[0] ? new Date(entries[0].time) : undefined;
-    lists.push(entries);
-  }
-  return { entries: interleave(lists), agedOut };
 }
 
 /** The channels the bus's inbound stream holds messages of, and those the workspace has a directory for. */

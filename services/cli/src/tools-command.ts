@@ -1,19 +1,19 @@
 import { loadConfig } from "@mom/config";
-import { approveTool, readToolApprovals, TOOL_APPROVALS_FILE, TOOL_ENTRY_FILES, toolApprovalState } from "@mom/tools";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { approveTool, readToolApprovals, TOOL_APPROVALS_FILE, toolApprovalState, workspaceToolDirs } from "@mom/tools";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import { registerTools } from "./command-spec.js";
 import { dataDirOf, existingDataDir, strict } from "./data-dir.js";
 import { CommandError } from "./command-error.js";
 
-/** Tool directories of a tools dir, as the registry scans them. */
-function toolDirs(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((n) => !n.startsWith(".") && !n.startsWith("_") && n !== "node_modules" && statSync(join(dir, n)).isDirectory())
-    .filter((n) => TOOL_ENTRY_FILES.some((f) => existsSync(join(dir, n, f))))
-    .sort();
+/** Who runs the command, as the approval records it (a container's uid may have no name). */
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return `uid ${process.getuid?.() ?? "?"}`;
+  }
 }
 
 /** `mom tools …` with its arguments as typed, e.g. ["approve", "greet", "--data", "DIR"]. */
@@ -30,18 +30,19 @@ export async function toolsRun(sub: "list" | "approve", names: string[], values:
   const toolsDir = join(loaded.paths.workspaceDir, "tools");
   const file = join(loaded.paths.dataDir, TOOL_APPROVALS_FILE);
   const approvals = readToolApprovals(file);
-  const present = toolDirs(toolsDir);
+  const present = workspaceToolDirs(toolsDir);
   switch (sub) {
     case "list": {
       const lines = [`workspace tools (${toolsDir}):`];
       if (present.length === 0) lines.push("  none");
       for (const name of present) {
         const { state, digest } = await toolApprovalState(approvals, join(toolsDir, name));
-        const when = state !== "new" ? ` (approved ${approvals[name]!.approvedAt})` : "";
+        const a = approvals[name];
+        const when = a ? ` (approved ${a.approvedAt}${a.approvedBy ? ` by ${a.approvedBy}` : ""})` : "";
         lines.push(`  ${name}  ${state === "approved" ? "approved" : state === "new" ? "NEW: not loaded until approved" : "CHANGED: not loaded until approved again"}${when}  sha256 ${digest.sha256.slice(0, 12)}  ${digest.files.length} files`);
       }
       const global = loaded.config.tools.globalDir;
-      if (global) lines.push(`global tools (${global}, no approval needed): ${toolDirs(global).join(", ") || "none"}`);
+      if (global) lines.push(`global tools (${global}, no approval needed): ${workspaceToolDirs(global).join(", ") || "none"}`);
       return lines.join("\n");
     }
     case "approve": {
@@ -52,8 +53,7 @@ export async function toolsRun(sub: "list" | "approve", names: string[], values:
       const lines: string[] = [];
       for (const name of targets) {
         if (!present.includes(name)) throw new CommandError(`mom tools approve: no tool ${name} in ${toolsDir} (tools: ${present.join(", ") || "none"})`);
-        const { digest } = await toolApprovalState(approvals, join(toolsDir, name));
-        approveTool(file, name, digest.sha256);
+        const digest = await approveTool(file, join(toolsDir, name), { by: `${osUser()} (mom tools approve)` });
         lines.push(`approved ${name}: sha256 ${digest.sha256.slice(0, 12)}, ${digest.files.length} files (${digest.files.join(", ")})`);
       }
       return lines.join("\n") || "nothing to approve";

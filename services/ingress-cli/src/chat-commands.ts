@@ -1,6 +1,4 @@
-import { type LoadedConfig, parseModelRef } from "@mom/ingress-sdk";
-import { isNewSessionCommand, isStopCommand } from "@mom/ingress-sdk";
-import { readFileSync } from "node:fs";
+import { configuredModels, isNewSessionCommand, isStopCommand, type LoadedConfig, parseModelRef } from "@mom/ingress-sdk";
 
 /** What the terminal chat's commands say; typed lines that are none of these go to mom. */
 export const HELP_TEXT = [
@@ -12,6 +10,7 @@ export const HELP_TEXT = [
   "  /model <name>          how to switch this chat to another model",
   "  /attach <path> [text]  send a file with a message",
   "  stop                   abort the running answer and cancel the messages queued behind it",
+  "  stop jobs              kill this chat's background jobs (a plain stop leaves them running)",
   "  y / n                  answer a pending approval prompt",
   "  Ctrl-D                 quit (Ctrl-C stops mom)",
 ].join("\n");
@@ -58,24 +57,14 @@ export function chatModels(loaded: LoadedConfig, qualifiedId: string): ChatModel
   const { config, paths } = loaded;
   const own = config.channels[qualifiedId]?.model;
   const channelKey = `channels["${qualifiedId}"].model`;
-  const configured = new Set<string>([config.model, ...Object.values(config.channels).flatMap((c) => (c.model ? [c.model] : []))]);
-  try {
-    const json = JSON.parse(readFileSync(paths.modelsFile, "utf8")) as { providers?: Record<string, { models?: Array<{ id?: unknown }> }> };
-    for (const [provider, p] of Object.entries(json.providers ?? {})) for (const m of p.models ?? []) if (typeof m.id === "string") configured.add(`${provider}/${m.id}`);
-  } catch {
-    // no models.json (built-in providers only), or one the runner already reported
-  }
-  return { model: own ?? config.model, source: own ? channelKey : "model", channelKey, configFile: paths.configFile, configured: [...configured].sort() };
+  return { model: own ?? config.model, source: own ? channelKey : "model", channelKey, configFile: paths.configFile, configured: configuredModels(loaded).sort() };
 }
 
 /** What `/model` prints. `lastUsed` is the model the last run in this chat reported. */
 export function modelText(m: ChatModels | undefined, lastUsed: string | undefined): string {
   if (!m) return lastUsed ? `model: ${lastUsed} (the last run's)` : "model: not known here (no run yet, and no config.json given to this chat)";
-  const lines = [`model: ${m.model} (config.json ${m.source})`];
-  if (lastUsed && lastUsed !== m.model) lines.push(`  the last run used ${lastUsed}`);
-  lines.push(`configured: ${m.configured.join(", ")}`);
-  lines.push("/model <name> says how to switch");
-  return lines.join("\n");
+  const last = lastUsed && lastUsed !== m.model ? [`  the last run used ${lastUsed}`] : [];
+  return [`model: ${m.model} (config.json ${m.source})`, ...last, `configured: ${m.configured.join(", ")}`, "/model <name> says how to switch"].join("\n");
 }
 
 /**

@@ -2,10 +2,8 @@ import type { Logger } from "pino";
 import type { ChatModels } from "./chat-commands.js";
 import type { RendererOutput } from "./cli-renderer.js";
 
-export const CLI_OPTIONS = Symbol("CLI_OPTIONS");
-
 export interface CliIngressOptions {
-  /** Adapter name from config.json (type "cli"), the subject token. */
+  /** Adapter name from config.json (type "cli"), the subject token; several terminals may share it. */
   adapter: string;
   /** Channel id within the adapter; one terminal conversation. */
   channelId: string;

@@ -1,7 +1,7 @@
-import { MAX_EVENT_TEXT, type OutboundEvent, spellCodePoint } from "@mom/ingress-sdk";
-import { formatUsage } from "@mom/ingress-sdk";
-import { AnswerStream } from "./answer-stream.js";
-import { activityLines, approvalOutcomeLine, approvalPromptText, endNotes, plainDialect, RunTracker, statusText, stepLine } from "@mom/ingress-sdk";
+import { activityLines, AnswerStream, approvalOutcomeLine, approvalPromptText, endNotes, type Ev, formatUsage, type OutboundEvent, plainDialect, RunTracker, spellCodePoint, statusText, stepLine } from "@mom/ingress-sdk";
+import { StopReport } from "./stop-report.js";
+import type { Interface } from "node:readline";
+import cliTruncate from "cli-truncate";
 import stringWidth from "string-width";
 
 const TERMINAL = plainDialect();
@@ -24,45 +24,6 @@ export interface RendererOutput {
 }
 
 /**
- * The line the person is typing (a terminal read in raw mode, readline echoing it), kept on the
- * last rows of the screen: everything mom writes goes above it, the working line just above it,
- * so what is typed never lands on the spinner's row and the spinner never erases it.
- */
-export interface InputLine {
-  /** Rows from the prompt's first row down to the cursor (0 while the input fits one row). */
-  cursorRow(): number;
-  /** Writes the prompt and what is typed so far at the cursor's row, the cursor where it was in it. */
-  redraw(): void;
-}
-
-/** `text` cut to `width` columns, its end kept (the newest words of a line being written). */
-function fitEnd(text: string, width: number): string {
-  if (stringWidth(text) <= width) return text;
-  const chars = [...text];
-  let out = "";
-  for (let i = chars.length - 1; i >= 0; i--) {
-    if (stringWidth(`…${chars[i]}${out}`) > width) break;
-    out = chars[i] + out;
-  }
-  return `…${out}`;
-}
-
-/** What a run queued or running in this chat was asked, for the lines `stop` leaves. */
-interface KnownRun {
-  text: string;
-  started: boolean;
-}
-
-/** What one `stop` did, collected from the ends of the runs it cut short. */
-interface StopReport {
-  /** Runs queued or running when stop was typed. */
-  waiting: Set<string>;
-  aborted: number;
-  cancelled: number;
-  timer: NodeJS.Timeout;
-}
-
-/**
  * Draws mom's outbound events in a terminal: a working indicator with the current tool label,
  * one line per finished tool, the answer as the model streams it (or whole at the end when it
  * was not streamed), errors and usage.
@@ -73,62 +34,45 @@ export class CliRenderer {
   private timer?: NodeJS.Timeout;
   private readonly tracker = new RunTracker();
   private readonly answer = new AnswerStream();
-  /** Interactive terminal: the person's input line, kept below everything else. */
-  private input?: InputLine;
+  /** Interactive terminal: readline, reading what the person types; its prompt is the live rows. */
+  private rl?: Interface;
+  private prompt = "";
   /** Interactive terminal: the part of the last line written that has no newline yet (shown on the live row). */
   private partial = "";
-  /** Interactive terminal: a live row (working line or partial line) is on screen above the input. */
-  private liveRow = false;
-  /** Runs of this chat that are queued or running, as far as the events said. */
-  private readonly known = new Map<string, KnownRun>();
-  private stopping?: StopReport;
+  /** What a `stop` did (`stops.sent()` once it went out), said when the runs it cut short have ended. */
+  readonly stops = new StopReport(TERMINAL, (line) => this.notice(line));
 
   constructor(private readonly out: RendererOutput) {}
 
   /**
-   * The person types on this terminal while mom writes (readline in raw mode): from now on the
-   * input line stays on the last row(s), mom's lines and the working line above it.
+   * The person types on this terminal while mom writes (readline in raw mode, echoing what is
+   * typed). From now on readline's prompt is the live rows — the line being written or the working
+   * line, then the prompt and what is typed — kept below mom's lines, so what is typed never lands
+   * on the spinner's row and the spinner never erases it.
    */
-  attachInput(input: InputLine): void {
-    this.input = input;
+  attachInput(rl: Interface): void {
+    this.rl = rl;
+    this.prompt = rl.getPrompt();
+    // Closed (Ctrl-D, shutdown): the live rows go, a line being written stays, and mom writes on as to any terminal.
+    rl.once("close", () => {
+      this.clearLive();
+      this.out.write(this.partial);
+      this.partial = "";
+      this.rl = undefined;
+      this.draw();
+    });
     this.drawLive();
   }
 
   /**
-   * Enter was pressed on the input line (readline has moved the cursor below it): `echo` (the
-   * prompt and the line) stays in the transcript above the live rows, which are drawn anew.
+   * Enter was pressed (readline has moved the cursor below the line): `echo` (the prompt and the
+   * line) stays in the transcript above the live rows, which are drawn anew.
    */
   entered(echo: string): void {
-    if (!this.input) return;
-    const rows = Math.floor(stringWidth(echo) / this.columns) + 1;
-    this.out.write(`\r\x1b[${rows + (this.liveRow ? 1 : 0)}A\x1b[J${echo}\n`);
-    this.liveRow = false;
+    if (!this.rl) return;
+    const rows = Math.floor(stringWidth(echo) / this.columns) + this.rl.getPrompt().split("\n").length;
+    this.out.write(`\r\x1b[${rows}A\x1b[J${echo}\n`);
     this.drawLive();
-  }
-
-  /**
-   * `stop` was sent: once the runs queued or running now have ended, one line says what it did
-   * ("stop: aborted the run; 2 queued messages cancelled"). The runner cancels the queued ones.
-   */
-  stopSent(): void {
-    if (this.stopping) return;
-    const waiting = new Set(this.known.keys());
-    // Nothing known to be running: a run may still be starting; the report waits a moment for it.
-    const timer = setTimeout(() => this.reportStop(), waiting.size ? 15_000 : 3_000);
-    timer.unref();
-    this.stopping = { waiting, aborted: 0, cancelled: 0, timer };
-  }
-
-  private reportStop(): void {
-    const s = this.stopping;
-    if (!s) return;
-    clearTimeout(s.timer);
-    this.stopping = undefined;
-    const parts = [
-      s.aborted ? "aborted the run" : "no run was running",
-      s.cancelled ? `${s.cancelled} queued message${s.cancelled === 1 ? "" : "s"} cancelled` : "nothing was queued",
-    ];
-    this.line(`stop: ${parts.join("; ")}`);
   }
 
   private get columns(): number {
@@ -137,121 +81,62 @@ export class CliRenderer {
 
   render(e: OutboundEvent): void {
     const ev = e.event;
-    if (ev.type === "run_rejected") return this.line(ev.text);
+    if (ev.type === "run_rejected") return this.notice(ev.text);
     const accepted = this.tracker.accept(e);
     if (!accepted) return;
-    if (ev.type === "run_queued") this.known.set(e.runId, { text: ev.trigger.text, started: false });
-    if (ev.type === "run_started") this.known.set(e.runId, { text: ev.trigger.text, started: true });
-    if (ev.type === "run_ended") return this.ended(e.runId, ev, accepted.before !== undefined);
-    const { view } = accepted;
-    const lastStep = view.steps.length > (accepted.before?.steps.length ?? 0) ? view.steps.at(-1) : undefined;
+    const cancelled = this.stops.seen(e);
+    if (cancelled) return this.notice(cancelled);
+    if (ev.type === "run_started") this.answer.reset();
+    if (ev.type === "run_ended") return this.ended(ev, accepted.before !== undefined);
+    const { view, before } = accepted;
+    // The steps grow by one when a tool call, a compaction or a provider's retry is done.
+    if (view.steps.length > (before?.steps.length ?? 0)) this.notice(`  ${stepLine(view.steps.at(-1)!, TERMINAL)}`);
     switch (ev.type) {
-      case "message_update": {
-        const d = ev.assistantMessageEvent;
-        if (d.type !== "text_delta" || !d.delta) break;
-        const text = this.answer.delta(`${e.runId}:${d.contentIndex ?? 0}`, d.delta);
-        if (text) {
-          this.clearStatus();
-          this.print(forTerminal(text));
-        }
-        break;
-      }
+      case "message_update":
+        return this.streamed(this.answer.update(e.runId, ev));
       case "message_end":
-        this.completeAnswer(e.runId, ev.message);
-        this.endAnswer();
-        break;
+        return this.streamed(this.answer.messageEnd(e.runId, ev));
       case "run_queued":
-        this.line(`… queued behind the current run (position ${ev.position})`);
-        break;
-      case "run_started":
-        this.answer.reset();
-        this.setStatus(statusText(view.activity));
-        break;
-      case "tool_execution_start":
-      case "compaction_start":
-        this.setStatus(statusText(view.activity));
-        break;
-      case "tool_execution_update":
-        // The status line follows the command's latest output line.
-        this.setStatus(statusText(view.activity, { oneLine: true }));
-        break;
-      case "tool_execution_end":
-      case "compaction_end":
-        if (lastStep) this.line(`  ${stepLine(lastStep, TERMINAL)}`);
-        this.setStatus(statusText(view.activity));
-        break;
-      case "auto_retry_start":
-        if (lastStep) this.line(`  ${stepLine(lastStep, TERMINAL)}`);
-        break;
+        return this.notice(`… queued behind the current run (position ${ev.position})`);
       case "approval_requested":
-        this.line(`${approvalPromptText(ev, TERMINAL)}\n  allow once? type y or n`);
-        break;
-      case "auth.profile.rotated":
-        this.line(`  ↻ ${ev.provider} credential ${ev.from} refused (${ev.reason.replace("_", " ")}), continuing with ${ev.to}`);
-        break;
+        return this.notice(`${approvalPromptText(ev, TERMINAL)}\n  allow once? type y or n`);
       case "approval_resolved":
-        this.line(`  ${approvalOutcomeLine(ev, TERMINAL)}`);
-        break;
-      default:
-        break;
+        return this.notice(`  ${approvalOutcomeLine(ev, TERMINAL)}`);
+      case "auth.profile.rotated":
+        return this.notice(`  ↻ ${ev.provider} credential ${ev.from} refused (${ev.reason.replace("_", " ")}), continuing with ${ev.to}`);
+      case "run_started":
+      case "tool_execution_start":
+      case "tool_execution_update":
+      case "tool_execution_end":
+      case "compaction_start":
+      case "compaction_end":
+        // A running tool's latest output line follows its label on the working line.
+        return this.setStatus(statusText(view.activity, { oneLine: true }));
     }
   }
 
-  private ended(runId: string, ev: Extract<OutboundEvent["event"], { type: "run_ended" }>, seenBefore: boolean): void {
-    const run = this.known.get(runId);
-    this.known.delete(runId);
-    const stop = this.stopping?.waiting.has(runId) ? this.stopping : undefined;
-    stop?.waiting.delete(runId);
-    // Cancelled by `stop` before it started: one line naming the message, no empty usage line.
-    const cancelled = ev.stopReason === "aborted" && run !== undefined && !run.started;
-    if (stop && ev.stopReason === "aborted") {
-      if (cancelled) stop.cancelled++;
-      else stop.aborted++;
-    }
-    if (cancelled) {
-      this.line(`${TERMINAL.marks.stopped} cancelled before it started: “${clip(run.text)}”${ev.errorMessage ? ` (${ev.errorMessage.replace(/ before it started$/, "")})` : ""}`);
-    } else {
-      this.clearStatus();
-      this.endAnswer();
-      if (!ev.silent) {
-        // a scheduled check with nothing to report ([SILENT]) leaves no trace at all
-        if (ev.finalText && !this.answer.showed(ev.finalText)) this.print(`${forTerminal(ev.finalText)}\n`);
-        for (const note of endNotes(ev, TERMINAL)) this.print(`${forTerminal(note)}\n`);
-        for (const a of activityLines(ev.toolActivity, TERMINAL)) this.print(`  ${forTerminal(a)}\n`);
-        // A reply that was no model run (e.g. `/new`'s) has no usage to show.
-        if (seenBefore || ev.usage.totalTokens > 0) this.print(`  ${formatUsage(ev.usage, ev.durationMs)}\n`);
-      }
-    }
-    if (stop && stop.waiting.size === 0) this.reportStop();
+  private ended(ev: Ev<"run_ended">, seenBefore: boolean): void {
+    this.clearStatus();
+    this.endAnswer();
+    // a scheduled check with nothing to report ([SILENT]) leaves no trace at all
+    if (ev.silent) return;
+    if (ev.finalText && !this.answer.showed(ev.finalText)) this.print(`${forTerminal(ev.finalText)}\n`);
+    for (const note of endNotes(ev, TERMINAL)) this.print(`${forTerminal(note)}\n`);
+    for (const a of activityLines(ev.toolActivity, TERMINAL)) this.print(`  ${forTerminal(a)}\n`);
+    // A reply that was no model run (e.g. `/new`'s) has no usage to show.
+    if (seenBefore || ev.usage.totalTokens > 0) this.print(`  ${formatUsage(ev.usage, ev.durationMs)}\n`);
   }
 
   close(): void {
-    if (this.stopping) clearTimeout(this.stopping.timer);
+    this.stops.close();
     this.clearStatus();
-    if (this.input && (this.liveRow || this.partial)) {
-      this.clearLive();
-      if (this.partial) this.out.write(`${this.partial}\n`);
-      this.partial = "";
-    }
   }
 
-  /** A line of its own that does not disturb the working indicator (e.g. "📎 chart.png saved to …"). */
-  notice(text: string): void {
-    this.line(text);
-  }
-
-  /** Writes what an assistant message's end has of its text blocks beyond what was streamed. */
-  private completeAnswer(runId: string, message: { role: string; content?: unknown }): void {
-    if (message.role !== "assistant" || !Array.isArray(message.content)) return;
-    message.content.forEach((block: { type?: unknown; text?: unknown }, i) => {
-      // A longer block was cut for the bus: its deltas carry the rest.
-      if (block.type !== "text" || typeof block.text !== "string" || block.text.length > MAX_EVENT_TEXT) return;
-      const text = this.answer.complete(`${runId}:${i}`, block.text);
-      if (text) {
-        this.clearStatus();
-        this.print(forTerminal(text));
-      }
-    });
+  /** The answer's words as the model writes them (AnswerStream): the working line makes way. */
+  private streamed(text: string): void {
+    if (!text) return;
+    this.clearStatus();
+    this.print(forTerminal(text));
   }
 
   /** Finishes the line of a streamed answer, if one is open. */
@@ -261,12 +146,18 @@ export class CliRenderer {
   }
 
   /**
-   * Writes text for the transcript. With an input line on screen the live rows are taken away
-   * first and drawn again after, and a line still being written (no newline yet) waits on the
+   * Writes text for the transcript. Without an input line, a working line on a terminal makes way
+   * and comes back below it. With one, the live rows are taken away first and drawn again after
+   * (`print("")` redraws them), and a line still being written (no newline yet) waits on the
    * live row until its newline comes.
    */
   private print(text: string): void {
-    if (!this.input) return void this.out.write(text);
+    if (!this.rl) {
+      const working = this.out.isTTY && this.status !== undefined;
+      this.out.write(working ? `\r\x1b[2K${text}` : text);
+      if (working) this.draw();
+      return;
+    }
     this.clearLive();
     const all = this.partial + text;
     const cut = all.lastIndexOf("\n") + 1;
@@ -277,57 +168,49 @@ export class CliRenderer {
 
   /** Interactive: moves from the input's cursor to the top of the live rows and erases them all. */
   private clearLive(): void {
-    const up = this.input!.cursorRow() + (this.liveRow ? 1 : 0);
+    const up = this.rl!.getCursorPos().rows;
     this.out.write(`\r${up ? `\x1b[${up}A` : ""}\x1b[J`);
-    this.liveRow = false;
   }
 
-  /** Interactive: the live row (the line being written, or the working line), then the input line. */
+  /**
+   * Interactive, the cursor where the live rows start: readline draws them as its prompt, the live
+   * row (if any) above the input line. It must not move up first: where its cursor is, it does not
+   * always know (a pasted line that wraps).
+   */
   private drawLive(): void {
     const row = this.liveText();
-    if (row !== undefined) {
-      this.out.write(`${row}\n`);
-      this.liveRow = true;
-    }
-    this.input!.redraw();
+    this.rl!.setPrompt(row === undefined ? this.prompt : `${row}\n${this.prompt}`);
+    (this.rl as unknown as { prevRows: number }).prevRows = 0;
+    this.rl!.prompt(true);
   }
 
+  /** The live row: a line being written, else the working line, cut to fit one row with its end (the newest words) kept. */
   private liveText(): string | undefined {
+    const row = this.partial || (this.status === undefined ? undefined : `${FRAMES[this.frame]} ${this.status}`);
     // One column spare: a row filled to the last column wraps on some terminals.
-    const width = this.columns - 1;
-    if (this.partial) return fitEnd(this.partial, width);
-    if (this.status !== undefined) return fitEnd(`${FRAMES[this.frame]} ${this.status}`, width);
-    return undefined;
+    return row && cliTruncate(row, this.columns - 1, { position: "start" });
   }
 
   private setStatus(text: string): void {
     this.endAnswer();
     text = forTerminal(text);
-    if (!this.out.isTTY) {
-      if (text !== this.status) this.out.write(`${text}\n`);
-      this.status = text;
-      return;
-    }
-    const shown = this.status !== undefined;
+    // Not a terminal: a line each time it changes.
+    if (!this.out.isTTY && text !== this.status) this.out.write(`${text}\n`);
     this.status = text;
-    if (this.input && !shown) {
-      this.clearLive();
-      this.drawLive();
-    } else this.draw();
-    if (!this.timer) {
-      this.timer = setInterval(() => this.draw(), 100);
-      this.timer.unref();
-    }
+    if (!this.out.isTTY) return;
+    this.draw();
+    this.timer ??= setInterval(() => this.draw(), 100).unref();
   }
 
   private draw(): void {
     if (this.status === undefined) return;
     this.frame = (this.frame + 1) % FRAMES.length;
-    if (!this.input) return void this.out.write(`\r\x1b[2K${FRAMES[this.frame]} ${this.status}`);
-    if (!this.liveRow || this.partial) return;
+    if (!this.rl) return void this.out.write(`\r\x1b[2K${FRAMES[this.frame]} ${this.status}`);
+    if (this.partial) return;
+    if (this.rl.getPrompt() === this.prompt) return this.print(""); // the working row is new
     // Only the working row changes: the cursor goes up to it and back to where the person types.
-    const row = this.liveText()!;
-    this.out.write(`\x1b7\x1b[${this.input.cursorRow() + 1}A\r\x1b[2K${row}\x1b8`);
+    this.rl.setPrompt(`${this.liveText()}\n${this.prompt}`);
+    this.out.write(`\x1b7\x1b[${this.rl.getCursorPos().rows}A\r\x1b[2K${this.liveText()}\x1b8`);
   }
 
   private clearStatus(): void {
@@ -336,24 +219,13 @@ export class CliRenderer {
     const shown = this.status !== undefined;
     this.status = undefined;
     if (!this.out.isTTY || !shown) return;
-    if (!this.input) return void this.out.write("\r\x1b[2K");
-    if (!this.partial) {
-      this.clearLive();
-      this.drawLive();
-    }
+    if (!this.rl) return void this.out.write("\r\x1b[2K");
+    if (!this.partial) this.print("");
   }
 
-  private line(text: string): void {
+  /** A line of its own that does not disturb the working indicator (e.g. "📎 chart.png saved to …"). */
+  notice(text: string): void {
     this.endAnswer();
-    text = forTerminal(text);
-    if (this.input) this.print(`${text}\n`);
-    else if (this.out.isTTY && this.status !== undefined) this.out.write(`\r\x1b[2K${text}\n`), this.draw();
-    else this.out.write(`${text}\n`);
+    this.print(`${forTerminal(text)}\n`);
   }
-}
-
-/** A message as one short line. */
-function clip(text: string, max = 60): string {
-  const one = text.replace(/\s+/g, " ").trim();
-  return one.length <= max ? one : `${one.slice(0, max - 1)}…`;
 }

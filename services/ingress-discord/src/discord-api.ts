@@ -1,16 +1,11 @@
+import type { SharedFile } from "@mom/ingress-sdk";
 import { type APIEmbed, type APIMessage, type Client, ChannelType, Routes } from "discord.js";
-
-export interface OutFile {
-  name: string;
-  data: Uint8Array;
-  contentType?: string;
-}
 
 export interface OutMessage {
   content?: string;
   embeds?: APIEmbed[];
   /** New files to upload with the message. */
-  files?: OutFile[];
+  files?: SharedFile[];
   /** Reply to this message of the same channel (dropped silently when it is gone). */
   replyTo?: string;
   /**
@@ -22,17 +17,8 @@ export interface OutMessage {
   components?: unknown[];
 }
 
-/** The few Discord calls the renderer makes; the REST implementation goes through discord.js's rate-limit queue. */
-export interface DiscordApi {
-  send(channelId: string, m: OutMessage): Promise<string>;
-  edit(channelId: string, messageId: string, m: OutMessage): Promise<void>;
-  remove(channelId: string, messageId: string): Promise<void>;
-  typing(channelId: string): Promise<void>;
-  /** Starts a public thread on a message; resolves with the thread's channel id. */
-  startThread(channelId: string, messageId: string, name: string): Promise<string>;
-  /** True when threads can be started on messages of this channel (guild text and announcement channels). */
-  threadable(channelId: string): Promise<boolean>;
-}
+/** What the renderer needs of Discord: the REST client's calls (tests fake them). */
+export type DiscordApi = Pick<RestDiscordApi, "send" | "edit" | "remove" | "typing" | "startThread" | "threadable">;
 
 const SNOWFLAKE = /^\d{15,21}$/;
 
@@ -46,17 +32,17 @@ function payload(m: OutMessage, edit: boolean): Record<string, unknown> {
         ? { parse: ["users"], replied_user: false }
         : { parse: [], replied_user: false },
     ...(!edit && m.replyTo && SNOWFLAKE.test(m.replyTo) && { message_reference: { message_id: m.replyTo, fail_if_not_exists: false } }),
-    ...(m.files?.length && { attachments: m.files.map((f, id) => ({ id, filename: f.name })) }),
+    ...(m.files?.length && { attachments: m.files.map((f, id) => ({ id, filename: f.filename })) }),
     ...(m.components !== undefined && { components: m.components }),
   };
 }
 
 function files(m: OutMessage) {
-  return m.files?.map((f) => ({ name: f.name, data: Buffer.from(f.data), ...(f.contentType && { contentType: f.contentType }) }));
+  return m.files?.map((f) => ({ name: f.filename, data: Buffer.from(f.bytes), ...(f.mimeType && { contentType: f.mimeType }) }));
 }
 
-/** DiscordApi over discord.js's REST client (`client.rest`): retries, 429s and buckets are its business. */
-export class RestDiscordApi implements DiscordApi {
+/** The few Discord calls the renderer makes, over discord.js's REST client (`client.rest`): retries, 429s and buckets are its business. */
+export class RestDiscordApi {
   constructor(private readonly client: Client) {}
 
   async send(channelId: string, m: OutMessage): Promise<string> {
@@ -78,11 +64,13 @@ export class RestDiscordApi implements DiscordApi {
     await this.client.rest.post(Routes.channelTyping(channelId));
   }
 
+  /** Starts a public thread on a message; resolves with the thread's channel id. */
   async startThread(channelId: string, messageId: string, name: string): Promise<string> {
     const res = (await this.client.rest.post(Routes.threads(channelId, messageId), { body: { name, auto_archive_duration: 1440 } })) as { id: string };
     return res.id;
   }
 
+  /** True when threads can be started on messages of this channel (guild text and announcement channels). */
   async threadable(channelId: string): Promise<boolean> {
     const ch = this.client.channels.cache.get(channelId) ?? (await this.client.channels.fetch(channelId).catch(() => null));
     return ch?.type === ChannelType.GuildText || ch?.type === ChannelType.GuildAnnouncement;

@@ -1,9 +1,10 @@
-import { type IngressDefinition, metrics, type PlatformConnection, type PlatformContext, type PlatformMessage, readDownload, RecentMap } from "@mom/ingress-sdk";
-import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, RESTEvents, Status, type User } from "discord.js";
+import { Directory, downloadFile, type IngressDefinition, metrics, parseApprovalButton, type PlatformConnection, type PlatformContext, type PlatformMessage, RecentMap } from "@mom/ingress-sdk";
+import { type ButtonInteraction, ChannelType, Client, Events, GatewayIntentBits, type Message, MessageFlags, MessageType, Partials, RESTEvents, Status } from "discord.js";
+import pTimeout from "p-timeout";
 import { type DiscordApi, RestDiscordApi } from "./discord-api.js";
 import { DiscordSettings } from "./discord-options.js";
 import { namesForMentions } from "./mentions.js";
-import { DiscordLayout, parseApprovalButton } from "./renderer.js";
+import { APPROVAL_PREFIX, DiscordLayout } from "./renderer.js";
 
 /** Gateway intents mom needs: server text channels and their threads, DMs, and the text of messages (privileged). */
 export const DISCORD_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent];
@@ -14,25 +15,6 @@ const FATAL_CLOSE_HINTS: Record<number, string> = {
   4013: "invalid gateway intents",
   4014: "Discord refused a privileged intent: enable MESSAGE CONTENT INTENT under Bot in the Discord developer portal",
 };
-
-/** Who mom has seen, for turning `@name` back into `<@id>`, and where each message it published came from. */
-class Acquaintances {
-  /** Message id -> the Discord channel (or thread) it was posted in, for notices about it. */
-  readonly messageChannels = new RecentMap<string>();
-  /** Lower-case username -> user id, learnt from messages. */
-  private readonly userIds = new RecentMap<string>();
-
-  constructor(private readonly client: Client) {}
-
-  learn(u: User): void {
-    this.userIds.set(u.username.toLowerCase(), u.id);
-  }
-
-  idOf(username: string): string | undefined {
-    const name = username.toLowerCase();
-    return this.userIds.get(name) ?? this.client.users.cache.find((u) => u.username.toLowerCase() === name)?.id;
-  }
-}
 
 /**
  * One Discord bot: gateway messages become messages of `<adapter>/<channel>` (a thread's go to
@@ -48,12 +30,15 @@ export const discordIngress: IngressDefinition<typeof DiscordSettings> = {
     // DMs arrive for channels discord.js has not cached.
     const client = new Client({ intents: DISCORD_INTENTS, partials: [Partials.Channel], ...(s.apiUrl && { rest: { api: s.apiUrl } }) });
     const api = new RestDiscordApi(client);
-    const people = new Acquaintances(client);
+    // Who mom has seen (`@name` -> `<@id>`), and the Discord channel (thread) each message it published came from.
+    const people = new Directory({ log, caseless: true, capacity: 10_000 });
+    const channels = new RecentMap<string>();
+    const idOf = (name: string) => people.idOf(name) ?? client.users.cache.find((u) => u.username.toLowerCase() === name.toLowerCase())?.id;
     let receiving = false;
     client.on(Events.MessageCreate, (m) => {
       if (!receiving || m.author.id === client.user?.id) return;
       // A resumed gateway may replay what we already had: the shell takes each message once.
-      void ctx.inbound.receiveInTurn(m.channelId, m.id, () => convert(client, api, people, m)).catch(() => {});
+      void ctx.inbound.receiveInTurn(m.channelId, m.id, () => convert(client, api, people, channels, m)).catch(() => {});
     });
     client.on(Events.InteractionCreate, (i) => {
       if (i.isButton()) onButton(ctx, i).catch((err: unknown) => log.error({ err, customId: i.customId }, "could not handle a button click"));
@@ -65,25 +50,19 @@ export const discordIngress: IngressDefinition<typeof DiscordSettings> = {
     client.rest.on(RESTEvents.RateLimited, () => metrics.platformRateLimits.inc({ adapter }));
     const connection: PlatformConnection & { client: Client } = {
       client,
-      surface: new DiscordLayout({ api, idOf: (u) => people.idOf(u), channelOfMessage: (id) => people.messageChannels.get(id), log }),
+      surface: new DiscordLayout({ api, idOf, channelOfMessage: (id) => channels.get(id), log }),
       editIntervalMs: 1000,
       typingIntervalMs: 8000, // Discord shows "typing…" for about 10 s
       async start() {
         receiving = true;
-        const timeoutMs = s.readyTimeoutMs ?? 60_000;
-        let timer: NodeJS.Timeout | undefined;
-        const ready = new Promise<void>((resolve, reject) => {
-          client.once(Events.ClientReady, () => resolve());
-          timer = setTimeout(() => reject(new Error(`discord adapter "${adapter}": the gateway was not ready after ${timeoutMs} ms`)), timeoutMs);
-        });
+        const milliseconds = s.readyTimeoutMs ?? 60_000;
+        const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
         try {
           await client.login(s.botToken);
-          await ready;
+          await pTimeout(ready, { milliseconds, message: `the gateway was not ready after ${milliseconds} ms` });
         } catch (err) {
           await client.destroy().catch(() => {});
           throw new Error(`discord adapter "${adapter}": could not connect to Discord: ${(err as Error).message}`, { cause: err });
-        } finally {
-          clearTimeout(timer);
         }
         log.info({ bot: client.user?.username, botId: client.user?.id, guilds: client.guilds.cache.size }, "discord ingress ready");
       },
@@ -103,11 +82,10 @@ export const discordIngress: IngressDefinition<typeof DiscordSettings> = {
 };
 
 /** One Discord message -> a message of its channel (a thread's parent), in its turn; undefined for what is no message to mom. */
-async function convert(client: Client, api: DiscordApi, people: Acquaintances, msg: Message): Promise<PlatformMessage | undefined> {
+async function convert(client: Client, api: DiscordApi, people: Directory, channels: RecentMap<string>, msg: Message): Promise<PlatformMessage | undefined> {
   const me = client.user;
   if (!me || msg.system || (msg.type !== MessageType.Default && msg.type !== MessageType.Reply)) return undefined;
-  people.learn(msg.author);
-  for (const u of msg.mentions.users.values()) people.learn(u);
+  for (const u of [msg.author, ...msg.mentions.users.values()]) people.learn({ id: u.id, username: u.username, isBot: u.bot });
   const isDirect = msg.channel.type === ChannelType.DM || !msg.guildId;
 
   // A thread belongs to its parent channel's conversation: answers go back into the thread.
@@ -131,7 +109,7 @@ async function convert(client: Client, api: DiscordApi, people: Acquaintances, m
   });
   if (!text.trim() && msg.attachments.size === 0) return undefined;
   const displayName = msg.member?.displayName ?? msg.author.globalName ?? undefined;
-  people.messageChannels.set(msg.id, msg.channelId);
+  channels.set(msg.id, msg.channelId);
   return {
     id: msg.id,
     channelId,
@@ -143,7 +121,7 @@ async function convert(client: Client, api: DiscordApi, people: Acquaintances, m
     isMention: !msg.author.bot && (isDirect || botMentioned),
     isDirect,
     ...(replyTo && { replyTo }),
-    files: [...msg.attachments.values()].map((a) => ({ filename: a.name, size: a.size, ...(a.contentType && { mimeType: a.contentType }), download: async (max: number) => readDownload(await fetch(a.url), max) })),
+    files: [...msg.attachments.values()].map((a) => ({ filename: a.name, size: a.size, ...(a.contentType && { mimeType: a.contentType }), download: (max: number) => downloadFile(a.url, max) })),
     refuse: (refusal) => api.send(msg.channelId, { content: refusal, replyTo: msg.id }),
   };
 }
@@ -154,7 +132,7 @@ async function convert(client: Client, api: DiscordApi, people: Acquaintances, m
  * prompt is updated when the runner says how the approval ended), anyone else is told privately.
  */
 async function onButton(ctx: PlatformContext<DiscordSettings>, i: ButtonInteraction): Promise<void> {
-  const parsed = parseApprovalButton(i.customId);
+  const parsed = parseApprovalButton(i.customId, APPROVAL_PREFIX);
   if (!parsed) return;
   const ch = i.channel;
   const channel = ch?.isThread() && ch.parentId ? ch.parentId : i.channelId;

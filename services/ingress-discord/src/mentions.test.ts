@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
-import { idsForMentions, namesForMentions } from "./mentions.js";
+import { idsForMentions } from "@mom/ingress-sdk";
+import { namesForMentions } from "./mentions.js";
 import { isStopCommand } from "@mom/ingress-sdk";
 
 describe("namesForMentions", () => {

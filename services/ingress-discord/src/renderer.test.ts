@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@jest/globals";
-import { type OutboundEvent, type OutboundEventBody, Presenter } from "@mom/ingress-sdk";
+import { batches as sdkBatches, type OutboundEvent, type OutboundEventBody, Presenter } from "@mom/ingress-sdk";
 import { pino } from "pino";
 import type { DiscordApi, OutMessage } from "./discord-api.js";
-import { batchEmbeds, DiscordLayout, toolEmbed } from "./renderer.js";
+import { DiscordLayout, EMBED_LIMITS, toolEmbed } from "./renderer.js";
 
 interface Call {
   op: "send" | "edit" | "remove" | "typing" | "thread";
@@ -138,7 +138,7 @@ describe("DiscordRenderer", () => {
     expect(api.ops().at(-1)).toEqual({ op: "remove", channelId: "C1", messageId: "100" });
     await emit({ type: "run_started", trigger, model: "fake/x" }, "s2");
     await emit(ended("partial", { stopReason: "aborted" }), "s2");
-    expect(api.ops().at(-1)!.m!.content).toBe("partial\n\n■ *Stopped.*");
+    expect(api.ops().at(-1)!.m!.content).toBe("partial\n\n■ _Stopped._");
     await emit({ type: "run_started", trigger, model: "fake/x" }, "s3");
     await emit(ended("", { stopReason: "error", errorMessage: "429 rate limited" }), "s3");
     expect(api.ops().at(-1)!.m!.content).toBe("✗ **Error:** 429 rate limited");
@@ -186,7 +186,7 @@ describe("DiscordRenderer", () => {
     await emit(ended("Here."));
     const final = api.ops().at(-1)!;
     expect(final.op).toBe("edit");
-    expect(final.m!.files).toEqual([{ name: "chart.png", data: bytes, contentType: "image/png" }]);
+    expect(final.m!.files).toEqual([{ filename: "chart.png", title: "chart.png", bytes, mimeType: "image/png" }]);
     expect(final.m!.content).toBe("Here.\n\n📎 Old data: not available any more (expired from the file store).");
 
     const refusing = new RecordingApi([], true);
@@ -204,7 +204,7 @@ describe("embeds", () => {
     expect(big.title!.length).toBeLessThanOrEqual(256);
     expect(big.description!.length).toBeLessThanOrEqual(4096);
     for (const f of big.fields!) expect(f.value.length).toBeLessThanOrEqual(1024);
-    const batches = batchEmbeds(Array.from({ length: 25 }, () => big));
+    const batches = sdkBatches(Array.from({ length: 25 }, () => big), EMBED_LIMITS);
     for (const b of batches) {
       expect(b.length).toBeLessThanOrEqual(10);
       expect(JSON.stringify(b).length).toBeLessThan(9000);

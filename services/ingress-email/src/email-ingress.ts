@@ -1,23 +1,13 @@
-import { type IngressDefinition, type PlatformContext, RecentMap } from "@mom/ingress-sdk";
+import { ApprovalCodes, type IngressDefinition, RecentMap, storedPlatformIds } from "@mom/ingress-sdk";
 import EmailReplyParser from "email-reply-parser";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
-import { ApprovalCodes, approvalCommand } from "./email-approvals.js";
-import { lastMailOf } from "./email-history.js";
 import { addresses, autoReplyReason, bounceOf, type MailInfo, mailInfo, messageIdOf, threadChannel } from "./email-mail.js";
 import { EmailSettings, senderAllowed } from "./email-settings.js";
-import { EmailLayout, EmailSurface } from "./email-surface.js";
+import { EmailSurface } from "./email-surface.js";
 import { ImapMailbox } from "./imap-mailbox.js";
 
 const parse = (source: Buffer) => simpleParser(source, { keepDeliveryStatus: true });
-
-interface Inbox {
-  self: string;
-  allowed(address: string): boolean;
-  codes: ApprovalCodes;
-  surface: EmailSurface;
-  remember(m: MailInfo): void;
-}
 
 /**
  * mom over e-mail (docs/email.md): the unseen mail of one IMAP folder becomes messages of their
@@ -40,12 +30,12 @@ export const emailIngress: IngressDefinition<typeof EmailSettings> = {
     const remember = (m: MailInfo) => (mails.set(m.id, m), latest.set(m.channel, m));
     const self = s.address.toLowerCase();
     const allowed = (a: string) => senderAllowed(a, s.allowFrom);
-    const codes = new ApprovalCodes();
+    const codes = new ApprovalCodes("the approval mail");
     const mailbox: ImapMailbox = new ImapMailbox({
       imap: { host: s.imapHost, port: s.imapPort ?? 993, secure: s.imapTls ?? true, auth },
       mailbox: s.mailbox ?? "INBOX",
       log,
-      handle: (source) => onMail(ctx, { self, allowed, codes, surface, remember }, source),
+      handle: (source) => onMail(source),
     });
     // A mail answered after a restart is looked up in the folder by its Message-ID.
     const lookup = async (id: string) => {
@@ -56,7 +46,8 @@ export const emailIngress: IngressDefinition<typeof EmailSettings> = {
     const known = async (id: string) => mails.get(id) ?? (await lookup(id));
     // A thread this process has seen nothing of (restarted mid-run, a scheduled event's answer): its newest mail that reached mom.
     const lastOfThread = async (channel: string) => {
-      const id = await lastMailOf(ctx.history, channel);
+      const last = await ctx.history.lastOf(channel);
+      const id = last && (await storedPlatformIds(ctx.history, channel, last, (m) => (m.sender?.isBot === false ? m.id : undefined))).at(-1);
       return id ? known(id) : undefined;
     };
     const surface = new EmailSurface({
@@ -66,59 +57,53 @@ export const emailIngress: IngressDefinition<typeof EmailSettings> = {
       find: async (id, channel) => (id && (await known(id))) || latest.get(channel) || (await lastOfThread(channel)),
       sent: remember,
     });
+    /** One unseen mail: handed to mom, or an approval decided by code, or (bounces, robots, strangers) only logged. True once done. */
+    const onMail = async (source: Buffer): Promise<boolean> => {
+      const p = await parse(source);
+      const id = messageIdOf(p, source);
+      const from = addresses(p.from)[0];
+      const about = { messageId: id, from, subject: p.subject };
+      if (from === self) return true;
+      const bounce = await bounceOf(p, parse);
+      if (bounce) {
+        const recorded = bounce.original !== undefined && (await ctx.inbound.undelivered(bounce.original, `bounced: ${bounce.why}`));
+        return log.info({ ...about, original: bounce.original, recorded }, `bounce not answered: ${bounce.why}`), true;
+      }
+      const robot = autoReplyReason(p);
+      if (robot) return log.info(about, `automatic mail not answered (${robot})`), true;
+      if (!from || !allowed(from)) return log.info(about, "sender not on allowFrom: ignored"), true;
+      const channel = threadChannel(p, id);
+      const mail = mailInfo(p, id, channel, self, allowed);
+      remember(mail);
+      const visible = new EmailReplyParser().parseReply(p.text ?? "").trim();
+      const command = ApprovalCodes.read(visible);
+      if (command) {
+        const { refusal } = await codes.decide(ctx.inbound, command, { id: from, username: from });
+        if (refusal) await surface.send(channel, { replyTo: id }, refusal);
+        return true;
+      }
+      const name = p.from?.value[0]?.name;
+      await ctx.inbound.receive({
+        id,
+        channelId: channel,
+        timestamp: (p.date ?? new Date()).toISOString(),
+        sender: { id: from, username: from, ...(name && { displayName: name }), isBot: false },
+        // The subject starts the conversation; a reply's text is what it adds (quoted text and signature removed).
+        text: mail.references.length === 1 && p.subject ? `Subject: ${p.subject}\n\n${visible}` : visible,
+        ...(p.text && { rawText: p.text }),
+        files: p.attachments
+          .filter((a) => !a.contentType.startsWith("message/"))
+          .map((a, i) => ({ filename: a.filename ?? `attachment-${i + 1}`, size: a.size, mimeType: a.contentType, download: async () => ({ bytes: new Uint8Array(a.content) }) })),
+        // E-mail is addressed: every mail to mom asks it something, between the sender and mom.
+        isMention: true,
+        isDirect: true,
+        // So that each answer's Placement names the mail it answers.
+        replyTo: id,
+        refuse: (text) => surface.send(channel, { replyTo: id }, text),
+      });
+      return true;
+    };
     await mailbox.open().catch(failed(""));
-    return { surface: new EmailLayout(surface), start: () => mailbox.start(), stop: () => mailbox.stop(), problem: () => mailbox.problem() };
+    return { surface, start: () => mailbox.start(), stop: () => mailbox.stop(), problem: () => mailbox.problem() };
   },
 };
-
-/** One unseen mail: handed to mom, or an approval decided by code, or (bounces, robots, strangers) only logged. True once done. */
-async function onMail({ log, inbound }: PlatformContext<EmailSettings>, box: Inbox, source: Buffer): Promise<boolean> {
-  const p = await parse(source);
-  const id = messageIdOf(p, source);
-  const from = addresses(p.from)[0];
-  const about = { messageId: id, from, subject: p.subject };
-  if (from === box.self) return true;
-  const bounce = await bounceOf(p, parse);
-  if (bounce) {
-    const recorded = bounce.original !== undefined && (await inbound.undelivered(bounce.original, `bounced: ${bounce.why}`));
-    return log.info({ ...about, original: bounce.original, recorded }, `bounce not answered: ${bounce.why}`), true;
-  }
-  const robot = autoReplyReason(p);
-  if (robot) return log.info(about, `automatic mail not answered (${robot})`), true;
-  if (!from || !box.allowed(from)) return log.info(about, "sender not on allowFrom: ignored"), true;
-  const channel = threadChannel(p, id);
-  const mail = mailInfo(p, id, channel, box.self, box.allowed);
-  box.remember(mail);
-  const visible = new EmailReplyParser().parseReply(p.text ?? "").trim();
-  const command = approvalCommand(visible);
-  if (command) {
-    const code = box.codes.lookup(command.code);
-    let refusal = "refusal" in code ? code.refusal : undefined;
-    if (!("refusal" in code)) {
-      ({ refusal } = await inbound.decide({ approvalId: code.approvalId, decision: command.decision, user: { id: from, username: from }, channel: code.channel }));
-      if (!refusal) box.codes.spend(command.code, `${command.decision === "deny" ? "denied" : "approved"} by ${from}`);
-    }
-    if (refusal) await box.surface.send(channel, { replyTo: id }, refusal);
-    return true;
-  }
-  const name = p.from?.value[0]?.name;
-  await inbound.receive({
-    id,
-    channelId: channel,
-    timestamp: (p.date ?? new Date()).toISOString(),
-    sender: { id: from, username: from, ...(name && { displayName: name }), isBot: false },
-    // The subject starts the conversation; a reply's text is what it adds (quoted text and signature removed).
-    text: mail.references.length === 1 && p.subject ? `Subject: ${p.subject}\n\n${visible}` : visible,
-    ...(p.text && { rawText: p.text }),
-    files: p.attachments
-      .filter((a) => !a.contentType.startsWith("message/"))
-      .map((a, i) => ({ filename: a.filename ?? `attachment-${i + 1}`, size: a.size, mimeType: a.contentType, download: async () => ({ bytes: new Uint8Array(a.content) }) })),
-    // E-mail is addressed: every mail to mom asks it something, between the sender and mom.
-    isMention: true,
-    isDirect: true,
-    // So that each answer's Placement names the mail it answers.
-    replyTo: id,
-    refuse: (text) => box.surface.send(channel, { replyTo: id }, text),
-  });
-  return true;
-}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { simpleParser } from "mailparser";
-import { ApprovalCodes, approvalCommand } from "./email-approvals.js";
+import { ApprovalCodes } from "@mom/ingress-sdk";
 import { autoReplyReason, bounceOf, mailInfo, momMessageId, replySubject, threadChannel } from "./email-mail.js";
 import { senderAllowed } from "./email-settings.js";
 
@@ -86,24 +86,10 @@ Subject: Re: hi
 
 describe("approval codes", () => {
   it('the first line decides: "approve <code>" / "deny <code>", any case; anything else does not', () => {
-    expect(approvalCommand("Approve 12345678, go ahead\nthanks")).toEqual({ decision: "allow-once", code: "12345678" });
-    expect(approvalCommand("\n  DENY 87654321")).toEqual({ decision: "deny", code: "87654321" });
-    expect(approvalCommand("I approve 12345678")).toBeUndefined();
-    expect(approvalCommand("approve it\napprove 12345678")).toBeUndefined();
-    expect(approvalCommand("approve 1234")).toBeUndefined();
-  });
-
-  it("a code decides its approval once; an unknown one and a spent one are refused, saying so", () => {
-    const codes = new ApprovalCodes();
-    const code = codes.issue("ap-1", "chan", "prompt-1");
-    expect(code).toMatch(/^\d{8}$/);
-    expect(codes.lookup(code)).toEqual({ approvalId: "ap-1", channel: "chan" });
-    codes.spend(code, "approved by carol@example.org");
-    expect(codes.lookup(code)).toEqual({ refusal: `The code ${code} was used already (approved by carol@example.org): nothing was decided.` });
-    const other = code === "12345678" ? "87654321" : "12345678";
-    expect(codes.lookup(other)).toEqual({ refusal: `No approval is waiting for the code ${other}: nothing was decided. Check the code in the approval mail.` });
-    const late = codes.issue("ap-2", "chan", "prompt-2");
-    codes.closed("prompt-2", "⌛ No decision in time: denied.");
-    expect(codes.lookup(late)).toEqual({ refusal: `The code ${late} was used already (⌛ No decision in time: denied.): nothing was decided.` });
+    expect(ApprovalCodes.read("Approve 12345678, go ahead\nthanks")).toEqual({ decision: "allow-once", code: "12345678" });
+    expect(ApprovalCodes.read("\n  DENY 87654321")).toEqual({ decision: "deny", code: "87654321" });
+    expect(ApprovalCodes.read("I approve 12345678")).toBeUndefined();
+    expect(ApprovalCodes.read("approve it\napprove 12345678")).toBeUndefined();
+    expect(ApprovalCodes.read("approve 1234")).toBeUndefined();
   });
 });

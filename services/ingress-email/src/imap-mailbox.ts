@@ -1,4 +1,5 @@
 import { ImapFlow, type ImapFlowOptions } from "imapflow";
+import PQueue from "p-queue";
 import pRetry from "p-retry";
 import type { Logger } from "pino";
 
@@ -22,8 +23,8 @@ export class ImapMailbox {
   private started = false;
   private stopped = false;
   private down?: { since: string; why: string };
-  private sweeping?: Promise<void>;
-  private again = false;
+  /** Passes over the unseen messages: one at a time, and at most one waiting. */
+  private readonly passes = new PQueue({ concurrency: 1 });
   private retry?: NodeJS.Timeout;
   private readonly abort = new AbortController();
 
@@ -74,14 +75,8 @@ export class ImapMailbox {
   /** Reads the unseen messages: one pass at a time, and one more after it when asked meanwhile. */
   private sweep(): Promise<void> {
     if (!this.started || this.stopped) return Promise.resolve();
-    this.again = !!this.sweeping;
-    this.sweeping ??= (async () => {
-      do {
-        this.again = false;
-        await this.sweepOnce().catch((err: Error) => this.o.log.warn({ err }, `reading the mailbox failed: ${err.message}`));
-      } while (this.again && !this.stopped);
-    })().finally(() => (this.sweeping = undefined));
-    return this.sweeping;
+    if (this.passes.size === 0) void this.passes.add(() => this.sweepOnce().catch((err: Error) => this.o.log.warn({ err }, `reading the mailbox failed: ${err.message}`)));
+    return this.passes.onIdle();
   }
 
   private async sweepOnce(): Promise<void> {
@@ -107,7 +102,8 @@ export class ImapMailbox {
     this.stopped = true;
     this.abort.abort();
     clearTimeout(this.retry);
-    await this.sweeping;
+    this.passes.clear();
+    await this.passes.onIdle();
     await this.client?.logout().catch(() => this.client?.close());
   }
 }

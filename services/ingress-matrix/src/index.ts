@@ -1,9 +1,2 @@
-export * from "./matrix-approvals.js";
-export * from "./matrix-client.js";
-export * from "./matrix-html.js";
-export * from "./matrix-inbound.js";
-export * from "./matrix-ingress.js";
-export * from "./matrix-options.js";
-export * from "./matrix-rooms.js";
-export * from "./matrix-sdk.js";
-export * from "./matrix-surface.js";
+export { matrixIngress } from "./matrix-ingress.js";
+export { MatrixSettings } from "./matrix-options.js";

@@ -1,3 +1,4 @@
+import { waitOutRateLimits } from "@mom/ingress-sdk";
 import type { IStorageProvider, MatrixClient } from "matrix-bot-sdk";
 import type { Logger } from "pino";
 import type { MatrixEvent } from "./matrix-inbound.js";
@@ -10,7 +11,6 @@ export interface SyncHandlers {
   event(roomId: string, event: MatrixEvent): Promise<void>;
 }
 
-const MAX_RATE_LIMITED_TRIES = 8;
 const DEFAULT_RETRY_AFTER_MS = 1000;
 
 /** The wait a `429 M_LIMIT_EXCEEDED` asks for, or undefined for any other failure. */
@@ -21,30 +21,12 @@ export function retryAfterMs(err: unknown): number | undefined {
 }
 
 /**
- * Runs `call` again after each 429 for as long as the homeserver says (`retry_after_ms`), so no
- * edit or answer is lost to a rate limit; other failures are the caller's. matrix-bot-sdk throws
- * a 429 like any error (only its sync loop backs off, and not for as long as asked). Written out
- * rather than with p-retry: the wait is the server's, and matrix-bot-sdk also throws non-Errors
- * (an HTTP response), which p-retry turns into a TypeError the SDK's own callers would not recognise.
- */
-export async function waitOutRateLimits<T>(call: () => Promise<T>, limited: (waitMs: number) => void): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      const wait = retryAfterMs(err);
-      if (wait === undefined || attempt >= MAX_RATE_LIMITED_TRIES) throw err;
-      limited(wait);
-      await new Promise((r) => setTimeout(r, wait));
-    }
-  }
-}
-
-/**
  * matrix-bot-sdk's SynchronousMatrixClient: events are handed over one by one and awaited, and
  * with `persistTokenAfterSync` the stored sync token moves on only once a whole sync response is
  * handled — a failure (NATS away) makes the SDK sync again from the old token, so nothing is lost,
- * and what was handled already is dropped as a duplicate by the shell. Every request waits out 429s.
+ * and what was handled already is dropped as a duplicate by the shell. Every request waits out
+ * 429s for as long as the homeserver asks: matrix-bot-sdk throws a 429 like any error (only its
+ * sync loop backs off, and not for as long as asked).
  */
 export function createMatrixClient(
   sdk: MatrixSdk,
@@ -52,40 +34,42 @@ export function createMatrixClient(
     homeserverUrl: string;
     accessToken: string;
     storage: IStorageProvider;
-    handlers: SyncHandlers;
     rateLimited: (waitMs: number) => void;
     /** Each request's outcome once rate limits are waited out: undefined, or why it failed. */
     observe?: (path: string, failure: string | undefined) => void;
     log: Logger;
   },
-): MatrixClient {
+): MatrixClient & { handlers?: SyncHandlers } {
   class MomMatrixClient extends sdk.SynchronousMatrixClient {
+    /** Set once the handlers can be built (they need the client): before `start`. */
+    handlers?: SyncHandlers;
+
     constructor() {
       super(new sdk.MatrixClient(o.homeserverUrl, o.accessToken, o.storage));
       this.persistTokenAfterSync = true;
     }
 
     protected override onRoomInvite(roomId: string, event: MatrixEvent): Promise<void> {
-      return o.handlers.invite(roomId, event);
+      return this.handlers!.invite(roomId, event);
     }
 
     protected override onRoomJoin(roomId: string): Promise<void> {
-      return o.handlers.joined(roomId);
+      return this.handlers!.joined(roomId);
     }
 
     protected override onRoomEvent(roomId: string, event: MatrixEvent): Promise<void> {
-      return o.handlers.event(roomId, event);
+      return this.handlers!.event(roomId, event);
     }
 
     override async doRequest(...args: Parameters<MatrixClient["doRequest"]>): Promise<any> {
       try {
-        const result = await waitOutRateLimits(
-          () => super.doRequest(...args),
-          (waitMs) => {
+        const result = await waitOutRateLimits(() => super.doRequest(...args), {
+          retryAfterMs,
+          limited: (waitMs) => {
             o.log.warn({ waitMs, method: args[0], path: args[1] }, "matrix rate limit (429): waiting as the homeserver asks");
             o.rateLimited(waitMs);
           },
-        );
+        });
         o.observe?.(args[1], undefined);
         return result;
       } catch (err) {
@@ -97,12 +81,10 @@ export function createMatrixClient(
   return new MomMatrixClient();
 }
 
-/** A failed request in a few words: the Matrix error, the HTTP status, or the network error. */
+/** A failed request in a few words: matrix-bot-sdk's MatrixError ("M_…: why"), the status of a response without one, or the network error. */
 export function describeFailure(err: unknown): string {
-  const e = err as { errcode?: string; error?: string; statusCode?: number; message?: string };
-  if (e?.errcode) return `${e.statusCode ?? ""} ${e.errcode}${e.error ? ` ${e.error}` : ""}`.trim();
-  if (typeof e?.statusCode === "number") return `HTTP ${e.statusCode}`;
-  return e?.message ?? String(err);
+  const e = err as { errcode?: string; statusCode?: number; message?: string } | undefined;
+  return !e?.errcode && typeof e?.statusCode === "number" ? `HTTP ${e.statusCode}` : (e?.message ?? String(err));
 }
 
 /** matrix-bot-sdk's log (a process-wide LogService) into the ingress's pino logger. */

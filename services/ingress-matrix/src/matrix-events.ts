@@ -1,12 +1,11 @@
-import { type PlatformContext, RecentMap } from "@mom/ingress-sdk";
+import type { PlatformContext } from "@mom/ingress-sdk";
 import type { IStorageProvider, MatrixClient } from "matrix-bot-sdk";
-import { APPROVAL_FIELD, decisionOf, type Prompts } from "./matrix-approvals.js";
 import type { SyncHandlers } from "./matrix-client.js";
 import { type BotIdentity, localpart, type MatrixEvent, relationOf, threadOf, toMatrixInbound } from "./matrix-inbound.js";
 import type { MediaDownloads } from "./matrix-media.js";
 import type { MatrixSettings } from "./matrix-options.js";
 import { E2EE_REFUSAL, type RoomFacts } from "./matrix-rooms.js";
-import type { MatrixSurface } from "./matrix-surface.js";
+import { APPROVAL_FIELD, type MatrixSurface } from "./matrix-surface.js";
 
 export interface MatrixEventsDeps {
   ctx: PlatformContext<MatrixSettings>;
@@ -15,8 +14,6 @@ export interface MatrixEventsDeps {
   rooms: RoomFacts;
   media: MediaDownloads;
   surface: MatrixSurface;
-  prompts: Prompts;
-  senders: RecentMap<{ userId: string }>;
   storage: IStorageProvider;
 }
 
@@ -33,7 +30,6 @@ export class MatrixEvents implements SyncHandlers {
   ignoreBefore?: number;
   private stopped = false;
   private readonly refused = new Set<string>();
-  private readonly promptOf = new RecentMap<{ approvalId?: string; thread?: string }>(1_000);
 
   constructor(private readonly d: MatrixEventsDeps) {}
 
@@ -81,52 +77,33 @@ export class MatrixEvents implements SyncHandlers {
   }
 
   private async message(roomId: string, ev: MatrixEvent): Promise<void> {
-    const { ctx, client, rooms } = this.d;
+    const { ctx, rooms } = this.d;
     if (this.old(ev)) return void ctx.log.debug({ room: roomId, event: ev.event_id }, "matrix message from before the first sync: not answered");
     if (await rooms.isEncrypted(roomId)) return this.refuseEncrypted(roomId);
-    const m = toMatrixInbound(roomId, ev, this.d.me, { isDirect: await rooms.isDirect(roomId), displayName: await rooms.displayName(ev.sender) });
-    if (!m) return;
-    this.d.senders.set(ev.event_id, { userId: ev.sender });
-    const { files, ...rest } = m;
-    await ctx.inbound.receive({
-      ...rest,
-      files: files.map((f) => ({ filename: f.filename, ...(f.size !== undefined && { size: f.size }), ...(f.mimeType && { mimeType: f.mimeType }), download: (max: number) => this.d.media.download(f.mxc, max) })),
-      refuse: (text) => client.sendMessage(roomId, { msgtype: "m.notice", body: text }),
-    });
+    const m = toMatrixInbound(roomId, ev, this.d.me, { isDirect: await rooms.isDirect(roomId), displayName: await rooms.displayName(ev.sender) }, this.d.media);
+    if (m) await ctx.inbound.receive(m);
   }
 
   /** A ✅ / ❌ on an approval prompt -> the decision; someone who may not decide is told so under the prompt. */
   private async reaction(roomId: string, ev: MatrixEvent): Promise<void> {
     const rel = relationOf(ev.content);
-    const decision = rel.rel_type === "m.annotation" && rel.key ? decisionOf(rel.key) : undefined;
-    if (!decision || !rel.event_id || this.old(ev)) return;
-    const prompt = await this.prompt(roomId, rel.event_id);
-    if (!prompt?.approvalId) return;
+    const promptId = rel.event_id;
+    if (rel.rel_type !== "m.annotation" || !rel.key || !promptId || this.old(ev)) return;
     const user = { id: ev.sender, username: localpart(ev.sender) };
-    const { refusal } = await this.d.ctx.inbound.decide({ approvalId: prompt.approvalId, decision, user, channel: roomId });
-    if (refusal) {
+    const decided = await this.d.surface.approvals.decide(this.d.ctx.inbound, { promptId, key: rel.key, channel: roomId, user }, () => this.recall(roomId, promptId));
+    if (decided?.refusal) {
       await this.d.surface
-        .notice(roomId, `${this.d.surface.dialect.mention(ev.sender)} ${refusal}`, { ...(prompt.thread && { thread: prompt.thread }), replyTo: rel.event_id }, [ev.sender])
+        .notice(roomId, `${this.d.surface.dialect.mention(ev.sender)} ${decided.refusal}`, { ...(decided.thread && { thread: decided.thread }), replyTo: promptId }, [ev.sender])
         .catch((err: unknown) => this.d.ctx.log.warn({ err, room: roomId }, "could not tell a matrix user they may not decide"));
     }
   }
 
-  /**
-   * The approval a message prompts for: known while this process shows it; after a restart read
-   * from the message itself (the bot's own, carrying the approval id).
-   */
-  private async prompt(roomId: string, eventId: string): Promise<{ approvalId?: string; thread?: string } | undefined> {
-    const shown = this.d.prompts.get(eventId);
-    if (shown) return shown;
-    let known = this.promptOf.get(eventId);
-    if (!known) {
-      const ev = (await this.d.client.getEvent(roomId, eventId).catch(() => undefined)) as MatrixEvent | undefined;
-      const approvalId = ev?.sender === this.d.me.userId ? ev.content[APPROVAL_FIELD] : undefined;
-      const thread = ev && threadOf(ev.content);
-      known = typeof approvalId === "string" ? { approvalId, ...(thread && { thread }) } : {};
-      this.promptOf.set(eventId, known);
-    }
-    return known;
+  /** A prompt shown before a restart: the bot's own message, carrying the approval id. */
+  private async recall(roomId: string, eventId: string): Promise<{ approvalId: string; thread?: string } | undefined> {
+    const ev = (await this.d.client.getEvent(roomId, eventId).catch(() => undefined)) as MatrixEvent | undefined;
+    const approvalId = ev?.sender === this.d.me.userId ? ev.content[APPROVAL_FIELD] : undefined;
+    const thread = ev && threadOf(ev.content);
+    return typeof approvalId === "string" ? { approvalId, ...(thread && { thread }) } : undefined;
   }
 
   /** The room is told once (remembered in the store, so a restart does not say it again) and the refusal is logged. */
@@ -136,7 +113,7 @@ export class MatrixEvents implements SyncHandlers {
     this.refused.add(roomId);
     this.d.ctx.log.warn({ room: roomId }, "matrix room is end-to-end encrypted: refused (this ingress does not decrypt)");
     try {
-      await this.d.client.sendMessage(roomId, { msgtype: "m.notice", body: E2EE_REFUSAL });
+      await this.d.client.sendNotice(roomId, E2EE_REFUSAL);
       await this.d.storage.storeValue(key, "1");
     } catch (err) {
       this.d.ctx.log.warn({ err, room: roomId }, `could not tell an encrypted matrix room it is refused: ${(err as Error).message}`);

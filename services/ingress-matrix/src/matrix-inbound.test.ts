@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@jest/globals";
-import { decisionOf } from "./matrix-approvals.js";
+import { markdownToHtml } from "@mom/ingress-sdk";
 import { type MatrixEvent, mentionsAsUsernames, mentionsBot, pillsAsUsernames, toMatrixInbound, withoutReplyFallback } from "./matrix-inbound.js";
-import { markdownToMatrixHtml } from "./matrix-html.js";
 import { matrixDialect, pingedIn } from "./matrix-surface.js";
 
 const bot = { userId: "@mom:example.org", displayName: "mom" };
+const asked: string[] = [];
+const media = { download: async (mxc: string) => (asked.push(mxc), { bytes: new Uint8Array(3) }) };
 const ev = (content: Record<string, unknown>, over: Partial<MatrixEvent> = {}): MatrixEvent => ({ event_id: "$e1", type: "m.room.message", sender: "@ana:example.org", origin_server_ts: 1_700_000_000_000, content, ...over });
 
 describe("matrix inbound", () => {
@@ -20,7 +21,7 @@ describe("matrix inbound", () => {
   });
 
   it("converts a message in a thread, with user ids as @usernames and without an old client's reply fallback", () => {
-    const m = toMatrixInbound("!r:example.org", ev({ msgtype: "m.text", body: "> <@bob:example.org> before\n\nthanks @bob:example.org, ping mom", "m.relates_to": { rel_type: "m.thread", event_id: "$root", is_falling_back: false, "m.in_reply_to": { event_id: "$x" } } }), bot, { isDirect: false, displayName: "Ana Lopez" });
+    const m = toMatrixInbound("!r:example.org", ev({ msgtype: "m.text", body: "> <@bob:example.org> before\n\nthanks @bob:example.org, ping mom", "m.relates_to": { rel_type: "m.thread", event_id: "$root", is_falling_back: false, "m.in_reply_to": { event_id: "$x" } } }), bot, { isDirect: false, displayName: "Ana Lopez" }, media);
     expect(m).toEqual({
       id: "$e1",
       channelId: "!r:example.org",
@@ -42,33 +43,29 @@ describe("matrix inbound", () => {
     expect(pillsAsUsernames("mom: stop", `${pill("@mom:example.org", "mom")}: stop`)).toBe("@mom stop");
     expect(pillsAsUsernames("ask Bob Baker and mom", `ask ${pill("@bob:example.org", "Bob Baker")} and ${pill("@mom:example.org", "mom")}`)).toBe("ask @bob and @mom");
     expect(pillsAsUsernames("no pills here", undefined)).toBe("no pills here");
-    const m = toMatrixInbound("!r:example.org", ev({ msgtype: "m.text", body: "mom: stop", format: "org.matrix.custom.html", formatted_body: `${pill("@mom:example.org", "mom")}: stop`, "m.mentions": { user_ids: ["@mom:example.org"] } }), bot, { isDirect: false });
+    const m = toMatrixInbound("!r:example.org", ev({ msgtype: "m.text", body: "mom: stop", format: "org.matrix.custom.html", formatted_body: `${pill("@mom:example.org", "mom")}: stop`, "m.mentions": { user_ids: ["@mom:example.org"] } }), bot, { isDirect: false }, media);
     expect(m?.text).toBe("@mom stop");
   });
 
-  it("files: the filename, size and type; a body other than the filename is the caption; an encrypted file is not taken", () => {
-    const withCaption = toMatrixInbound("!r:x", ev({ msgtype: "m.image", body: "look at this", filename: "cat.png", url: "mxc://x/abc", info: { size: 3, mimetype: "image/png" } }), bot, { isDirect: true });
-    expect(withCaption).toMatchObject({ text: "look at this", files: [{ mxc: "mxc://x/abc", filename: "cat.png", size: 3, mimeType: "image/png" }], isMention: true, isDirect: true });
-    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.file", body: "a.csv", url: "mxc://x/def" }), bot, { isDirect: false })).toMatchObject({ text: "", files: [{ filename: "a.csv" }], isMention: false });
-    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.file", body: "secret.pdf", file: { url: "mxc://x/enc" } }), bot, { isDirect: false })).toBeUndefined();
+  it("files: the filename, size and type, downloaded by their mxc URI; a body other than the filename is the caption; an encrypted file is not taken", async () => {
+    const withCaption = toMatrixInbound("!r:x", ev({ msgtype: "m.image", body: "look at this", filename: "cat.png", url: "mxc://x/abc", info: { size: 3, mimetype: "image/png" } }), bot, { isDirect: true }, media);
+    expect(withCaption).toMatchObject({ text: "look at this", files: [{ filename: "cat.png", size: 3, mimeType: "image/png" }], isMention: true, isDirect: true });
+    await withCaption!.files![0]!.download(10);
+    expect(asked).toEqual(["mxc://x/abc"]);
+    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.file", body: "a.csv", url: "mxc://x/def" }), bot, { isDirect: false }, media)).toMatchObject({ text: "", files: [{ filename: "a.csv" }], isMention: false });
+    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.file", body: "secret.pdf", file: { url: "mxc://x/enc" } }), bot, { isDirect: false }, media)).toBeUndefined();
   });
 
   it("edits, other bots' notices and what is no message are not taken as new messages", () => {
-    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.text", body: "* fixed", "m.relates_to": { rel_type: "m.replace", event_id: "$e0" } }), bot, { isDirect: true })).toBeUndefined();
-    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.location", body: "here", geo_uri: "geo:1,2" }), bot, { isDirect: true })).toBeUndefined();
-    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.notice", body: "mom: build passed", "m.mentions": { user_ids: ["@mom:example.org"] } }), bot, { isDirect: false })).toMatchObject({ sender: { isBot: true }, isMention: false });
-  });
-
-  it("reactions decide: ✅ 👍 allow once, ❌ 👎 deny, with or without variation selectors and skin tones", () => {
-    expect(["✅", "✅️", "👍", "👍🏽", "✔️"].map(decisionOf)).toEqual(Array(5).fill("allow-once"));
-    expect(["❌", "👎", "✖️"].map(decisionOf)).toEqual(Array(3).fill("deny"));
-    expect(["🎉", "ok", ""].map(decisionOf)).toEqual([undefined, undefined, undefined]);
+    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.text", body: "* fixed", "m.relates_to": { rel_type: "m.replace", event_id: "$e0" } }), bot, { isDirect: true }, media)).toBeUndefined();
+    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.location", body: "here", geo_uri: "geo:1,2" }), bot, { isDirect: true }, media)).toBeUndefined();
+    expect(toMatrixInbound("!r:x", ev({ msgtype: "m.notice", body: "mom: build passed", "m.mentions": { user_ids: ["@mom:example.org"] } }), bot, { isDirect: false }, media)).toMatchObject({ sender: { isBot: true }, isMention: false });
   });
 
   it("outgoing: Markdown to HTML with the agent's own HTML shown as text; pills are who a message notifies", () => {
-    expect(markdownToMatrixHtml("**hi** <b>x</b>\n\n- a\n- b")).toBe("<p><strong>hi</strong> &lt;b&gt;x&lt;/b&gt;</p>\n<ul>\n<li>a</li>\n<li>b</li>\n</ul>");
+    expect(markdownToHtml("**hi** <b>x</b>\n\n- a\n- b").trim()).toBe("<p><strong>hi</strong> &lt;b&gt;x&lt;/b&gt;</p>\n<ul>\n<li>a</li>\n<li>b</li>\n</ul>");
     const text = `Only ${matrixDialect.mention("@carol:example.org")} and ${matrixDialect.mention("@dan:example.org")} can decide this.`;
     expect(pingedIn(text)).toEqual(["@carol:example.org", "@dan:example.org"]);
-    expect(markdownToMatrixHtml(text)).toBe('<p>Only <a href="https://matrix.to/#/@carol:example.org">@carol:example.org</a> and <a href="https://matrix.to/#/@dan:example.org">@dan:example.org</a> can decide this.</p>');
+    expect(markdownToHtml(text).trim()).toBe('<p>Only <a href="https://matrix.to/#/@carol:example.org">@carol:example.org</a> and <a href="https://matrix.to/#/@dan:example.org">@dan:example.org</a> can decide this.</p>');
   });
 });

@@ -1,4 +1,5 @@
-import type { PlatformMessage, Sender } from "@mom/ingress-sdk";
+import { type IncomingFile, type PlatformMessage, type Sender } from "@mom/ingress-sdk";
+import type { MediaDownloads } from "./matrix-media.js";
 
 /** A room event as the Client-Server API delivers it in /sync. */
 export interface MatrixEvent {
@@ -7,8 +8,6 @@ export interface MatrixEvent {
   sender: string;
   origin_server_ts: number;
   content: Record<string, unknown>;
-  state_key?: string;
-  unsigned?: Record<string, unknown>;
 }
 
 export interface BotIdentity {
@@ -16,23 +15,11 @@ export interface BotIdentity {
   displayName?: string;
 }
 
-/** A file in a message, before it is downloaded: its `mxc://` URI and what the event says of it. */
-export interface MatrixFile {
-  mxc: string;
-  filename: string;
-  size?: number;
-  mimeType?: string;
-}
-
-/** Everything of a PlatformMessage but the files, which take a download. */
-export type MatrixInbound = Omit<PlatformMessage, "files" | "refuse"> & { files: MatrixFile[] };
-
 interface Relation {
   rel_type?: string;
   event_id?: string;
   key?: string;
   "m.in_reply_to"?: { event_id?: string };
-  is_falling_back?: boolean;
 }
 
 const FILE_TYPES = new Set(["m.file", "m.image", "m.audio", "m.video"]);
@@ -48,11 +35,6 @@ export function relationOf(content: Record<string, unknown>): Relation {
 /** The localpart of `@ana:example.org`: "ana". */
 export function localpart(userId: string): string {
   return /^@([^:]+):/.exec(userId)?.[1] ?? userId;
-}
-
-export function senderOf(userId: string, displayName: string | undefined, isBot: boolean): Sender {
-  const username = localpart(userId);
-  return { id: userId, username, ...(displayName && displayName !== username && { displayName }), isBot };
 }
 
 /** Full user ids in a text as the agent writes people: `@ana:example.org` -> `@ana`. */
@@ -82,11 +64,6 @@ export function threadOf(content: Record<string, unknown>): string | undefined {
   return r.rel_type === "m.thread" ? r.event_id : undefined;
 }
 
-/** An edit (`m.replace`) of an earlier message rather than a message of its own. */
-export function isEdit(content: Record<string, unknown>): boolean {
-  return relationOf(content).rel_type === "m.replace";
-}
-
 /**
  * Whether a message addresses the bot. A client that sets `m.mentions` (intentional mentions,
  * Matrix 1.7) says exactly whom it mentions, and only that counts — a reply to the bot lists it
@@ -113,20 +90,20 @@ export function mentionsBot(content: Record<string, unknown>, bot: BotIdentity):
  */
 export function withoutReplyFallback(body: string, content: Record<string, unknown>): string {
   if (!relationOf(content)["m.in_reply_to"] || !body.startsWith("> ")) return body;
-  const lines = body.split("\n");
-  let i = 0;
-  while (i < lines.length && lines[i]!.startsWith(">")) i++;
-  if (lines[i] === "") i++;
-  return lines.slice(i).join("\n");
+  return body.replace(/^(?:>.*(?:\n|$))+\n?/, "");
 }
 
-/** The file of an `m.file`/`m.image`/`m.audio`/`m.video`; undefined when it has no plain `mxc://` URL (an encrypted file has `file` instead). */
-export function fileOf(content: Record<string, unknown>, fallbackName: string): MatrixFile | undefined {
+/**
+ * The file of an `m.file`/`m.image`/`m.audio`/`m.video`, downloaded from `media` by its `mxc://`
+ * URI; undefined when it has no plain `mxc://` URL (an encrypted file has `file` instead).
+ */
+export function fileOf(content: Record<string, unknown>, fallbackName: string, media: Pick<MediaDownloads, "download">): IncomingFile | undefined {
   const mxc = str(content.url);
   if (!mxc?.startsWith("mxc://")) return undefined;
   const info = (content.info && typeof content.info === "object" ? content.info : {}) as { size?: unknown; mimetype?: unknown };
   const filename = str(content.filename) || str(content.body) || fallbackName;
-  return { mxc, filename, ...(typeof info.size === "number" && { size: info.size }), ...(typeof info.mimetype === "string" && { mimeType: info.mimetype }) };
+  const download = (max: number) => media.download(mxc, max);
+  return { filename, ...(typeof info.size === "number" && { size: info.size }), ...(typeof info.mimetype === "string" && { mimeType: info.mimetype }), download };
 }
 
 /**
@@ -136,22 +113,18 @@ export function fileOf(content: Record<string, unknown>, fallbackName: string): 
  * that thread (`replyTo` = the thread's root). `m.notice` is how bots speak: their messages are
  * logged but never start a run, as other bots' messages on every platform.
  */
-export function toMatrixInbound(roomId: string, ev: MatrixEvent, bot: BotIdentity, room: { isDirect: boolean; displayName?: string }): MatrixInbound | undefined {
+export function toMatrixInbound(roomId: string, ev: MatrixEvent, bot: BotIdentity, room: { isDirect: boolean; displayName?: string }, media: Pick<MediaDownloads, "download">): PlatformMessage | undefined {
   const c = ev.content;
   const msgtype = str(c.msgtype) ?? "";
-  if (isEdit(c)) return undefined;
-  let text: string;
-  const files: MatrixFile[] = [];
+  if (relationOf(c).rel_type === "m.replace") return undefined; // an edit of an earlier message
+  let text = "";
+  let file: IncomingFile | undefined;
   if (TEXT_TYPES.has(msgtype)) text = mentionsAsUsernames(pillsAsUsernames(withoutReplyFallback(str(c.body) ?? "", c), str(c.formatted_body)));
-  else if (FILE_TYPES.has(msgtype)) {
-    const f = fileOf(c, `${msgtype.slice(2)}-${ev.event_id.replace(/[^A-Za-z0-9]/g, "").slice(0, 12)}`);
-    if (!f) return undefined;
-    files.push(f);
-    const caption = str(c.filename) && str(c.body) !== str(c.filename) ? str(c.body) : undefined;
-    text = mentionsAsUsernames(caption ?? "");
-  } else return undefined;
-  if (!text.trim() && files.length === 0) return undefined;
-  const sender = senderOf(ev.sender, room.displayName, msgtype === "m.notice");
+  else if (FILE_TYPES.has(msgtype)) file = fileOf(c, `${msgtype.slice(2)}-${ev.event_id.replace(/[^A-Za-z0-9]/g, "").slice(0, 12)}`, media);
+  if (!text.trim() && !file) return undefined;
+  if (file && str(c.filename) && str(c.body) !== str(c.filename)) text = mentionsAsUsernames(str(c.body) ?? "");
+  const username = localpart(ev.sender);
+  const sender: Sender = { id: ev.sender, username, ...(room.displayName && room.displayName !== username && { displayName: room.displayName }), isBot: msgtype === "m.notice" };
   const thread = threadOf(c);
   return {
     id: ev.event_id,
@@ -160,7 +133,7 @@ export function toMatrixInbound(roomId: string, ev: MatrixEvent, bot: BotIdentit
     sender,
     text,
     rawText: str(c.body) ?? text,
-    files,
+    files: file ? [file] : [],
     isMention: !sender.isBot && (room.isDirect || mentionsBot(c, bot)),
     isDirect: room.isDirect,
     ...(thread && { replyTo: thread }),

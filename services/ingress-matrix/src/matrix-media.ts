@@ -1,5 +1,5 @@
-import { FileRefused, readDownload } from "@mom/ingress-sdk";
-import { waitOutRateLimits } from "./matrix-client.js";
+import { FileRefused, readDownload, waitOutRateLimits } from "@mom/ingress-sdk";
+import { retryAfterMs } from "./matrix-client.js";
 
 /**
  * Downloads of `mxc://` media, streamed and cut off past the size limit (matrix-bot-sdk's
@@ -19,23 +19,19 @@ export class MediaDownloads {
   download(mxc: string, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
     const m = /^mxc:\/\/([^/]+)\/([^/?#]+)$/.exec(mxc);
     if (!m) return Promise.reject(new FileRefused(`not a media URI: ${mxc}`));
-    const [, server, mediaId] = m as unknown as [string, string, string];
-    return waitOutRateLimits(() => this.fetch(server, mediaId, maxBytes), this.rateLimited);
+    const serverAndId = `${encodeURIComponent(m[1]!)}/${encodeURIComponent(m[2]!)}`;
+    return waitOutRateLimits(() => this.fetch(serverAndId, maxBytes), { retryAfterMs, limited: this.rateLimited });
   }
 
-  private async fetch(server: string, mediaId: string, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
-    const tail = `${encodeURIComponent(server)}/${encodeURIComponent(mediaId)}`;
-    const base = this.homeserverUrl.replace(/\/+$/, "");
-    if (this.authenticated) {
-      const res = await fetch(`${base}/_matrix/client/v1/media/download/${tail}`, { headers: { authorization: `Bearer ${this.accessToken}` } });
+  private async fetch(serverAndId: string, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
+    for (;;) {
+      const path = this.authenticated ? "client/v1/media" : "media/v3";
+      const res = await fetch(`${this.homeserverUrl.replace(/\/+$/, "")}/_matrix/${path}/download/${serverAndId}`, { headers: { authorization: `Bearer ${this.accessToken}` } });
       if (res.ok) return readDownload(res, maxBytes);
       const err = await failure(res);
-      if (err.errcode !== "M_UNRECOGNIZED") throw err;
+      if (!this.authenticated || err.errcode !== "M_UNRECOGNIZED") throw err;
       this.authenticated = false;
     }
-    const res = await fetch(`${base}/_matrix/media/v3/download/${tail}`, { headers: { authorization: `Bearer ${this.accessToken}` } });
-    if (res.ok) return readDownload(res, maxBytes);
-    throw await failure(res);
   }
 }
 

@@ -28,5 +28,3 @@ export type MatrixSettings = Static<typeof MatrixSettings>;
  * multi-byte characters and markup.
  */
 export const MATRIX_MESSAGE_LIMIT = 4000;
-
-export const DEFAULT_EDIT_INTERVAL_MS = 2000;

@@ -25,26 +25,19 @@ export class RoomFacts {
 
   async isDirect(roomId: string): Promise<boolean> {
     if (this.client.dms.isDm(roomId)) return true;
-    let known = this.members.get(roomId);
-    if (!known) {
-      known = { count: (await this.client.getJoinedRoomMembers(roomId)).length };
-      this.members.set(roomId, known);
-    }
+    const known = await this.members.remember(roomId, async () => ({ count: (await this.client.getJoinedRoomMembers(roomId)).length }));
     return known.count === 2;
   }
 
   async isEncrypted(roomId: string): Promise<boolean> {
-    let known = this.encrypted.get(roomId);
-    if (!known) {
+    const known = await this.encrypted.remember(roomId, async () => {
       try {
-        const content = await this.client.getRoomStateEvent(roomId, "m.room.encryption", "");
-        known = { on: !!content?.algorithm };
+        return { on: !!(await this.client.getRoomStateEvent(roomId, "m.room.encryption", ""))?.algorithm };
       } catch (err) {
         if (!notFound(err)) throw err;
-        known = { on: false };
+        return { on: false };
       }
-      this.encrypted.set(roomId, known);
-    }
+    });
     return known.on;
   }
 
@@ -60,16 +53,15 @@ export class RoomFacts {
 
   /** A person's display name (their global profile), or undefined when they have none or it cannot be read. */
   async displayName(userId: string): Promise<string | undefined> {
-    const known = this.names.get(userId);
-    if (known) return known.name;
-    let name: string | undefined;
-    try {
-      const profile = (await this.client.getUserProfile(userId)) as { displayname?: unknown };
-      name = typeof profile?.displayname === "string" ? profile.displayname : undefined;
-    } catch (err) {
-      if (!notFound(err)) this.log.debug({ err, userId }, "could not read a matrix profile");
-    }
-    this.names.set(userId, { name });
-    return name;
+    const known = await this.names.remember(userId, async () => {
+      try {
+        const profile = (await this.client.getUserProfile(userId)) as { displayname?: unknown };
+        return { name: typeof profile?.displayname === "string" ? profile.displayname : undefined };
+      } catch (err) {
+        if (!notFound(err)) this.log.debug({ err, userId }, "could not read a matrix profile");
+        return {};
+      }
+    });
+    return known.name;
   }
 }

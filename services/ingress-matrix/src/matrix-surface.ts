@@ -1,30 +1,24 @@
-import { type ChatSurface, type Dialect, type Placement, RecentMap, type SharedFile, UNICODE_MARKS, fenceSafe } from "@mom/ingress-sdk";
-import markdownEscape from "markdown-escape";
+import { ApprovalReactions, type ChatSurface, markdownDialect, markdownToHtml, type Placement, type SharedFile } from "@mom/ingress-sdk";
 import type { MatrixClient } from "matrix-bot-sdk";
-import { ALLOW, APPROVAL_FIELD, DENY, HOW_TO_DECIDE, type PostedPrompt, type Prompts } from "./matrix-approvals.js";
-import { markdownToMatrixHtml } from "./matrix-html.js";
 import { MATRIX_MESSAGE_LIMIT } from "./matrix-options.js";
+
+// Matrix has no buttons: a prompt is decided by reaction (ApprovalReactions). It carries its
+// approval id in its content, so a reaction still reaches the runner after the ingress restarted.
+export const APPROVAL_FIELD = "mom.approval";
 
 /** A person as a pill: a link to their user id, which Matrix clients show as their name. */
 const pill = (userId: string) => `[${userId}](https://matrix.to/#/${userId})`;
 
 /**
- * The shared notes are written in Markdown (escaped with markdown-escape); each message goes out
- * as that Markdown in `body` and as HTML in `formatted_body`.
+ * Each message goes out as Markdown in `body` and as HTML in `formatted_body` (Matrix clients
+ * render `org.matrix.custom.html`, which covers everything Markdown produces).
  */
-export const matrixDialect: Dialect = {
+export const matrixDialect = markdownDialect({
   limit: MATRIX_MESSAGE_LIMIT,
   // The prompt gets a line saying how to decide.
-  promptLimit: MATRIX_MESSAGE_LIMIT - HOW_TO_DECIDE.length - 2,
-  escape: (t) => markdownEscape(t),
-  bold: (t) => `**${t}**`,
-  italic: (t) => `_${t}_`,
-  code: (t) => (t.includes("`") ? `\`\` ${t} \`\`` : `\`${t}\``),
-  codeBlock: (t) => "```\n" + (fenceSafe(t.trimEnd()) || " ") + "\n```",
+  promptLimit: MATRIX_MESSAGE_LIMIT - ApprovalReactions.howTo.length - 2,
   mention: pill,
-  fromMarkdown: (md) => md,
-  marks: UNICODE_MARKS,
-};
+});
 
 /** The user ids a text pings (its pills), for `m.mentions`. */
 export function pingedIn(text: string): string[] {
@@ -40,18 +34,14 @@ type Content = Record<string, unknown>;
  */
 export class MatrixSurface implements ChatSurface {
   readonly dialect = matrixDialect;
+  readonly approvals = new ApprovalReactions();
 
-  constructor(
-    private readonly client: MatrixClient,
-    private readonly prompts: Prompts,
-    /** Who sent the messages the bot answers: a reply pings them, as Matrix replies do. */
-    private readonly senders: RecentMap<{ userId: string }>,
-  ) {}
+  constructor(private readonly client: MatrixClient) {}
 
   /** A message's content; `ping` are the people it notifies (`m.mentions`). */
   private text(text: string, ping: string[]): Content {
     const userIds = [...new Set(ping)];
-    return { msgtype: "m.notice", body: text, format: "org.matrix.custom.html", formatted_body: markdownToMatrixHtml(text), "m.mentions": userIds.length ? { user_ids: userIds } : {} };
+    return { msgtype: "m.notice", body: text, format: "org.matrix.custom.html", formatted_body: markdownToHtml(text).trim(), "m.mentions": userIds.length ? { user_ids: userIds } : {} };
   }
 
   private where(at: Placement): Content {
@@ -62,13 +52,9 @@ export class MatrixSurface implements ChatSurface {
     return at.replyTo ? { "m.relates_to": { "m.in_reply_to": { event_id: at.replyTo } } } : {};
   }
 
-  private repliedTo(at: Placement): string[] {
-    const sender = at.replyTo ? this.senders.get(at.replyTo) : undefined;
-    return sender ? [sender.userId] : [];
-  }
-
+  /** A reply pings whom it answers, as Matrix replies do. */
   post(channel: string, text: string, at: Placement): Promise<string> {
-    return this.notice(channel, text, at, [...pingedIn(text), ...this.repliedTo(at)]);
+    return this.notice(channel, text, at, [...pingedIn(text), ...(at.replyToUser?.startsWith("@") ? [at.replyToUser] : [])]);
   }
 
   /** A message that notifies exactly `ping` (a refusal names the approvers without calling them). */
@@ -103,18 +89,15 @@ export class MatrixSurface implements ChatSurface {
   }
 
   async prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string> {
-    const eventId = await this.client.sendMessage(channel, { ...this.text(`${text}\n\n${HOW_TO_DECIDE}`, [...pingedIn(text), ...approvers]), [APPROVAL_FIELD]: approvalId, ...this.where(at) });
-    const prompt: PostedPrompt = { approvalId, ...(at.thread && { thread: at.thread }), reactions: [] };
-    // Known before the reactions are up: a person may react first.
-    this.prompts.add(eventId, prompt);
-    for (const key of [ALLOW, DENY]) prompt.reactions.push(await this.client.sendEvent(channel, "m.reaction", { "m.relates_to": { rel_type: "m.annotation", event_id: eventId, key } }));
+    const eventId = await this.client.sendMessage(channel, { ...this.text(`${text}\n\n${ApprovalReactions.howTo}`, [...pingedIn(text), ...approvers]), [APPROVAL_FIELD]: approvalId, ...this.where(at) });
+    const reactions = this.approvals.posted(eventId, approvalId, at.thread);
+    for (const key of [ApprovalReactions.allow, ApprovalReactions.deny]) reactions.push(await this.client.sendEvent(channel, "m.reaction", { "m.relates_to": { rel_type: "m.annotation", event_id: eventId, key } }));
     return eventId;
   }
 
   async closePrompt(channel: string, messageId: string, text: string): Promise<void> {
-    const prompt = this.prompts.get(messageId);
-    this.prompts.delete(messageId);
+    const reactions = this.approvals.closed(messageId);
     await this.edit(channel, messageId, text);
-    for (const reaction of prompt?.reactions ?? []) await this.client.redactEvent(channel, reaction);
+    for (const reaction of reactions) await this.client.redactEvent(channel, reaction);
   }
 }

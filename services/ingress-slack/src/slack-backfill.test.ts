@@ -1,6 +1,9 @@
 import { describe, expect, it } from "@jest/globals";
 import type { RawMessage } from "@mom/ingress-sdk";
-import { type InboundHistory, lastPublishedTs } from "./slack-backfill.js";
+import { type InboundHistory, newestStoredId } from "@mom/ingress-sdk";
+import { slackIds } from "./slack-inbound.js";
+
+const lastPublishedTs = (h: InboundHistory, channel: string, last: RawMessage) => newestStoredId(h, channel, last, slackIds);
 
 const stored = (seq: number, id: string): RawMessage => ({ stream: "MOM_IN", seq, subject: "mom.in.slack.C1", time: new Date(), text: JSON.stringify({ id, channelId: "C1" }) });
 

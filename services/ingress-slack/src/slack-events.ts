@@ -1,10 +1,9 @@
-import type { PlatformContext, PlatformMessage } from "@mom/ingress-sdk";
-import type { WebClient } from "@slack/web-api";
-import { lastPublishedTs, missedMessages } from "./slack-backfill.js";
+import { catchUpFromHistory, type PlatformContext, type PlatformMessage } from "@mom/ingress-sdk";
+import type { ConversationsHistoryResponse, WebClient } from "@slack/web-api";
 import type { SlackDirectory } from "./slack-directory.js";
 import { downloadSlackFile } from "./slack-files.js";
-import { isConversationMessage, type SlackMessageEvent, toChannelMessage } from "./slack-inbound.js";
-import { DEFAULT_BACKFILL_ANSWER_WINDOW_MS, type SlackSettings } from "./slack-options.js";
+import { compareTs, isConversationMessage, type SlackMessageEvent, slackIds, toChannelMessage } from "./slack-inbound.js";
+import type { SlackSettings } from "./slack-options.js";
 
 /** Who mom is in the workspace (auth.test). */
 export interface SlackSelf {
@@ -28,68 +27,64 @@ export class SlackEvents {
   event(ev: SlackMessageEvent): void {
     if (!isConversationMessage(ev) || this.isOwn(ev)) return;
     // app_mention + message for one mention, and Slack's retries: the shell takes each once.
-    void this.ctx.inbound.receiveInTurn(ev.channel, ev.ts, () => this.convert(ev, "event")).catch(() => {});
+    void this.ctx.inbound.receiveInTurn(ev.channel, ev.ts, () => this.convert(ev)).catch(() => {});
+  }
+
+  /** Backfill (the SDK's catchUpFromHistory): every channel mom has heard from, from where it left off, through conversations.history. */
+  backfill(): Promise<void> {
+    const { backfillAnswerWindowMs } = this.ctx.settings;
+    return catchUpFromHistory(this.ctx, {
+      ...slackIds,
+      after: async (channel, after) => {
+        const out: Array<PlatformMessage | undefined> = [];
+        for (const ev of await this.missed(channel, after)) out.push(await this.convert(ev));
+        return out;
+      },
+      ...(backfillAnswerWindowMs !== undefined && { answerWindowMs: backfillAnswerWindowMs }),
+    });
   }
 
   /**
-   * Backfill: every channel of this adapter that mom has heard from (its messages on the inbound
-   * stream) is caught up from where mom left off, ahead of live events there.
+   * The channel's top-level messages newer than `after`, oldest first, at most 20 pages. They keep
+   * their ts as id, so the bus's duplicate window drops any it already has. Thread replies posted
+   * meanwhile are not fetched.
    */
-  async backfill(): Promise<void> {
-    const { history, inbound, log } = this.ctx;
-    let channels;
-    try {
-      channels = await history.lastOfEachChannel();
-    } catch (err) {
-      log.error({ err }, `backfill is off: cannot read this adapter's messages on the inbound stream: ${(err as Error).message}`);
-      return;
+  private async missed(channel: string, after: string): Promise<SlackMessageEvent[]> {
+    const missed: SlackMessageEvent[] = [];
+    let pages = 0;
+    for await (const page of this.client.paginate("conversations.history", { channel, oldest: after, inclusive: false, limit: 200 })) {
+      for (const m of (page as ConversationsHistoryResponse).messages ?? []) {
+        if (m.ts && compareTs(m.ts, after) > 0) missed.push({ ...m, ts: m.ts, channel });
+      }
+      if (++pages >= 20) {
+        this.ctx.log.warn({ channel, pages }, "backfill stopped at its page limit; older missed messages are skipped");
+        break;
+      }
     }
-    for (const { channelId, last } of channels) {
-      let after: string | undefined;
-      const missed = async () => {
-        after = await lastPublishedTs(history, channelId, last);
-        if (!after) return [];
-        const found = await missedMessages({ client: this.client, channel: channelId, after, log });
-        const out: PlatformMessage[] = [];
-        for (const ev of found) {
-          const m = await this.convert({ ...ev, channel: channelId }, "backfill");
-          if (m) out.push(m);
-        }
-        return out;
-      };
-      void inbound.catchUp(channelId, missed).then(
-        (count) => count && log.info({ channel: channelId, count, after }, "backfilled messages missed while offline"),
-        (err: unknown) => log.warn({ err, channel: channelId }, "backfill failed"),
-      );
-    }
+    return missed.sort((a, b) => compareTs(a.ts, b.ts));
   }
 
   private isOwn(ev: SlackMessageEvent): boolean {
     return (!!ev.user && ev.user === this.self.userId) || (!!ev.bot_id && ev.bot_id === this.self.botId);
   }
 
-  /** One Slack message -> a message to mom; a backfilled one answers only while it is fresh, and a refused DM is not told again. */
-  private async convert(ev: SlackMessageEvent, source: "event" | "backfill"): Promise<PlatformMessage | undefined> {
+  /** One Slack message -> a message to mom; a refused DM is told in the conversation. */
+  private async convert(ev: SlackMessageEvent): Promise<PlatformMessage | undefined> {
     if (!isConversationMessage(ev) || this.isOwn(ev)) return undefined;
-    const { settings: s } = this.ctx;
-    const sender = ev.user ? await this.directory.resolveUser(ev.user) : { id: ev.bot_id ?? "unknown", username: ev.username || ev.bot_id || "bot", isBot: true };
+    const sender = ev.user ? await this.directory.users.resolve(ev.user) : { id: ev.bot_id ?? "unknown", username: ev.username || ev.bot_id || "bot", isBot: true };
     const isDirect = ev.channel_type === "im" || (ev.channel_type === undefined && this.directory.isIm(ev.channel));
-    const { attachments: _none, ...message } = toChannelMessage(ev, {
+    const message = toChannelMessage(ev, {
       botUserId: this.self.userId,
       sender,
-      names: { user: (id) => this.directory.user(id)?.username, channel: (id) => this.directory.channelName(id) },
+      names: { user: (id) => this.directory.users.get(id)?.username, channel: (id) => this.directory.channelName(id) },
       isDirect,
-      attachments: [],
     });
     const files = (ev.files ?? []).map((f) => ({
       filename: f.name || f.title || f.id || "file",
       ...(f.size !== undefined && { size: f.size }),
       ...(f.mimetype && { mimeType: f.mimetype }),
-      download: (max: number) => downloadSlackFile(f, s.botToken, max),
+      download: (max: number) => downloadSlackFile(f, this.ctx.settings.botToken, max),
     }));
-    if (source === "event") return { ...message, files, refuse: (text) => this.client.chat.postMessage({ channel: ev.channel, text }) };
-    const age = Date.now() - Date.parse(message.timestamp);
-    const answer = message.isMention && age <= (s.backfillAnswerWindowMs ?? DEFAULT_BACKFILL_ANSWER_WINDOW_MS);
-    return { ...message, isMention: answer, metadata: { backfilled: true }, files, refuse: async () => {} };
+    return { ...message, files, refuse: (text) => this.client.chat.postMessage({ channel: ev.channel, text }) };
   }
 }

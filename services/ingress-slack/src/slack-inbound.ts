@@ -1,34 +1,13 @@
-import type { Attachment, ChannelMessage } from "@mom/ingress-sdk";
-import { mrkdwnToText, type SlackNames } from "@mom/ingress-sdk";
-import type { SlackUser } from "./slack-directory.js";
+import { type MissedMessages, mrkdwnToText, type PlatformMessage, type Sender, type SlackNames } from "@mom/ingress-sdk";
+import type { ConversationsHistoryResponse } from "@slack/web-api";
 
-/** A file as Slack describes it in a message (the fields mom uses). */
-export interface SlackFile {
-  id?: string;
-  name?: string;
-  title?: string;
-  mimetype?: string;
-  size?: number;
-  url_private?: string;
-  url_private_download?: string;
-  mode?: string;
-}
+type HistoryMessage = NonNullable<ConversationsHistoryResponse["messages"]>[number];
 
-/** A `message` / `app_mention` event, or a message from conversations.history. */
-export interface SlackMessageEvent {
-  type?: string;
-  subtype?: string;
-  channel: string;
-  channel_type?: string;
-  user?: string;
-  bot_id?: string;
-  username?: string;
-  text?: string;
-  ts: string;
-  thread_ts?: string;
-  files?: SlackFile[];
-  hidden?: boolean;
-}
+/** A file as Slack describes it in a message (@slack/web-api's type). */
+export type SlackFile = NonNullable<HistoryMessage["files"]>[number];
+
+/** A `message` / `app_mention` event, or a message from conversations.history (with its channel). */
+export type SlackMessageEvent = Omit<HistoryMessage, "ts" | "channel"> & { ts: string; channel: string; channel_type?: string };
 
 // Message subtypes that are something a person (or another bot) said. Edits, deletions, joins,
 // topic changes and the like are not messages to mom.
@@ -40,8 +19,13 @@ export function isConversationMessage(ev: SlackMessageEvent): boolean {
 
 /** Slack `ts` ("1732184400.000100") -> ISO 8601. */
 export function tsToIso(ts: string): string {
-  const [sec = "0", frac = "0"] = ts.split(".");
-  return new Date(Number(sec) * 1000 + Math.floor(Number(`0.${frac}`) * 1000)).toISOString();
+  return new Date(Number(micros(ts) / 1000n)).toISOString();
+}
+
+/** Slack `ts` -> microseconds, exactly (floats lose the last digits). */
+function micros(ts: string): bigint {
+  const [sec = "0", frac = ""] = ts.split(".");
+  return BigInt(sec) * 1_000_000n + BigInt(frac.padEnd(6, "0").slice(0, 6));
 }
 
 /** True when `id` looks like a Slack message ts. */
@@ -49,46 +33,36 @@ export function isSlackTs(id: string): boolean {
   return /^\d+\.\d+$/.test(id);
 }
 
-/** Orders Slack ts values exactly (floats lose the microseconds). */
+/** Orders Slack ts values: -1, 0 or 1. */
 export function compareTs(a: string, b: string): number {
-  const [as = "0", af = ""] = a.split(".");
-  const [bs = "0", bf = ""] = b.split(".");
-  if (as.length !== bs.length) return as.length - bs.length;
-  if (as !== bs) return as < bs ? -1 : 1;
-  const fa = af.padEnd(6, "0");
-  const fb = bf.padEnd(6, "0");
-  return fa === fb ? 0 : fa < fb ? -1 : 1;
+  return Math.sign(Number(micros(a) - micros(b)));
 }
+
+/** Slack's ts among stored messages, and their order (the SDK's catchUpFromHistory). */
+export const slackIds: Pick<MissedMessages, "idOf" | "compare"> = { idOf: (m) => (typeof m.id === "string" && isSlackTs(m.id) ? m.id : undefined), compare: compareTs };
 
 export interface InboundContext {
   botUserId: string;
-  sender: SlackUser;
+  sender: Sender;
   names: SlackNames;
   isDirect: boolean;
-  attachments: Attachment[];
 }
 
 /**
- * A Slack message as a ChannelMessage: id = ts (unique in the channel), `<@U…>` -> `@name` in
+ * A Slack message as a message to mom (its files are the caller's): id = ts (unique in the channel), `<@U…>` -> `@name` in
  * `text` with the original in `rawText`, thread replies answer in their thread (`replyTo`).
  * It addresses mom when it is a DM or mentions the bot; other bots never trigger a run.
  */
-export function toChannelMessage(ev: SlackMessageEvent, ctx: InboundContext): ChannelMessage {
+export function toChannelMessage(ev: SlackMessageEvent, ctx: InboundContext): PlatformMessage {
   const raw = ev.text ?? "";
   const mentionsBot = raw.includes(`<@${ctx.botUserId}>`) || raw.includes(`<@${ctx.botUserId}|`);
   return {
     id: ev.ts,
     channelId: ev.channel,
     timestamp: tsToIso(ev.ts),
-    sender: {
-      id: ctx.sender.id,
-      username: ctx.sender.username,
-      ...(ctx.sender.displayName && { displayName: ctx.sender.displayName }),
-      isBot: ctx.sender.isBot,
-    },
+    sender: ctx.sender,
     text: mrkdwnToText(raw, ctx.names),
     rawText: raw,
-    attachments: ctx.attachments,
     isMention: !ctx.sender.isBot && (ctx.isDirect || mentionsBot),
     isDirect: ctx.isDirect,
     ...(ev.thread_ts && ev.thread_ts !== ev.ts && { replyTo: ev.thread_ts }),

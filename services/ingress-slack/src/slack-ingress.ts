@@ -1,24 +1,17 @@
-import { type IngressDefinition, markdownToMrkdwn, metrics, type PlatformConnection, type PlatformContext } from "@mom/ingress-sdk";
-import { App, SocketModeReceiver } from "@slack/bolt";
+import { type IngressDefinition, markdownToMrkdwn, metrics, type PlatformContext, ThreadedLayout } from "@mom/ingress-sdk";
+import { App, type BlockButtonAction, type ButtonAction, SocketModeReceiver } from "@slack/bolt";
 import { type WebClient, WebClientEvent } from "@slack/web-api";
 import { boltLogger } from "./bolt-logger.js";
 import { SlackDirectory } from "./slack-directory.js";
 import { SlackEvents } from "./slack-events.js";
 import type { SlackMessageEvent } from "./slack-inbound.js";
 import { DEFAULT_MESSAGE_LIMIT, DEFAULT_UPDATE_INTERVAL_MS, SlackSettings } from "./slack-options.js";
-import { WebApiPoster } from "./slack-poster.js";
-import { APPROVAL_ALLOW, APPROVAL_DENY, SlackLayout } from "./slack-renderer.js";
-
-/** The parts of a block_actions payload the approval buttons use. */
-interface ApprovalClickBody {
-  user: { id: string; username?: string; name?: string };
-  channel?: { id: string };
-  container?: { channel_id?: string; thread_ts?: string };
-}
+import { APPROVAL_ALLOW, APPROVAL_DENY, slackDialect, SlackSurface } from "./slack-renderer.js";
 
 /**
  * One Slack workspace over Socket Mode: message events (and, on start, what was missed meanwhile)
- * become messages of `<adapter>/<channel>`, runs are drawn by the SlackLayout (see docs/slack.md).
+ * become messages of `<adapter>/<channel>`, runs are drawn by the SDK's ThreadedLayout over the
+ * SlackSurface (see docs/slack.md).
  * Everything else is the ingress shell's.
  */
 export const slackIngress: IngressDefinition<typeof SlackSettings> = {
@@ -38,34 +31,27 @@ export const slackIngress: IngressDefinition<typeof SlackSettings> = {
     const app = new App({ token: s.botToken, receiver, logger, clientOptions, deferInitialization: true });
     const client = app.client;
     client.on(WebClientEvent.RATE_LIMITED, () => metrics.platformRateLimits.inc({ adapter }));
-    let auth;
-    try {
-      auth = await client.auth.test();
-    } catch (err) {
+    const auth = await client.auth.test().catch((err: unknown) => {
       throw new Error(`slack adapter ${adapter}: the bot token was refused (auth.test: ${(err as Error).message})`, { cause: err });
-    }
+    });
     const self = { userId: auth.user_id ?? "", botId: auth.bot_id ?? "" };
     await app.init();
     const directory = new SlackDirectory(client, log);
     await directory.learn();
 
+    const toMrkdwn = (md: string) => markdownToMrkdwn(md, { userIdFor: (name) => directory.users.idOf(name) });
     const events = new SlackEvents(ctx, client, directory, self);
     app.event("message", async ({ event }) => events.event(event as unknown as SlackMessageEvent));
     app.event("app_mention", async ({ event }) => events.event(event as unknown as SlackMessageEvent));
-    app.action({ action_id: new RegExp(`^(${APPROVAL_ALLOW}|${APPROVAL_DENY})$`) }, async ({ ack, body, action }) => {
+    app.action<BlockButtonAction>({ action_id: new RegExp(`^(${APPROVAL_ALLOW}|${APPROVAL_DENY})$`) }, async ({ ack, body, action }) => {
       await ack();
-      await onApprovalClick(ctx, client, directory, body as unknown as ApprovalClickBody, action as unknown as { action_id: string; value?: string });
+      await onApprovalClick(ctx, client, directory, body, action);
     });
     app.error(async (err) => {
       log.error({ err }, `slack event handling failed: ${err.message}`);
     });
-    const connection: PlatformConnection = {
-      surface: new SlackLayout({
-        api: new WebApiPoster(client),
-        toMrkdwn: (md) => markdownToMrkdwn(md, { userIdFor: (name) => directory.userIdFor(name) }),
-        log,
-        messageLimit: s.messageLimit ?? DEFAULT_MESSAGE_LIMIT,
-      }),
+    return {
+      surface: new ThreadedLayout(new SlackSurface(client, slackDialect(s.messageLimit ?? DEFAULT_MESSAGE_LIMIT, toMrkdwn)), log),
       editIntervalMs: DEFAULT_UPDATE_INTERVAL_MS,
       async start() {
         // Queued ahead of the live events that Socket Mode brings from now on.
@@ -77,24 +63,28 @@ export const slackIngress: IngressDefinition<typeof SlackSettings> = {
         await app.stop().catch((err: unknown) => log.warn({ err }, "socket mode disconnect failed"));
       },
       problem: () => (receiver.client.websocket?.isActive() ? undefined : "Slack Socket Mode not connected"),
+      // conversations.members (scopes channels:read, groups:read, im:read, mpim:read): a DM's person, a channel's members.
+      async canSee(userId, channelId) {
+        for await (const page of client.paginate("conversations.members", { channel: channelId, limit: 200 })) {
+          if (((page as { members?: string[] }).members ?? []).includes(userId)) return true;
+        }
+        return false;
+      },
     };
-    return connection;
   },
 };
 
-/** Allow once / Deny on an approval prompt; someone who may not decide is told privately, next to the prompt. */
-async function onApprovalClick(ctx: PlatformContext<SlackSettings>, client: WebClient, directory: SlackDirectory, body: ApprovalClickBody, action: { action_id: string; value?: string }): Promise<void> {
-  const approvalId = action.value;
-  if (!approvalId) return;
-  const user = body.user.id;
-  const username = body.user.username ?? body.user.name ?? (await directory.resolveUser(user)).username;
+/**
+ * Allow once / Deny on an approval prompt; someone who may not decide is told privately, next to
+ * the prompt, before the decision goes onto the bus.
+ */
+async function onApprovalClick(ctx: PlatformContext<SlackSettings>, client: WebClient, directory: SlackDirectory, body: BlockButtonAction, action: ButtonAction): Promise<void> {
+  if (!action.value) return;
+  const user = { id: body.user.id, username: body.user.username ?? body.user.name ?? (await directory.users.resolve(body.user.id)).username };
   const channel = body.channel?.id ?? body.container?.channel_id;
-  const decision = action.action_id === APPROVAL_ALLOW ? "allow-once" : "deny";
-  const { refusal } = await ctx.inbound.decide({ approvalId, decision, user: { id: user, username }, ...(channel && { channel }) }).catch((err: unknown) => {
-    ctx.log.error({ err, approvalId }, "could not publish the approval decision");
-    return { refusal: undefined };
-  });
-  if (!refusal || !channel) return;
   const threadTs = body.container?.thread_ts;
-  await client.chat.postEphemeral({ channel, user, text: refusal, ...(threadTs && { thread_ts: threadTs }) }).catch((err: unknown) => ctx.log.warn({ err }, "could not tell a non-approver"));
+  const tell = async ({ refusal }: { refusal?: string }) =>
+    refusal && channel && client.chat.postEphemeral({ channel, user: user.id, text: refusal, ...(threadTs && { thread_ts: threadTs }) }).catch((err: unknown) => ctx.log.warn({ err }, "could not tell a non-approver"));
+  const click = { approvalId: action.value, decision: action.action_id === APPROVAL_ALLOW ? ("allow-once" as const) : ("deny" as const), user, ...(channel && { channel }) };
+  await ctx.inbound.decide(click, tell).catch((err: unknown) => ctx.log.error({ err, approvalId: click.approvalId }, "could not publish the approval decision"));
 }

@@ -8,11 +8,6 @@ export const SlackSettings = Type.Object({
   botToken: token("Bot token (xoxb-…): Web API calls and file downloads"),
   appToken: token("App-level token (xapp-…) with connections:write: Socket Mode"),
   apiUrl: Type.Optional(Type.String({ minLength: 1, expected: "a URL", description: "Web API base URL (default https://slack.com/api/)" })),
-  /**
-   * On start, fetch the messages missed while offline in every channel of this adapter that has
-   * messages on the inbound stream (default true). Needs read access to the adapter's own
-   * subjects of MOM_IN (deploy/nats/auth.conf).
-   */
   backfill: Type.Optional(Type.Boolean({ expected: "true or false", description: "Fetch the messages missed while offline on start (default true)" })),
   backfillAnswerWindowMs: Type.Optional(ms("Backfilled mentions younger than this still get an answer; older ones are only logged (default 10 min)")),
   messageLimit: Type.Optional(Type.Integer({ minimum: 100, maximum: 40_000, expected: "a number of characters", description: "Longest text of one Slack message (default 3,900; Slack's advice is <= 4,000)" })),
@@ -34,4 +29,3 @@ export type SlackSettings = Static<typeof SlackSettings>;
 
 export const DEFAULT_MESSAGE_LIMIT = 3900;
 export const DEFAULT_UPDATE_INTERVAL_MS = 1000;
-export const DEFAULT_BACKFILL_ANSWER_WINDOW_MS = 10 * 60_000;

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "@jest/globals";
 import type { FileSource } from "@mom/ingress-sdk";
 import type { OutboundEvent, Usage } from "@mom/ingress-sdk";
-import { markdownToMrkdwn, Presenter } from "@mom/ingress-sdk";
+import { markdownToMrkdwn, Presenter, ThreadedLayout } from "@mom/ingress-sdk";
 import { pino } from "pino";
-import { SlackLayout, type SlackPoster } from "./slack-renderer.js";
+import type { WebClient } from "@slack/web-api";
+import { SlackSurface, slackDialect } from "./slack-renderer.js";
 
 const USAGE: Usage = { input: 1200, output: 34, cacheRead: 0, cacheWrite: 0, totalTokens: 1234, cost: { input: 0.001, output: 0.0005, cacheRead: 0, cacheWrite: 0, total: 0.0015 } };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -18,35 +19,46 @@ interface Call {
   extra?: unknown;
 }
 
-/** Records every call; `slowMs` delays each like a slow (or rate-limited) Slack. */
+/** A fake of the Web API client's calls the layout makes; records every call; `slowMs` delays each like a slow (or rate-limited) Slack. */
 function fakePoster(opts: { slowMs?: number; failPostsMatching?: RegExp } = {}) {
   const calls: Call[] = [];
   let n = 0;
   const delay = () => (opts.slowMs ? sleep(opts.slowMs) : Promise.resolve());
-  const api: SlackPoster = {
-    async post(channel, text, thread) {
+  type Args = { channel: string; ts?: string; text?: string; thread_ts?: string };
+  const chat = {
+    async postMessage({ channel, text = "", thread_ts: thread }: Args) {
       await delay();
       if (opts.failPostsMatching?.test(text)) throw new Error("channel_not_found");
       const ts = `1700000000.${String(++n).padStart(6, "0")}`;
       calls.push({ op: "post", channel, text, ts, at: Date.now(), ...(thread && { thread }) });
-      return ts;
+      return { ok: true, ts };
     },
-    async update(channel, ts, text) {
+    async update({ channel, ts, text }: Args) {
       await delay();
       calls.push({ op: "update", channel, ts, text, at: Date.now() });
+      return { ok: true };
     },
-    async delete(channel, ts) {
+    async delete({ channel, ts }: Args) {
       await delay();
       calls.push({ op: "delete", channel, ts, at: Date.now() });
-    },
-    async upload(channel, file, thread) {
-      calls.push({ op: "upload", channel, at: Date.now(), extra: { filename: file.filename, title: file.title, size: file.bytes.length }, ...(thread && { thread }) });
-    },
-    async react(channel, ts, name, add) {
-      calls.push({ op: "react", channel, ts, at: Date.now(), extra: { name, add } });
+      return { ok: true };
     },
   };
-  return { api, calls };
+  const react = (add: boolean) => async ({ channel, timestamp: ts, name }: { channel: string; timestamp: string; name: string }) => {
+    calls.push({ op: "react", channel, ts, at: Date.now(), extra: { name, add } });
+    return { ok: true };
+  };
+  const client = {
+    chat,
+    files: {
+      async uploadV2({ channel_id: channel, thread_ts: thread, filename, title, file }: { channel_id: string; thread_ts?: string; filename: string; title: string; file: Buffer }) {
+        calls.push({ op: "upload", channel, at: Date.now(), extra: { filename, title, size: file.length }, ...(thread && { thread }) });
+        return { ok: true, files: [] };
+      },
+    },
+    reactions: { add: react(true), remove: react(false) },
+  };
+  return { api: client as unknown as WebClient, chat, calls };
 }
 
 const files = (objects: Record<string, Uint8Array> = {}): FileSource =>
@@ -55,9 +67,10 @@ const files = (objects: Record<string, Uint8Array> = {}): FileSource =>
     fileInfo: async () => undefined,
   }) as unknown as FileSource;
 
-function renderer(api: SlackPoster, o: { interval?: number; limit?: number; objects?: Record<string, Uint8Array> } = {}) {
+function renderer(api: WebClient, o: { interval?: number; limit?: number; objects?: Record<string, Uint8Array> } = {}) {
   const log = pino({ level: "silent" });
-  const layout = new SlackLayout({ api, toMrkdwn: (md) => markdownToMrkdwn(md, { userIdFor: (u) => (u === "alice" ? "U0ALICE" : undefined) }), log, messageLimit: o.limit ?? 3900 });
+  const surface = new SlackSurface(api, slackDialect(o.limit ?? 3900, (md) => markdownToMrkdwn(md, { userIdFor: (u) => (u === "alice" ? "U0ALICE" : undefined) })));
+  const layout = new ThreadedLayout(surface, log);
   return new Presenter(layout, { files: files(o.objects), maxBytes: 1024 * 1024, log, editIntervalMs: o.interval ?? 100 });
 }
 
@@ -202,5 +215,19 @@ describe("SlackRenderer", () => {
     await r.close();
     expect(calls.find((c) => c.text === "late answer")).toMatchObject({ op: "post", channel: "C1", thread: "1699999000.000777" });
     expect(calls.find((c) => c.text === "posted anyway")).toMatchObject({ op: "post", channel: "C2" });
+  });
+
+  it("posts the answer anew when someone deleted the main message", async () => {
+    const { api, chat, calls } = fakePoster();
+    const update = chat.update.bind(chat);
+    chat.update = async (args) => {
+      if (args.ts === calls[0]?.ts) throw Object.assign(new Error("An API error occurred: message_not_found"), { code: "slack_webapi_platform_error", data: { ok: false, error: "message_not_found" } });
+      return update(args);
+    };
+    const r = renderer(api);
+    await r.handle("C1", started("r9", "1699999000.000010"));
+    await r.handle("C1", ended("r9", { finalText: "still here" }));
+    await r.close();
+    expect(calls[1]).toMatchObject({ op: "post", channel: "C1", text: "still here", thread: "1699999000.000010" });
   });
 });

@@ -57,9 +57,6 @@ const telegram = new Marked({
     image({ href, text }) {
       return `<a href="${escape(href)}">${escape(text || href)}</a>`;
     },
-    space() {
-      return "";
-    },
   },
 });
 

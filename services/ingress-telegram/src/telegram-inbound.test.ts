@@ -19,8 +19,10 @@ describe("telegram inbound", () => {
     expect(addressesBot(msg({ chat: { id: 1, type: "private", first_name: "Ana" } }), bot)).toBe(true);
   });
 
-  it("converts a topic message with a document", () => {
-    const m = toTelegramInbound(msg({ text: undefined, caption: "see", message_thread_id: 7, is_topic_message: true, document: { file_id: "F1", file_unique_id: "u", file_name: "a.csv", file_size: 3, mime_type: "text/csv" } }), bot);
+  it("converts a topic message with a document, fetched by the download it is given", async () => {
+    const fetched = new Uint8Array([1, 2, 3]);
+    const download = (f: { fileId: string }) => async () => ({ bytes: f.fileId === "F1" ? fetched : new Uint8Array() });
+    const m = toTelegramInbound(msg({ text: undefined, caption: "see", message_thread_id: 7, is_topic_message: true, document: { file_id: "F1", file_unique_id: "u", file_name: "a.csv", file_size: 3, mime_type: "text/csv" } }), bot, download);
     expect(m).toEqual({
       id: "5",
       channelId: "-1001",
@@ -28,11 +30,12 @@ describe("telegram inbound", () => {
       sender: { id: "1", username: "ana", displayName: "Ana Lopez", isBot: false },
       text: "see",
       rawText: "see",
-      files: [{ fileId: "F1", filename: "a.csv", size: 3, mimeType: "text/csv" }],
+      files: [{ fileId: "F1", filename: "a.csv", size: 3, mimeType: "text/csv", download: expect.any(Function) }],
       isMention: false,
       isDirect: false,
       replyTo: "7",
     });
-    expect(toTelegramInbound(msg({ text: undefined, new_chat_members: [ana] } as never), bot)).toBeUndefined();
+    expect((await m!.files![0]!.download(10)).bytes).toBe(fetched);
+    expect(toTelegramInbound(msg({ text: undefined, new_chat_members: [ana] } as never), bot, download)).toBeUndefined();
   });
 });

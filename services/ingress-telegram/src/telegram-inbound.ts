@@ -1,21 +1,10 @@
-import type { ChannelMessage, Sender } from "@mom/ingress-sdk";
-import type { Message, MessageEntity, User } from "grammy/types";
+import type { IncomingFile, PlatformMessage, Sender } from "@mom/ingress-sdk";
+import type { Message, MessageEntity, User, UserFromGetMe } from "grammy/types";
 
 /** A file in a Telegram message, before it is downloaded. */
-export interface TelegramFile {
-  fileId: string;
-  filename: string;
-  size?: number;
-  mimeType?: string;
-}
+export type TelegramFile = Omit<IncomingFile, "download"> & { fileId: string };
 
-export interface BotIdentity {
-  id: number;
-  username: string;
-}
-
-/** Everything but the attachments, which take a download. */
-export type TelegramInbound = Omit<ChannelMessage, "attachments"> & { files: TelegramFile[] };
+export type BotIdentity = Pick<UserFromGetMe, "id" | "username">;
 
 export function senderOf(u: User): Sender {
   const displayName = [u.first_name, u.last_name].filter(Boolean).join(" ");
@@ -60,14 +49,15 @@ export function filesOf(msg: Message): TelegramFile[] {
 }
 
 /**
- * One Telegram message -> a ChannelMessage for `mom.in.<adapter>.<chat id>`; undefined for what is
- * not a message of a person or bot (service messages: joins, pins, topic creation).
- * A message in a forum topic answers in that topic (`replyTo` = the topic's thread id).
+ * One Telegram message -> a message for `mom.in.<adapter>.<chat id>`, its files fetched by
+ * `download`; undefined for what is not a message of a person or bot (service messages: joins,
+ * pins, topic creation). A message in a forum topic answers in that topic (`replyTo` = the topic's
+ * thread id).
  */
-export function toTelegramInbound(msg: Message, bot: BotIdentity): TelegramInbound | undefined {
+export function toTelegramInbound(msg: Message, bot: BotIdentity, download: (f: TelegramFile) => IncomingFile["download"]): PlatformMessage | undefined {
   if (!msg.from) return undefined;
   const text = msg.text ?? msg.caption ?? "";
-  const files = filesOf(msg);
+  const files = filesOf(msg).map((f) => ({ ...f, download: download(f) }));
   if (!text.trim() && files.length === 0) return undefined;
   const isDirect = msg.chat.type === "private";
   const sender = senderOf(msg.from);

@@ -1,10 +1,10 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { type IngressDefinition, metrics, type PlatformContext, type PlatformConnection, readDownload } from "@mom/ingress-sdk";
+import { downloadFile, type IngressDefinition, metrics, parseApprovalButton, type PlatformContext } from "@mom/ingress-sdk";
 import { Bot, type Context, GrammyError } from "grammy";
 import type { Message } from "grammy/types";
 import { type BotIdentity, senderOf, type TelegramFile, toTelegramInbound } from "./telegram-inbound.js";
 import { TelegramSettings } from "./telegram-options.js";
-import { parseApprovalButton, TelegramSurface } from "./telegram-surface.js";
+import { APPROVAL_BUTTON_PREFIX, TelegramSurface } from "./telegram-surface.js";
 import { getUpdatesHealth, startPolling, startWebhook, type UpdateSource } from "./telegram-updates.js";
 
 /**
@@ -40,8 +40,7 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
     // A failing handler is logged; receiving goes on.
     bot.catch((err) => log.error({ err: err.error, updateId: err.ctx.update.update_id }, `telegram update handling failed: ${(err.error as Error)?.message ?? err.error}`));
     let updates: UpdateSource | undefined;
-    const connection: PlatformConnection & { bot: Bot } = {
-      bot,
+    return {
       surface: new TelegramSurface(bot.api),
       editIntervalMs: 1500, // Telegram allows about one edit per second per chat
       typingIntervalMs: 4500, // "typing…" shows for 5 s
@@ -51,23 +50,23 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
       },
       stop: async () => updates?.stop(),
       problem: () => updates?.problem(),
+      // A person sees their own private chat with the bot, and a group while they are in it.
+      async canSee(userId, chatId) {
+        if (userId === chatId) return true;
+        const member = await bot.api.getChatMember(chatId, Number(userId));
+        return member.status === "creator" || member.status === "administrator" || member.status === "member" || (member.status === "restricted" && member.is_member);
+      },
     };
-    return connection;
   },
 };
 
 /** Not awaited by grammY beyond queueing: a slow download must not hold the other chats. */
 function onMessage(ctx: PlatformContext<TelegramSettings>, bot: Bot, me: BotIdentity, msg: Message): void {
   if (msg.from?.id === me.id) return;
-  const m = toTelegramInbound(msg, me);
+  const m = toTelegramInbound(msg, me, (f) => (max) => download(ctx.settings, bot, f, max));
   if (!m) return;
-  const { files, ...rest } = m;
   void ctx.inbound
-    .receive({
-      ...rest,
-      files: files.map((f) => ({ ...f, download: (max: number) => download(ctx.settings, bot, f, max) })),
-      refuse: (text) => bot.api.sendMessage(msg.chat.id, text),
-    })
+    .receive({ ...m, refuse: (text) => bot.api.sendMessage(msg.chat.id, text) })
     .catch(() => {}); // logged by the shell; Telegram does not redeliver a polled update
 }
 
@@ -76,13 +75,13 @@ async function download(s: TelegramSettings, bot: Bot, f: TelegramFile, maxBytes
   const file = await bot.api.getFile(f.fileId);
   if (!file.file_path) throw new Error("Telegram gave no file path (files over 20 MB cannot be downloaded by bots)");
   const root = s.apiUrl ?? "https://api.telegram.org";
-  return readDownload(await fetch(`${root}/file/bot${s.botToken}/${file.file_path}`), maxBytes);
+  return downloadFile(`${root}/file/bot${s.botToken}/${file.file_path}`, maxBytes);
 }
 
 /** Allow once / Deny -> the decision; a non-approver is told so in an alert only they see. */
 async function onButton(ctx: PlatformContext<TelegramSettings>, c: Context): Promise<void> {
   const q = c.callbackQuery!;
-  const parsed = parseApprovalButton(q.data ?? "");
+  const parsed = parseApprovalButton(q.data ?? "", APPROVAL_BUTTON_PREFIX);
   if (!parsed) return void (await c.answerCallbackQuery());
   const sender = senderOf(q.from);
   const chat = q.message?.chat.id;

@@ -16,6 +16,3 @@ export const TelegramSettings = Type.Object({
   webhookHost: Type.Optional(Type.String({ minLength: 1 })),
 });
 export type TelegramSettings = Static<typeof TelegramSettings>;
-
-/** Telegram's limit for one message, in characters after entity parsing. */
-export const TELEGRAM_MESSAGE_LIMIT = 4096;

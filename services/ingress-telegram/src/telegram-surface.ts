@@ -1,37 +1,23 @@
-import { type ChatSurface, type Dialect, type Placement, type SharedFile, UNICODE_MARKS, fenceSafe } from "@mom/ingress-sdk";
+import { approvalButtonId, type ChatSurface, type Dialect, markdownDialect, type Placement, type SharedFile } from "@mom/ingress-sdk";
 import { type Api, GrammyError, InputFile } from "grammy";
-import markdownEscape from "markdown-escape";
 import { markdownToTelegramHtml } from "./telegram-html.js";
-import { TELEGRAM_MESSAGE_LIMIT } from "./telegram-options.js";
 
 /** Button callback data: `mom:allow:<approvalId>` / `mom:deny:<approvalId>` (Telegram allows 64 bytes). */
-export function approvalButton(decision: "allow" | "deny", approvalId: string): string {
-  return `mom:${decision}:${approvalId}`;
-}
+export const APPROVAL_BUTTON_PREFIX = "mom:";
 
-export function parseApprovalButton(data: string): { decision: "allow-once" | "deny"; approvalId: string } | undefined {
-  const m = /^mom:(allow|deny):(.+)$/.exec(data);
-  return m ? { decision: m[1] === "allow" ? "allow-once" : "deny", approvalId: m[2]! } : undefined;
-}
+/** Telegram's limit for one message, in characters after entity parsing. */
+export const TELEGRAM_MESSAGE_LIMIT = 4096;
 
 /**
- * The shared notes are written in Markdown (escaped with markdown-escape) and each message is
- * turned into Telegram HTML as it is sent, so splitting happens on Markdown, where it is safe.
+ * The shared notes are written in Markdown and each message is turned into Telegram HTML as it is
+ * sent, so splitting happens on Markdown, where it is safe.
  */
-export const telegramDialect: Dialect = {
-  limit: TELEGRAM_MESSAGE_LIMIT,
-  escape: (t) => markdownEscape(t),
-  bold: (t) => `**${t}**`,
-  italic: (t) => `_${t}_`,
-  // A code span that contains backticks is delimited by two (CommonMark).
-  code: (t) => (t.includes("`") ? `\`\` ${t} \`\`` : `\`${t}\``),
-  codeBlock: (t) => "```\n" + (fenceSafe(t.trimEnd()) || " ") + "\n```",
-  mention: (id) => `[${id}](tg://user?id=${id})`,
-  fromMarkdown: (md) => md,
-  marks: UNICODE_MARKS,
-};
+export const telegramDialect: Dialect = markdownDialect({ limit: TELEGRAM_MESSAGE_LIMIT, mention: (id) => `[${id}](tg://user?id=${id})` });
 
-const notModified = (err: unknown) => err instanceof GrammyError && err.description.includes("message is not modified");
+/** Editing a message to the text it has is refused by Telegram; there is nothing to do then. */
+const unlessNotModified = (err: unknown) => {
+  if (!(err instanceof GrammyError && err.description.includes("message is not modified"))) throw err;
+};
 
 /** The ChatSurface over grammY's Api (429s are waited out by the auto-retry transformer). */
 export class TelegramSurface implements ChatSurface {
@@ -52,9 +38,7 @@ export class TelegramSurface implements ChatSurface {
   }
 
   async edit(channel: string, messageId: string, text: string): Promise<void> {
-    await this.api.editMessageText(channel, Number(messageId), markdownToTelegramHtml(text), { parse_mode: "HTML", link_preview_options: { is_disabled: true } }).catch((err: unknown) => {
-      if (!notModified(err)) throw err;
-    });
+    await this.api.editMessageText(channel, Number(messageId), markdownToTelegramHtml(text), { parse_mode: "HTML", link_preview_options: { is_disabled: true } }).catch(unlessNotModified);
   }
 
   async delete(channel: string, messageId: string): Promise<void> {
@@ -72,14 +56,12 @@ export class TelegramSurface implements ChatSurface {
 
   async prompt(channel: string, text: string, approvalId: string, at: Placement): Promise<string> {
     // Approvers are members of the chat (admins): they see the prompt there.
-    const keyboard = [[{ text: "Allow once", callback_data: approvalButton("allow", approvalId) }, { text: "Deny", callback_data: approvalButton("deny", approvalId) }]];
+    const keyboard = [[{ text: "Allow once", callback_data: approvalButtonId("allow", approvalId, APPROVAL_BUTTON_PREFIX) }, { text: "Deny", callback_data: approvalButtonId("deny", approvalId, APPROVAL_BUTTON_PREFIX) }]];
     const m = await this.api.sendMessage(channel, markdownToTelegramHtml(text), { parse_mode: "HTML", reply_markup: { inline_keyboard: keyboard }, ...this.where(at) });
     return String(m.message_id);
   }
 
   async closePrompt(channel: string, messageId: string, text: string): Promise<void> {
-    await this.api.editMessageText(channel, Number(messageId), markdownToTelegramHtml(text), { parse_mode: "HTML", reply_markup: { inline_keyboard: [] } }).catch((err: unknown) => {
-      if (!notModified(err)) throw err;
-    });
+    await this.api.editMessageText(channel, Number(messageId), markdownToTelegramHtml(text), { parse_mode: "HTML", reply_markup: { inline_keyboard: [] } }).catch(unlessNotModified);
   }
 }

@@ -1,46 +1,34 @@
+import { FailureWatch, type PlatformConnection, serveWebhook } from "@mom/ingress-sdk";
 import { type Bot, type Transformer, webhookCallback } from "grammy";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { TelegramSettings } from "./telegram-options.js";
 
-/** How updates arrive; `stop` ends it. */
-export interface UpdateSource {
-  describe: string;
-  /** Why updates cannot arrive now (for /readyz), or undefined. */
-  problem(): string | undefined;
-  stop(): Promise<void>;
-}
+/** How updates arrive (`describe`); the connection's `stop` and `problem` are its. */
+export type UpdateSource = Required<Pick<PlatformConnection, "stop" | "problem">> & { describe: string };
 
 const ALLOWED_UPDATES = ["message", "callback_query"] as const;
 
 /**
  * Whether getUpdates works: grammY retries a failing getUpdates forever (and auto-retry retries 5xx
  * inside one call), all while the bot stays "running". The transformer must be installed under
- * auto-retry so it sees every attempt. The first failure and the recovery are logged.
+ * auto-retry so it sees every attempt.
  */
 export function getUpdatesHealth(log: Logger): { transformer: Transformer; problem(): string | undefined } {
-  let failing: { since: string; why: string } | undefined;
-  const failed = (why: string) => {
-    if (!failing) log.warn({ why }, `telegram getUpdates failed (retrying): ${why}`);
-    failing ??= { since: new Date().toISOString(), why };
-  };
+  const watch = new FailureWatch("telegram getUpdates", log);
   return {
     transformer: async (prev, method, payload, signal) => {
       if (method !== "getUpdates") return prev(method, payload, signal);
       try {
         const res = await prev(method, payload, signal);
-        if (res.ok) {
-          if (failing) log.info({ since: failing.since }, "telegram getUpdates works again");
-          failing = undefined;
-        } else failed(`${res.error_code} ${res.description}`);
+        if (res.ok) watch.works();
+        else watch.failed(`${res.error_code} ${res.description}`);
         return res;
       } catch (err) {
-        if (!signal?.aborted) failed((err as Error).message);
+        if (!signal?.aborted) watch.failed((err as Error).message);
         throw err;
       }
     },
-    problem: () => (failing ? `Telegram getUpdates failing since ${failing.since}: ${failing.why}` : undefined),
+    problem: () => watch.problem(),
   };
 }
 
@@ -68,19 +56,14 @@ export async function startPolling(bot: Bot, opts: TelegramSettings, log: Logger
  * X-Telegram-Bot-Api-Secret-Token is refused with 401 by grammY), and `setWebhook` pointing
  * Telegram at `webhookUrl`.
  */
-export async function startWebhook(bot: Bot, opts: TelegramSettings & { webhookUrl: string; adapter: string }, log: Logger): Promise<UpdateSource & { port: number }> {
+export async function startWebhook(bot: Bot, opts: TelegramSettings & { webhookUrl: string; adapter: string }, log: Logger): Promise<UpdateSource> {
   if (!opts.webhookSecret) throw new Error(`telegram adapter "${opts.adapter}": webhookUrl needs webhookSecret, or anyone could post updates`);
   const handle = webhookCallback(bot, "http", { secretToken: opts.webhookSecret, onTimeout: "return" });
-  const server = createServer((req, res) => void handle(req, res).catch((err: unknown) => log.error({ err }, "telegram webhook post failed")));
-  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(opts.webhookPort ?? 8080, opts.webhookHost ?? "0.0.0.0", resolve));
+  const http = await serveWebhook({ port: opts.webhookPort ?? 8080, host: opts.webhookHost ?? "0.0.0.0", log, handle: (req, res) => handle(req, res) });
   await bot.api.setWebhook(opts.webhookUrl, { secret_token: opts.webhookSecret, allowed_updates: [...ALLOWED_UPDATES] });
   return {
     describe: `webhook ${opts.webhookUrl}`,
-    problem: () => (server.listening ? undefined : "Telegram webhook server not listening"),
-    port: (server.address() as AddressInfo).port,
-    async stop() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    problem: () => (http.listening() ? undefined : "Telegram webhook server not listening"),
+    stop: () => http.close(),
   };
 }

@@ -1,9 +1,9 @@
-import { type IngressDefinition, metrics, type PlatformConnection, type PlatformContext, type PlatformMessage } from "@mom/ingress-sdk";
+import { type IngressDefinition, parseApprovalButton, type PlatformConnection, type PlatformContext, type PlatformMessage, type WebhookServer } from "@mom/ingress-sdk";
 import { GraphApi, WINDOW_CLOSED } from "./graph-api.js";
-import { DEFAULT_GRAPH_VERSION, WhatsAppSettings } from "./whatsapp-options.js";
-import { parseApprovalButton, WhatsAppSurface, WindowClosedError } from "./whatsapp-surface.js";
+import { WhatsAppSettings } from "./whatsapp-options.js";
+import { WhatsAppSurface, WindowClosedError } from "./whatsapp-surface.js";
 import { failedDeliveries, toWhatsAppInbound, type WebhookMessage, webhookMessages } from "./whatsapp-webhook.js";
-import { startWebhookServer, type WebhookServer } from "./whatsapp-webhook-server.js";
+import { startWebhookServer } from "./whatsapp-webhook-server.js";
 
 type Ctx = PlatformContext<WhatsAppSettings>;
 
@@ -17,15 +17,7 @@ export const whatsappIngress: IngressDefinition<typeof WhatsAppSettings> = {
   settings: WhatsAppSettings,
   connect(ctx) {
     const { settings: s, log, adapter } = ctx;
-    const api = new GraphApi({
-      root: s.apiUrl ?? "https://graph.facebook.com",
-      version: s.graphVersion ?? DEFAULT_GRAPH_VERSION,
-      token: s.accessToken,
-      phoneNumberId: s.phoneNumberId,
-      log,
-      retryForMs: s.rateLimitRetryMs ?? 120_000,
-      onRateLimited: () => metrics.platformRateLimits.inc({ adapter }),
-    });
+    const api = new GraphApi(s, adapter, log);
     const surface = new WhatsAppSurface(api, log);
     let server: WebhookServer | undefined;
     const connection: PlatformConnection & { readonly port: number } = {
@@ -40,7 +32,7 @@ export const whatsappIngress: IngressDefinition<typeof WhatsAppSettings> = {
       },
       async start() {
         const accept = (body: unknown) => onPost(ctx, api, surface, body);
-        server = await startWebhookServer({ port: s.webhookPort ?? 8080, host: s.webhookHost ?? "0.0.0.0", verifyToken: s.verifyToken, appSecret: s.appSecret, log, accept });
+        server = await startWebhookServer(s, log, accept);
         log.info({ adapter, port: server.port }, "whatsapp ingress: webhook listening");
       },
       stop: async () => server?.close(),
@@ -74,19 +66,13 @@ async function convert(ctx: Ctx, api: GraphApi, surface: WhatsAppSurface, w: Web
   await api.markRead(w.message.id, false).catch((err: unknown) => log.warn({ err }, "could not send the read receipt"));
   const button = w.message.interactive?.button_reply;
   if (button) return void (await onButton(ctx, surface, w, button.id));
-  const m = toWhatsAppInbound(w);
+  const m = toWhatsAppInbound(w, (mediaId, max) => api.download(mediaId, max));
   if (!m) return void log.debug({ type: w.message.type }, "message kind mom does not read");
   // Delivered after the window it opened had closed (a webhook re-sent long after an outage): an
   // answer could not be sent, so it is kept in the channel's history but does not start a run.
   const closed = surface.windowClosed(m.channelId);
   if (closed) log.warn({ from: m.sender.id, id: m.id, sentAt: m.timestamp }, `a message arrived after its 24-hour window closed; recorded, not answered: ${closed.message}`);
-  const { media, ...rest } = m;
-  return {
-    ...rest,
-    ...(closed && { isMention: false }),
-    files: media ? [{ filename: media.filename, ...(media.mimeType && { mimeType: media.mimeType }), download: (max: number) => api.download(media.mediaId, max) }] : [],
-    refuse: (text) => surface.post(m.channelId, text, { replyTo: m.id }),
-  };
+  return { ...m, ...(closed && { isMention: false }), refuse: (text) => surface.post(m.channelId, text, { replyTo: m.id }) };
 }
 
 /** A reply button of an approval prompt; someone who may not decide is told so in the chat. */
@@ -94,7 +80,6 @@ async function onButton(ctx: Ctx, surface: WhatsAppSurface, w: WebhookMessage, i
   const parsed = parseApprovalButton(id);
   if (!parsed) return;
   const from = w.message.from;
-  const username = w.contact.profile?.name?.replace(/\s+/g, "_") || from;
-  const { refusal } = await ctx.inbound.decide({ ...parsed, user: { id: from, username }, channel: from });
+  const { refusal } = await ctx.inbound.decide({ ...parsed, user: { id: from, username: w.sender.username }, channel: from });
   if (refusal) await surface.post(from, refusal, { replyTo: w.message.id }).catch((err: unknown) => ctx.log.warn({ err }, "could not tell a non-approver"));
 }

@@ -1,34 +1,15 @@
-import { type ChatSurface, clip, type Dialect, fenceSafe, type Placement, RecentMap, type SharedFile, UNICODE_MARKS } from "@mom/ingress-sdk";
+import { approvalButtonId, type ChatSurface, clip, markupDialect, type Placement, RecentMap, type SharedFile } from "@mom/ingress-sdk";
 import { GraphApi, GraphError, WINDOW_CLOSED } from "./graph-api.js";
 import type { Logger } from "pino";
-import { markdownToWhatsApp } from "./whatsapp-format.js";
+import { whatsappMarkup } from "./whatsapp-format.js";
 import { WHATSAPP_MESSAGE_LIMIT } from "./whatsapp-options.js";
 
 const WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Characters in the body of an interactive (reply-button) message. */
 export const WHATSAPP_BUTTON_BODY_LIMIT = 1024;
-/** Reply-button ids: `mom:allow:<approvalId>` / `mom:deny:<approvalId>`. */
-export const approvalButtonId = (decision: "allow" | "deny", approvalId: string) => `mom:${decision}:${approvalId}`;
 
-export function parseApprovalButton(id: string): { decision: "allow-once" | "deny"; approvalId: string } | undefined {
-  const m = /^mom:(allow|deny):(.+)$/.exec(id);
-  return m ? { decision: m[1] === "allow" ? "allow-once" : "deny", approvalId: m[2]! } : undefined;
-}
-
-/** WhatsApp's markup: no escaping exists, so text goes as it is. */
-export const whatsappDialect: Dialect = {
-  limit: WHATSAPP_MESSAGE_LIMIT,
-  // An approval prompt is the body of a reply-button message.
-  promptLimit: WHATSAPP_BUTTON_BODY_LIMIT,
-  escape: (t) => t,
-  bold: (t) => `*${t}*`,
-  italic: (t) => `_${t}_`,
-  code: (t) => `\`${t}\``,
-  codeBlock: (t) => "```\n" + (fenceSafe(t.trimEnd()) || " ") + "\n```",
-  mention: (id) => `+${id}`,
-  fromMarkdown: markdownToWhatsApp,
-  marks: UNICODE_MARKS,
-};
+/** WhatsApp's markup; an approval prompt is the body of a reply-button message. */
+export const whatsappDialect = markupDialect(whatsappMarkup, { limit: WHATSAPP_MESSAGE_LIMIT, promptLimit: WHATSAPP_BUTTON_BODY_LIMIT, mention: (id) => `+${id}` });
 
 /** A send refused because the person's last message is more than 24 hours old. */
 export class WindowClosedError extends Error {
@@ -113,7 +94,6 @@ export class WhatsAppSurface implements ChatSurface {
     }
     return id;
   }
-
 
   /** Buttons cannot be taken back: the outcome is a reply to the prompt. */
   async closePrompt(channel: string, messageId: string, text: string): Promise<void> {

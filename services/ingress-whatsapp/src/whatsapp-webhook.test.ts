@@ -18,9 +18,10 @@ describe("whatsapp webhook", () => {
     expect(validSignature(raw, "sha256=zz", "s")).toBe(false);
   });
 
-  it("reads text and media messages; skips statuses and other objects", () => {
+  it("reads text and media messages; skips statuses and other objects", async () => {
     const [text] = webhookMessages(body({ from: "491701", id: "wamid.1", timestamp: "1700000000", type: "text", text: { body: "hi" } }));
-    expect(toWhatsAppInbound(text!)).toEqual({
+    const download = async (mediaId: string) => ({ bytes: new TextEncoder().encode(`media ${mediaId}`) });
+    expect(toWhatsAppInbound(text!, download)).toEqual({
       id: "wamid.1",
       channelId: "491701",
       timestamp: "2023-11-14T22:13:20.000Z",
@@ -28,9 +29,14 @@ describe("whatsapp webhook", () => {
       text: "hi",
       isMention: true,
       isDirect: true,
+      files: [],
     });
     const [doc] = webhookMessages(body({ from: "491701", id: "wamid.2", timestamp: "1700000000", type: "document", document: { id: "77", filename: "a.pdf", mime_type: "application/pdf", caption: "see" } }));
-    expect(toWhatsAppInbound(doc!)).toMatchObject({ text: "see", media: { mediaId: "77", filename: "a.pdf", mimeType: "application/pdf" } });
+    const docMessage = toWhatsAppInbound(doc!, download);
+    expect(docMessage).toMatchObject({ text: "see", files: [{ filename: "a.pdf", mimeType: "application/pdf" }] });
+    expect(new TextDecoder().decode((await docMessage!.files![0]!.download(100)).bytes)).toBe("media 77");
+    const [voice] = webhookMessages(body({ from: "491701", id: "wamid.3", timestamp: "1700000000", type: "voice", voice: { id: "78" } }));
+    expect(toWhatsAppInbound(voice!, download)?.files).toMatchObject([{ filename: "voice-78.ogg" }]);
     expect(webhookMessages({ object: "page", entry: [] })).toEqual([]);
     const statuses = { object: "whatsapp_business_account", entry: [{ changes: [{ field: "messages", value: { statuses: [{ id: "x", status: "read" }, { id: "y", status: "failed", recipient_id: "491701", errors: [{ code: 131047, title: "Re-engagement message" }] }] } }] }] };
     expect(webhookMessages(statuses)).toEqual([]);

@@ -1,4 +1,4 @@
-import type { ChannelMessage } from "@mom/ingress-sdk";
+import type { Downloaded, PlatformMessage, Sender } from "@mom/ingress-sdk";
 import { createHmac, timingSafeEqual } from "node:crypto";
 
 /** True when `header` is `sha256=<hex>` of the raw body under the app secret (compared in constant time). */
@@ -9,19 +9,19 @@ export function validSignature(raw: Buffer, header: string | undefined, appSecre
   return timingSafeEqual(expected, Buffer.from(m[1]!, "hex"));
 }
 
+/** Kinds of message that carry a file. */
+const MEDIA_KINDS = ["image", "document", "audio", "video", "voice", "sticker"] as const;
+type MediaKind = (typeof MEDIA_KINDS)[number];
+/** File name extensions for media sent without a name (only documents have one). */
+const EXT: Record<string, string> = { image: "jpg", audio: "ogg", video: "mp4", voice: "ogg", sticker: "webp" };
+
 /** The parts of a Cloud API message mom reads. */
-export interface WaMessage {
+export interface WaMessage extends Partial<Record<MediaKind, WaMedia>> {
   from: string;
   id: string;
   timestamp: string;
   type: string;
   text?: { body: string };
-  image?: WaMedia;
-  document?: WaMedia;
-  audio?: WaMedia;
-  video?: WaMedia;
-  voice?: WaMedia;
-  sticker?: WaMedia;
   interactive?: { type: string; button_reply?: { id: string; title: string } };
   context?: { id: string };
 }
@@ -33,70 +33,11 @@ export interface WaMedia {
   caption?: string;
 }
 
-export interface WaContact {
-  wa_id: string;
-  profile?: { name?: string };
-}
-
 /** One message of a webhook post, with who sent it and to which business number. */
 export interface WebhookMessage {
   phoneNumberId: string;
-  contact: WaContact;
+  sender: Sender;
   message: WaMessage;
-}
-
-/** The messages of a `whatsapp_business_account` post (status updates and other fields are skipped). */
-export function webhookMessages(body: unknown): WebhookMessage[] {
-  const out: WebhookMessage[] = [];
-  const root = body as { object?: string; entry?: Array<{ changes?: Array<{ field?: string; value?: Record<string, unknown> }> }> };
-  if (root?.object !== "whatsapp_business_account") return out;
-  for (const entry of root.entry ?? []) {
-    for (const change of entry.changes ?? []) {
-      if (change.field !== "messages" || !change.value) continue;
-      const v = change.value as { metadata?: { phone_number_id?: string }; contacts?: WaContact[]; messages?: WaMessage[] };
-      for (const message of v.messages ?? []) {
-        if (!message?.id || !message.from) continue;
-        const contact = v.contacts?.find((c) => c.wa_id === message.from) ?? { wa_id: message.from };
-        out.push({ phoneNumberId: v.metadata?.phone_number_id ?? "", contact, message });
-      }
-    }
-  }
-  return out;
-}
-
-export interface IncomingMedia {
-  mediaId: string;
-  filename: string;
-  mimeType?: string;
-}
-
-export type WhatsAppInbound = Omit<ChannelMessage, "attachments"> & { media?: IncomingMedia };
-
-const EXT: Record<string, string> = { image: "jpg", audio: "ogg", video: "mp4", voice: "ogg", sticker: "webp" };
-
-/**
- * A message -> a ChannelMessage on `mom.in.<adapter>.<wa_id>`. Every WhatsApp chat with the
- * business is a direct one, so every message addresses mom. Undefined for kinds mom cannot read
- * (reactions, locations, contacts, unsupported).
- */
-export function toWhatsAppInbound(w: WebhookMessage): WhatsAppInbound | undefined {
-  const m = w.message;
-  const name = w.contact.profile?.name?.trim();
-  const sender = { id: m.from, username: name ? name.replace(/\s+/g, "_") : m.from, ...(name && { displayName: name }), isBot: false };
-  const kind = ["image", "document", "audio", "video", "voice", "sticker"].find((k) => m[k as keyof WaMessage]);
-  const media = kind ? (m[kind as keyof WaMessage] as WaMedia) : undefined;
-  const text = m.text?.body ?? media?.caption ?? "";
-  if (!text.trim() && !media) return undefined;
-  return {
-    id: m.id,
-    channelId: m.from,
-    timestamp: new Date(Number(m.timestamp) * 1000 || Date.now()).toISOString(),
-    sender,
-    text,
-    isMention: true,
-    isDirect: true,
-    ...(media && { media: { mediaId: media.id, filename: media.filename || `${kind}-${media.id}.${EXT[kind!] ?? "bin"}`, ...(media.mime_type && { mimeType: media.mime_type }) } }),
-  };
 }
 
 /** A message the business sent that WhatsApp later reports as failed (status "failed"), with why. */
@@ -106,14 +47,63 @@ export interface FailedDelivery {
   errors: Array<{ code?: number; title?: string; message?: string }>;
 }
 
+interface MessagesChange {
+  metadata?: { phone_number_id?: string };
+  contacts?: Array<{ wa_id: string; profile?: { name?: string } }>;
+  messages?: WaMessage[];
+  statuses?: Array<Record<string, unknown>>;
+}
+
+/** The "messages" changes of a `whatsapp_business_account` post; other objects and fields are skipped. */
+function messagesChanges(body: unknown): MessagesChange[] {
+  const root = body as { object?: string; entry?: Array<{ changes?: Array<{ field?: string; value?: MessagesChange }> }> };
+  if (root?.object !== "whatsapp_business_account") return [];
+  return (root.entry ?? []).flatMap((e) => e.changes ?? []).flatMap((c) => (c.field === "messages" && c.value ? [c.value] : []));
+}
+
+/** The messages of a webhook post (status updates are skipped). */
+export function webhookMessages(body: unknown): WebhookMessage[] {
+  return messagesChanges(body).flatMap((v) =>
+    (v.messages ?? [])
+      .filter((message) => message?.id && message.from)
+      .map((message) => ({ phoneNumberId: v.metadata?.phone_number_id ?? "", sender: senderOf(message.from, v.contacts?.find((c) => c.wa_id === message.from)), message })),
+  );
+}
+
 /** The failed statuses of a webhook post: some send errors (e.g. 131047, the 24-hour window) arrive only this way. */
 export function failedDeliveries(body: unknown): FailedDelivery[] {
-  const root = body as { object?: string; entry?: Array<{ changes?: Array<{ field?: string; value?: { statuses?: Array<Record<string, unknown>> } }> }> };
-  if (root?.object !== "whatsapp_business_account") return [];
-  return (root.entry ?? [])
-    .flatMap((e) => e.changes ?? [])
-    .filter((c) => c.field === "messages")
-    .flatMap((c) => c.value?.statuses ?? [])
+  return messagesChanges(body)
+    .flatMap((v) => v.statuses ?? [])
     .filter((s) => s.status === "failed")
     .map((s) => ({ messageId: String(s.id ?? ""), recipient: String(s.recipient_id ?? ""), errors: (s.errors as FailedDelivery["errors"]) ?? [] }));
+}
+
+/** Who wrote: their WhatsApp profile name as username (spaces as `_`), else their number. */
+function senderOf(waId: string, contact: { profile?: { name?: string } } | undefined): Sender {
+  const name = contact?.profile?.name?.trim();
+  return { id: waId, username: name ? name.replace(/\s+/g, "_") : waId, ...(name && { displayName: name }), isBot: false };
+}
+
+/**
+ * A message -> a message of channel `<wa_id>`, its file fetched with `download`. Every WhatsApp
+ * chat with the business is a direct one, so every message addresses mom. Undefined for kinds mom
+ * cannot read (reactions, locations, contacts, unsupported).
+ */
+export function toWhatsAppInbound(w: WebhookMessage, download: (mediaId: string, maxBytes: number) => Promise<Downloaded>): PlatformMessage | undefined {
+  const m = w.message;
+  const kind = MEDIA_KINDS.find((k) => m[k]);
+  const media = kind && m[kind];
+  const text = m.text?.body ?? media?.caption ?? "";
+  if (!text.trim() && !media) return undefined;
+  const filename = media && (media.filename || `${kind}-${media.id}.${EXT[kind!] ?? "bin"}`);
+  return {
+    id: m.id,
+    channelId: m.from,
+    timestamp: new Date(Number(m.timestamp) * 1000 || Date.now()).toISOString(),
+    sender: w.sender,
+    text,
+    isMention: true,
+    isDirect: true,
+    files: media ? [{ filename: filename!, ...(media.mime_type && { mimeType: media.mime_type }), download: (max: number) => download(media.id, max) }] : [],
+  };
 }

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, describe, expect, it } from "@jest/globals";
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseEventFile } from "./event-file.js";
+import { parseEventFile } from "@mom/events";
 import { formatEventListing, listEvents } from "./list-events.js";
 import { harness, type Harness, stopNats, waitFor } from "./test-support/harness.js";
 

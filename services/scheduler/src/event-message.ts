@@ -1,6 +1,5 @@
 import type { ChannelMessage, ChannelRef } from "@mom/contracts";
-import type { ScheduledEvent } from "./event-file.js";
-import { formatDuration } from "./schedule.js";
+import { formatDuration, type ScheduledEvent } from "@mom/events";
 
 /** Who a fired event comes from, in the channel's log and in the agent's context. */
 export const SCHEDULER_SENDER = { id: "scheduler", username: "scheduler", isBot: true } as const;

@@ -5,11 +5,20 @@ import { lstat, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "./clock.js";
-import { type EventFileContext, type EventFileProblem, parseEventFile, printableFileName, type ScheduledEvent, MAX_EVENT_FILE_BYTES } from "./event-file.js";
+import {
+  type EventFileContext,
+  type EventFileProblem,
+  formatDuration,
+  LATE_AFTER_MS,
+  MAX_EVENT_FILE_BYTES,
+  nextFireTime,
+  parseEventFile,
+  printableFileName,
+  type ScheduledEvent,
+} from "@mom/events";
 import { firingMessage, type Report, reportMessage } from "./event-message.js";
 import { type FileContent, type FileStamp, EventsDir } from "./events-dir.js";
 import { ChannelRateLimit } from "./rate-limit.js";
-import { formatDuration, LATE_AFTER_MS } from "./schedule.js";
 import PQueue from "p-queue";
 
 /** config.json `scheduler` (see docs/scheduler.md). */
@@ -402,14 +411,9 @@ export class EventScheduler {
         ref: event.ref,
       });
     }
-    let fireTime: number;
-    if (event.type === "immediate") fireTime = Math.floor(entry.stamp.mtimeMs);
-    else if (event.type === "one-shot") fireTime = event.atMs;
-    else {
-      const tick = event.cron.nextAfter(new Date(now));
-      if (!tick) return this.reject(entry, { reason: `bad cron "${event.schedule}": it never fires again`, ref: event.ref });
-      fireTime = tick.getTime();
-    }
+    const fireTime = nextFireTime(event, now, entry.stamp.mtimeMs);
+    // Only a periodic event can have no next firing.
+    if (fireTime === undefined) return this.reject(entry, { reason: `bad cron "${event.type === "periodic" ? event.schedule : ""}": it never fires again`, ref: event.ref });
     Object.assign(entry, { event, channel, fireTime, dueAt: event.type === "immediate" ? now : fireTime });
     this.entries.set(entry.key, entry);
     this.log.info({ file: shownName(entry), channel, type: event.type, next: new Date(fireTime).toISOString() }, rescheduled ? "event rescheduled" : "event scheduled");

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { constants, existsSync } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
-import { isEventFileName, MAX_EVENT_FILE_BYTES, printableFileName } from "./event-file.js";
+import { isEventFileName, MAX_EVENT_FILE_BYTES, printableFileName } from "@mom/events";
 
 /** What a directory listing says about a file; a change of any of these means "read it again". */
 export interface FileStamp {

@@ -4,8 +4,7 @@ import type { ChannelRef } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { type EventFileContext, isEventFileName, MAX_EVENT_FILE_BYTES, parseEventFile, printableFileName } from "./event-file.js";
-import { formatDuration } from "./schedule.js";
+import { type EventFileContext, formatDuration, isEventFileName, MAX_EVENT_FILE_BYTES, nextFireTime, parseEventFile, printableFileName } from "@mom/events";
 
 export interface ListedEvent {
   file: string;
@@ -85,7 +84,8 @@ function listDir({ dir, prefix, owner }: ListedDir, listing: EventListing, conte
             : `overdue by ${formatDuration(overdue)}, beyond the grace period: will be moved to missed/`;
       listing.scheduled.push({ file, type: e.type, channel, when: e.at, next: new Date(e.atMs).toISOString(), status });
     } else {
-      const next = e.cron.nextAfter(new Date(nowMs));
+      const nextMs = nextFireTime(e, nowMs);
+      const next = nextMs === undefined ? undefined : new Date(nextMs);
       listing.scheduled.push({
         file,
         type: e.type,

@@ -1,5 +1,6 @@
 import { type DynamicModule, Module } from "@nestjs/common";
-import { BusModule, type BusOptions } from "@mom/bus";
+import { type BusOptions } from "@mom/bus";
+import { BusModule } from "@mom/bus/nest";
 import { SCHEDULER_OPTIONS, type SchedulerOptions } from "./scheduler-options.js";
 import { SchedulerService } from "./scheduler.service.js";
 

@@ -44,7 +44,7 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
   const answer = async (channel: string, who: "admin" | "member", o: { mention?: boolean; timeoutMs?: number } = { mention: true }) => {
     const m = mark();
     await p.send(channel, who, `hello ${m}`, o);
-    const msg = await mom.message(channel, m);
+    const msg = await mom.message(channel, m, o.timeoutMs);
     const run = await mom.startRun(channel, msg);
     await run.end(`answer ${m}`);
     await shown(channel, `answer ${m}`, `the answer to ${m} shown in ${channel}`, o.timeoutMs);
@@ -147,6 +147,31 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
       },
     },
     {
+      name: "a post from another channel: the operator's is shown, recorded as delivered and published back as mom's; a stranger's is refused",
+      async run() {
+        const receipt = (postId: string) => eventually(async () => (await mom.receipts(p.room)).find((r) => r.runId === postId), `the delivery receipt of post ${postId}`);
+        const m = mark();
+        const op = await mom.post(p.room, `operator note ${m}`, { access: "operator", requestedBy: { adapter: "cli", id: "u-operator", username: "operator" } });
+        await shown(p.room, `operator note ${m}`, "the operator's post shown in the room");
+        const ok = await receipt(op);
+        check(ok.type === "delivery.succeeded", `the post is recorded as delivered, got ${ok.type}: ${ok.detail}`);
+        const record = await mom.message(p.room, `operator note ${m}`);
+        check(record.id === `post:${op}` && record.sender.isBot && record.sender.id === "mom" && !record.isMention, `published back as mom's message post:${op}, not addressed to mom (got ${JSON.stringify({ id: record.id, sender: record.sender, isMention: record.isMention })})`);
+        // Checked against the platform: the member (who writes in the room) may post there only where the platform can tell.
+        await p.send(p.room, "member", `here ${m}`, { mention: false });
+        await mom.message(p.room, `here ${m}`);
+        const mine = await mom.post(p.room, `member note ${m}`, { access: "check", requestedBy: { id: p.users.member, username: "member" } });
+        const theirs = await mom.post(p.room, `stranger note ${m}`, { access: "check", requestedBy: { id: p.users.stranger, username: "stranger" } });
+        const [r1, r2] = [await receipt(mine), await receipt(theirs)];
+        check(r2.type === "delivery.failed", `the stranger's post is refused, got ${r2.type}`);
+        if (p.checksMembership) {
+          check(r1.type === "delivery.succeeded", `the member's post is delivered, got ${r1.type}: ${r1.detail}`);
+          await shown(p.room, `member note ${m}`, "the member's post shown");
+        } else check(r1.type === "delivery.failed", `without a membership check the member's post is refused too, got ${r1.type}`);
+        check(!(await p.botTexts(p.room)).some((t) => t.includes(`stranger note ${m}`)), "the stranger's post is not shown");
+      },
+    },
+    {
       name: "stop is published as a stop command for mom",
       async run() {
         await p.send(p.room, "member", "stop", { mention: true });
@@ -190,9 +215,11 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
     {
       name: "a dropped platform connection comes back by itself with nothing lost",
       ...(!p.dropConnection && { skip: "the driver cannot drop the connection" }),
+      timeoutMs: 150_000,
       async run() {
         await p.dropConnection!();
-        await answer(p.room, "member");
+        // A client backs off between its reconnects (grammY's auto-retry: seconds, doubling).
+        await answer(p.room, "member", { mention: true, timeoutMs: 60_000 });
       },
     },
     {

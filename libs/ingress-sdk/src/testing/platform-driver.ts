@@ -17,6 +17,12 @@ export interface PlatformDriver {
   room: string;
   /** The channelId of a direct conversation with `who`; absent when the platform has none apart from rooms. */
   dmWith?(who: Person): string;
+  /**
+   * True when the ingress asks the platform who can see a chat (PlatformConnection.canSee): the
+   * member, once they wrote in `room`, can see it and the stranger cannot. Otherwise a post asked
+   * for by anyone of the platform is refused, the member's too.
+   */
+  checksMembership?: boolean;
   /** True when every message is addressed to mom (e-mail): the "not mentioned" check is skipped. */
   everyMessageAddressed?: boolean;
   /** `who` posts `text` in `channel`, addressing mom when `mention` (the driver writes the platform's mention). */
@@ -39,7 +45,7 @@ export interface PlatformDriver {
   decide(channel: string, approval: { approvalId: string; argsSummary: string }, decision: "allow-once" | "deny", who: Person): Promise<void>;
   /** The platform answers mom's next `n` calls with its rate limit (and a short retry-after). */
   rateLimitNext?(n: number): void;
-  /** Cuts the ingress's connection to the platform (gateway, long poll, IMAP); the ingress must come back by itself. */
+  /** Cuts the ingress's connection to the platform (gateway, long poll, IMAP), resolving once the ingress has met the cut; it must come back by itself. */
   dropConnection?(): Promise<void>;
 }
 

@@ -1,5 +1,5 @@
 import { Bus, fileObjectName, readRange } from "@mom/bus";
-import { type ChannelMessage, type ControlMessage, type OutboundEventBody, type Usage } from "@mom/contracts";
+import { type ChannelMessage, type ControlMessage, type OutboundEventBody, type Receipt, type Usage } from "@mom/contracts";
 import { randomUUID } from "node:crypto";
 import { pino } from "pino";
 
@@ -44,13 +44,13 @@ export class ScriptedMom {
   private constructor(
     readonly bus: Bus,
     readonly adapter: string,
-    private readonly since: { in: number; ctl: number },
+    private readonly since: { in: number; ctl: number; receipts: number },
   ) {}
 
   static async connect(o: { natsUrl: string; namespace?: string; adapter: string }): Promise<ScriptedMom> {
     const bus = await Bus.connect({ url: o.natsUrl, name: "ingress-conformance", namespace: o.namespace ?? "mom", logger: pino({ level: "silent" }) });
     await bus.provision();
-    const since = { in: (await bus.streamState("IN")).lastSeq, ctl: (await bus.streamState("CTL")).lastSeq };
+    const since = { in: (await bus.streamState("IN")).lastSeq, ctl: (await bus.streamState("CTL")).lastSeq, receipts: (await bus.streamState("RECEIPTS")).lastSeq };
     return new ScriptedMom(bus, o.adapter, since);
   }
 
@@ -77,6 +77,29 @@ export class ScriptedMom {
   async decisions(channel: string): Promise<Extract<ControlMessage, { type: "approval_decision" }>[]> {
     const raw = await readRange(this.bus, this.bus.subjects.stream("CTL"), this.bus.subjects.channel("ctl", this.ref(channel)), { seq: this.since.ctl + 1 });
     return raw.map((m) => JSON.parse(m.text) as ControlMessage).filter((c): c is Extract<ControlMessage, { type: "approval_decision" }> => c.type === "approval_decision");
+  }
+
+  /** Receipts the ingress recorded for `channel` (deliveries), in stream order. */
+  async receipts(channel: string): Promise<Receipt[]> {
+    const raw = await readRange(this.bus, this.bus.subjects.stream("RECEIPTS"), this.bus.subjects.channel("receipts", this.ref(channel)), { seq: this.since.receipts + 1 });
+    return raw.map((m) => JSON.parse(m.text) as Receipt);
+  }
+
+  /**
+   * Posts `text` in `channel` as a runner's send tool would for a person of another channel: one
+   * `post` event under a run id of its own, returned. `requestedBy` is on this adapter unless given.
+   */
+  async post(channel: string, text: string, o: { access: "check" | "operator"; requestedBy: { adapter?: string; id: string; username: string } }): Promise<string> {
+    const postId = randomUUID();
+    await this.publishOut(channel, postId, 0, {
+      type: "post",
+      text,
+      from: "conformance/elsewhere",
+      fromRunId: randomUUID(),
+      requestedBy: { adapter: o.requestedBy.adapter ?? this.adapter, id: o.requestedBy.id, username: o.requestedBy.username },
+      access: o.access,
+    });
+    return postId;
   }
 
   /** Starts a run answering `trigger`, as a runner does. */

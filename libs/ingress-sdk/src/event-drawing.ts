@@ -1,0 +1,90 @@
+import type { OutboundEvent } from "@mom/contracts";
+import { approvalPromptText, ChannelQueue, type DeliveryReceipts, type Dialect, type PendingApproval, type PostHandling, RecentIds } from "@mom/render";
+import type { Logger } from "pino";
+import type { EventSurface } from "./platform.js";
+
+/**
+ * What the shell draws runs through: the Presenter for chat surfaces and layouts, this for an
+ * EventSurface. Both apply a channel's events in order, never reject, and know the prompts shown.
+ */
+export interface RunDrawing {
+  readonly dialect: Dialect;
+  handle(channel: string, event: OutboundEvent): Promise<boolean>;
+  approval(approvalId: string): PendingApproval | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * Hands every event to an EventSurface as it comes, one at a time per channel. The shell's part
+ * stays the same as with the Presenter: approval prompts remembered until resolved (who may
+ * decide), each answer's delivery recorded, a failed platform call logged and the channel going on.
+ */
+export class EventDrawing implements RunDrawing {
+  private readonly queue = new ChannelQueue();
+  private readonly approvals = new Map<string, PendingApproval>();
+  private readonly posted = new RecentIds(5000);
+
+  constructor(
+    private readonly surface: EventSurface,
+    private readonly o: { log: Logger; deliveries?: DeliveryReceipts; posts?: PostHandling },
+  ) {}
+
+  get dialect(): Dialect {
+    return this.surface.dialect;
+  }
+
+  approval(approvalId: string): PendingApproval | undefined {
+    return this.approvals.get(approvalId);
+  }
+
+  handle(channel: string, e: OutboundEvent): Promise<boolean> {
+    return this.queue.push(channel, () => this.apply(channel, e)).then(
+      () => true,
+      (err: unknown) => {
+        this.o.log.error({ err, channel, runId: e.runId, seq: e.seq, type: e.event.type }, `rendering failed: ${(err as Error)?.message ?? err}`);
+        return false;
+      },
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.queue.idle();
+  }
+
+  private async apply(channel: string, e: OutboundEvent): Promise<void> {
+    const ev = e.event;
+    if (ev.type === "post") return this.post(channel, e, ev);
+    // Known before the surface shows it: the person may answer as soon as it is on screen.
+    if (ev.type === "approval_requested") this.approvals.set(ev.approvalId, { channel, approvers: ev.approvers, text: approvalPromptText(ev, this.dialect) });
+    if (ev.type === "approval_resolved") this.approvals.delete(ev.approvalId);
+    const answer = ev.type === "run_ended" && !ev.silent ? ev : undefined;
+    let ids: string[] | void;
+    try {
+      ids = await this.surface.drawEvent(channel, e);
+    } catch (err) {
+      if (answer) await this.o.deliveries?.failed(channel, e.runId, answer.finalText, (err as Error)?.message ?? String(err));
+      throw err;
+    }
+    if (answer) await this.o.deliveries?.succeeded(channel, e.runId, answer.finalText, ids ?? []);
+  }
+
+  /** A post from another channel, once, as the Presenter takes one: admitted, drawn, delivered, recorded. */
+  private async post(channel: string, e: OutboundEvent, ev: Extract<OutboundEvent["event"], { type: "post" }>): Promise<void> {
+    if (!this.posted.add(e.runId)) return;
+    const refusal = this.o.posts ? await this.o.posts.admit(channel, ev) : "this ingress does not post messages from other channels";
+    if (refusal) {
+      this.o.log.warn({ channel, postId: e.runId, from: ev.from, requestedBy: ev.requestedBy }, `post refused: ${refusal}`);
+      await this.o.deliveries?.failed(channel, e.runId, ev.text, `not posted: ${refusal}`);
+      return;
+    }
+    let ids: string[] | void;
+    try {
+      ids = await this.surface.drawEvent(channel, e);
+    } catch (err) {
+      await this.o.deliveries?.failed(channel, e.runId, ev.text, (err as Error)?.message ?? String(err));
+      throw err;
+    }
+    await this.o.deliveries?.succeeded(channel, e.runId, ev.text, ids ?? []);
+    await this.o.posts!.record(channel, e, ev, ids ?? []);
+  }
+}
