@@ -235,13 +235,15 @@ biff = no
     },
     mailbox(address) {
       const box = join(mail, domainOf(address), address.slice(0, address.indexOf("@")));
-      const files = ["new", "cur"].flatMap((sub) => (existsSync(join(box, sub)) ? readdirSync(join(box, sub)).map((f) => ({ sub, f })) : []));
+      let files = ["new", "cur"].flatMap((sub) => (existsSync(join(box, sub)) ? readdirSync(join(box, sub)).map((f) => ({ sub, f })) : []));
       // Maildir names start with the delivery time (seconds, then microseconds): `1795767622.M665671P17037.host`.
       const key = (f: string) => {
         const m = /^(\d+)\.M(\d+)/.exec(f);
         return m ? Number(m[1]) * 1e6 + Number(m[2]) : 0;
       };
-      files.sort((a, b) => key(a.f) - key(b.f));
+      // A message dovecot moves from new/ to cur/ between the two listings is in both: listed once.
+      const unique = new Map(files.map((x) => [x.f.split(":")[0]!, x]));
+      files = [...unique.values()].sort((a, b) => key(a.f) - key(b.f));
       // Dovecot moves a message from new/ to cur/ (and renames it with its flags) while we read.
       const read = ({ sub, f }: { sub: string; f: string }): DeliveredMail | undefined => {
         const base = f.split(":")[0]!;
