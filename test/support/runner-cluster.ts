@@ -213,7 +213,7 @@ export class RunnerCluster {
   }
 
   /** The usage ledger's records (stream MOM_USAGE of this namespace), in stream order. */
-  async usageRecords(): Promise<{ records: { id: string; channel: string; runId?: string }[]; invalid: number }> {
+  async usageRecords(): Promise<{ records: { id: string; channel: string; runId?: string; estimated?: boolean }[]; invalid: number }> {
     const stream = await openLedgerStream(this.bus, this.replicas);
     const { records, invalid } = validRecords(await stream.readSince(new Date(0)));
     return { records, invalid: invalid.length };

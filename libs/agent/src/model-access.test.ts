@@ -69,6 +69,28 @@ describe("guardedStreamFn", () => {
     expect([llm.requests.length, admitted, told.length, stops.length]).toEqual([0, 0, 0, 0]);
   });
 
+  it("records an answer stopped mid-stream at its estimate (the provider never reports its usage), one that finished at the provider's usage", async () => {
+    llm.reset();
+    llm.enqueue({ text: "word ".repeat(200), chunkDelayMs: 20 }, { text: "done", usage: { input: 7, output: 3 } });
+    const settled: Array<{ stopReason: string; usage: { input: number; output: number; cost: { total: number } }; estimated?: boolean }> = [];
+    const access: ModelAccess = { ...scriptedAccess([{ id: "one", apiKey: "k1" }, { id: "one", apiKey: "k1" }]).access, settled: async (_id, m, _model, estimated) => void settled.push({ ...m, estimated }) };
+    const fn = guardedStreamFn(streamSimple, access, ModelRegistry.inMemory(AuthStorage.inMemory()), () => {});
+    const stop = new AbortController();
+    const stream = await fn(model, ctx, { signal: stop.signal });
+    for await (const e of stream) if (e.type === "text_delta" && e.partial.content.some((c) => c.type === "text" && c.text.length > 40)) stop.abort();
+    expect((await stream.result()).stopReason).toBe("aborted");
+    const e = estimateCall(model, ctx);
+    expect(settled[0]).toMatchObject({ stopReason: "aborted", estimated: true, usage: { input: e.inputTokens } });
+    // What had streamed: more than nothing, less than the whole 1,000-character answer.
+    expect(settled[0]!.usage.output).toBeGreaterThan(5);
+    expect(settled[0]!.usage.output).toBeLessThan(250);
+    expect(settled[0]!.usage.cost.total).toBeCloseTo((e.inputTokens * 10 + settled[0]!.usage.output * 30) / 1e6, 10);
+
+    expect((await (await fn(model, ctx, {})).result()).stopReason).toBe("stop");
+    expect(settled[1]).toMatchObject({ stopReason: "stop", usage: { input: 7, output: 3 } });
+    expect(settled[1]!.estimated).toBe(false);
+  });
+
   it("waits for a credential back within 20 s, and stops with the reason when none is", async () => {
     llm.reset();
     const { access } = scriptedAccess([{ unavailable: "cooling", retryAt: Date.now() + 300 }, { id: "two", apiKey: "k2" }]);

@@ -5,6 +5,7 @@ import {
   type AssistantMessageEvent,
   type AssistantMessageEventStream,
   type Context,
+  calculateCost,
   createAssistantMessageEventStream,
   type Model,
   registerApiProvider,
@@ -42,8 +43,8 @@ export interface ModelAccess {
   pick(model: Model<Api>): Promise<CredentialPick>;
   /** The provider refused the credential: true to try the next one. */
   refused(credentialId: string, refusal: ProviderRefusal, model: Model<Api>): Promise<boolean>;
-  /** The call ended (also in error); its usage is in the message. */
-  settled(credentialId: string, message: AssistantMessage, model: Model<Api>): Promise<void>;
+  /** The call ended (also in error); its usage is in the message: mom's estimate when `estimated` (estimatedUsage). */
+  settled(credentialId: string, message: AssistantMessage, model: Model<Api>, estimated?: boolean): Promise<void>;
 }
 
 /** Output tokens reserved in an estimate: a typical answer, not the model's maximum. */
@@ -74,6 +75,20 @@ export function estimateCall(model: Model<Api>, context: Context): CallEstimate 
   const outputTokens = Math.min(ESTIMATE_OUTPUT_TOKENS, model.maxTokens || ESTIMATE_OUTPUT_TOKENS);
   const usd = (inputTokens * model.cost.input + outputTokens * model.cost.output) / 1_000_000;
   return { inputTokens, outputTokens, usd };
+}
+
+/**
+ * The usage of an answer stopped mid-stream, which the provider never reports (it comes last)
+ * although it has read, and bills, the whole context: the input as spend limits estimate it, the
+ * output from what had streamed. Undefined when the provider's own usage is there.
+ */
+export function estimatedUsage(model: Model<Api>, context: Context, message: AssistantMessage): AssistantMessage["usage"] | undefined {
+  if (message.stopReason !== "aborted" || message.usage.totalTokens > 0) return undefined;
+  const input = estimateCall(model, context).inputTokens;
+  const output = message.content.length ? estimateTokens(message as Parameters<typeof estimateTokens>[0]) : 0;
+  const usage = { input, output, cacheRead: 0, cacheWrite: 0, totalTokens: input + output, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+  calculateCost(model, usage);
+  return usage;
 }
 
 /**
@@ -189,7 +204,8 @@ export function guardedStreamFn(base: StreamFn, access: ModelAccess, registry: M
         }
         const final = closing ? (closing.type === "done" ? closing.message : closing.type === "error" ? closing.error : undefined) : undefined;
         const message = final ?? (await inner.result());
-        await access.settled(pick.id, message, model).catch(() => {});
+        const estimate = estimatedUsage(model, context, message);
+        await access.settled(pick.id, estimate ? { ...message, usage: estimate } : message, model, estimate !== undefined).catch(() => {});
         if (closing) out.push(closing);
         out.end(message);
         return;

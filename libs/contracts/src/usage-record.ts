@@ -20,6 +20,9 @@ export const UsageRecord = Type.Object(
     cacheWrite: Type.Integer({ minimum: 0 }),
     totalTokens: Type.Integer({ minimum: 0 }),
     costUsd: Type.Number({ minimum: 0, description: "By the model's prices (pi-ai, or cost in models.json)" }),
+    estimated: Type.Optional(
+      Type.Boolean({ description: "The provider's usage never came (the answer was stopped mid-stream): input estimated from the context as spend limits do, output from what had streamed" }),
+    ),
   },
   { additionalProperties: false, $id: "UsageRecord" },
 );

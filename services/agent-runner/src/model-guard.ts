@@ -140,8 +140,8 @@ export class ModelGuard {
         if ("id" in next) await this.rotated(ch, { provider: model.provider, from: id, to: next.id, reason, until: new Date(until).toISOString() });
         return true;
       },
-      settled: async (id, message, model) => {
-        const recorded = this.record(ch, id, message, model).catch((err: unknown) => log.error({ err }, "usage not recorded in the ledger"));
+      settled: async (id, message, model, estimated) => {
+        const recorded = this.record(ch, id, message, model, estimated === true).catch((err: unknown) => log.error({ err }, "usage not recorded in the ledger"));
         this.recording.add(recorded);
         void recorded.finally(() => this.recording.delete(recorded));
         // Only a spend limit needs the next call to see this one's usage: otherwise the run goes on.
@@ -152,7 +152,7 @@ export class ModelGuard {
     };
   }
 
-  private async record(ch: GuardedChannel, credential: string, m: AssistantMessage, model: Model): Promise<void> {
+  private async record(ch: GuardedChannel, credential: string, m: AssistantMessage, model: Model, estimated: boolean): Promise<void> {
     const u = m.usage;
     if (!u || (u.totalTokens === 0 && u.cost.total === 0)) return;
     const runId = ch.currentRun()?.runId;
@@ -171,6 +171,7 @@ export class ModelGuard {
       cacheWrite: u.cacheWrite,
       totalTokens: u.totalTokens,
       costUsd: Math.max(0, u.cost.total),
+      ...(estimated && { estimated }),
     });
   }
 
