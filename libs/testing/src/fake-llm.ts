@@ -93,7 +93,7 @@ export interface FakeRequest {
   /**
    * How its response ended: "completed" once the whole response was handed to the socket,
    * "aborted" when the client went away first (a killed runner, an aborted run). Unset: still open.
-   * Usage checks count only completed calls: nobody can record what an aborted one cost.
+   * A completed call has its usage in the ledger; an aborted one at most an estimate of it (`estimated`).
    */
   outcome?: "completed" | "aborted";
   endedAt?: number;

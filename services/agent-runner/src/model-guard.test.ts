@@ -45,9 +45,9 @@ async function guardAt(clock: { now: Date }, config: object, namespace = uniqueN
   const guard = await ModelGuard.open(loadConfig(dataDir, {}), bus, log, { now: () => clock.now });
   opened.push(() => guard.close());
   const access = guard.forChannel({ ref: { adapter: "cli", channelId: "local" }, key: "cli/local", store: undefined as never, currentRun: () => undefined, hasDefault: () => true });
-  /** One model call of `tokens` tokens, settled (and so recorded) now. */
-  const call = (tokens: number) =>
-    access.settled("env", { role: "assistant", stopReason: "stop", usage: { input: tokens, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: tokens, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } } } as never, model);
+  /** One model call of `tokens` tokens, settled (and so recorded) now; `estimated`: an answer stopped mid-stream. */
+  const call = (tokens: number, estimated?: boolean) =>
+    access.settled("env", { role: "assistant", stopReason: estimated ? "aborted" : "stop", usage: { input: tokens, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: tokens, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } } } as never, model, estimated);
   /** Whether a call needing `tokens` more may be made now (undefined) or the limit's message. */
   const admit = (tokens: number) => access.admit(() => ({ inputTokens: tokens, outputTokens: 0, usd: 0 }), model);
   const spent = (period: "day" | "month") => guard.ledger.totals.spent(period, clock.now, { kind: "global" }).tokens;
@@ -122,6 +122,17 @@ describe("spend limits at the turn of a day and a month", () => {
     expect(purged.spent("month")).toBe(0);
     await purged.call(1000);
     expect(purged.spent("month")).toBe(1000);
+  });
+
+  it("an answer stopped mid-stream counts against the limits at its estimate, and its record says it is one", async () => {
+    const clock = { now: new Date(nextMonth.getTime() + 30_000) };
+    const g = await guardAt(clock, limits);
+    await g.call(900, true);
+    await g.call(100);
+    expect(g.spent("day")).toBe(1000);
+    expect(await g.admit(1400)).toMatch(/^Token limit reached/);
+    const records = (await (await openLedgerStream(g.bus)).readSince(new Date(0))).map((r) => r.data as UsageRecord);
+    expect(records.map((r) => [r.totalTokens, r.estimated])).toEqual([[900, true], [100, undefined]]);
   });
 
   it("a guard started on Nov 30 23:59:50 counts December from zero after midnight UTC, and each day from zero", async () => {
