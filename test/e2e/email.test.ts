@@ -157,6 +157,28 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
     expect(readFileSync(join(s.loaded.paths.workspaceDir, "channels", EMAIL_ADAPTER, (await message(ask2)).channelId, "scratch", "plan.txt"), "utf8")).toBe("final\n");
   });
 
+  it("a code mailed before a restart of the ingress still decides its approval after it; a wrong one still does not", async () => {
+    s.llm.enqueue(
+      { toolCalls: [{ name: "write", arguments: { label: "Draft", path: "scratch/memo.txt", content: "draft\n" } }] },
+      { toolCalls: [{ name: "edit", arguments: { label: "Sign", path: "scratch/memo.txt", oldText: "draft", newText: "signed" } }] },
+      { text: "The memo is signed." },
+    );
+    const ask = await s.mail.send({ from: MAIL.ana, to: MAIL.mom, subject: "Memo", text: "sign the memo" });
+    const prompt = await answer(MAIL.carol, ask, (m) => /Approval needed/.test(m.text ?? ""));
+    const code = /"approve (\d{8})"/.exec(prompt.text ?? "")![1]!;
+    await s.stopIngress();
+    await s.startIngress();
+    const replyTo = (text: string) => s.mail.send({ from: MAIL.carol, to: MAIL.mom, subject: `Re: ${prompt.subject}`, inReplyTo: prompt.messageId!, references: [...[prompt.references ?? []].flat(), prompt.messageId!], text });
+    const wrong = await replyTo(`approve ${code === "12345678" ? "87654321" : "12345678"}`);
+    expect((await answer(MAIL.carol, wrong)).text).toMatch(/^No approval is waiting for the code \d{8}: nothing was decided\./);
+    await replyTo(`approve ${code}`);
+    await answer(MAIL.ana, ask, (m) => /^The memo is signed\./.test(m.text ?? ""), 30_000);
+    const channelId = (await message(ask)).channelId;
+    expect(readFileSync(join(s.loaded.paths.workspaceDir, "channels", EMAIL_ADAPTER, channelId, "scratch", "memo.txt"), "utf8")).toBe("signed\n");
+    const decisions = (await controlMessagesOf(s.bus, { adapter: EMAIL_ADAPTER, channelId })).filter((c) => c.type === "approval_decision");
+    expect(decisions.map((d) => d.type === "approval_decision" && [d.decidedBy.id, d.decision])).toEqual([[MAIL.carol, "allow-once"]]);
+  });
+
   it("a sender not on allowFrom is ignored and logged (and the mail marked seen)", async () => {
     const asked = s.llm.requests.length;
     const id = await s.mail.send({ from: MAIL.eve, to: MAIL.mom, subject: "hi", text: "answer me" });

@@ -1,4 +1,4 @@
-import { randomInt } from "node:crypto";
+import { createHmac, randomInt } from "node:crypto";
 import type { ApprovalClick } from "./ingress-kit.js";
 import { RecentMap } from "./recent.js";
 
@@ -9,15 +9,27 @@ interface Code {
   spent?: string;
 }
 
+/** The prompt a typed answer replies to, as the platform names it (a mail's In-Reply-To). */
+export interface PromptRef {
+  approvalId: string;
+  channel: string;
+}
+
+/** How many derived codes a prompt may have been given (a clash with a code in use takes the next). */
+const DERIVATIONS = 4;
+
 /**
  * One-time codes for approvals decided by typing (a platform without buttons: a mail's reply, an
- * SMS): 8 random digits per prompt, so a code read off one prompt decides nothing else, and each
- * decides once. Kept by code and by the prompt's message id; a restart forgets them (the runner
- * expires the approval).
+ * SMS): 8 digits per prompt, so a code read off one prompt decides nothing else, and each decides
+ * once. Kept by code and by the prompt's message id. Without `key` they are random and a restart
+ * forgets them (the runner expires the approval). With `key` (a secret of the adapter's) a code is
+ * derived from it, the channel and the approval id, so after a restart a typed answer that names
+ * its prompt (`decide`'s `recall`) still decides; who may decide is then checked by the runner.
  */
 export class ApprovalCodes {
   private readonly codes = new RecentMap<Code>(1000);
   private readonly byPrompt = new RecentMap<string>(1000);
+  private readonly key?: string;
 
   /**
    * A typed answer deciding an approval: its first non-empty line starts `approve <code>` or
@@ -29,22 +41,43 @@ export class ApprovalCodes {
   }
 
   /** `where` names the place the code is read from, in a refusal ("the approval mail"). */
-  constructor(private readonly where = "the approval prompt") {}
+  constructor(
+    private readonly where = "the approval prompt",
+    o: { key?: string } = {},
+  ) {
+    if (o.key !== undefined) this.key = o.key;
+  }
 
   issue(approvalId: string, channel: string, promptId: string): string {
+    // A code in use for another approval is not given twice (a derived one takes the next derivation).
+    const taken = (c: string) => {
+      const e = this.codes.get(c);
+      return e !== undefined && (e.approvalId !== approvalId || e.channel !== channel);
+    };
     let code: string;
-    do code = String(randomInt(10_000_000, 100_000_000));
-    while (this.codes.get(code));
+    let n = 0;
+    do code = this.key === undefined ? String(randomInt(10_000_000, 100_000_000)) : this.derive({ approvalId, channel }, n++);
+    while (taken(code) && (this.key === undefined || n < DERIVATIONS));
     this.codes.set(code, { approvalId, channel });
     this.byPrompt.set(promptId, code);
     return code;
   }
 
-  /** The approval a code decides, or the reply saying why it decides nothing. */
-  lookup(code: string): Code | { refusal: string } {
+  private derive(p: PromptRef, n: number): string {
+    const mac = createHmac("sha256", this.key!).update(`mom approval code ${n}\n${p.channel}\n${p.approvalId}`).digest();
+    return String(10_000_000 + (mac.readUInt32BE(0) % 90_000_000));
+  }
+
+  /**
+   * The approval a code decides, or the reply saying why it decides nothing. `prompt`: the prompt
+   * the answer replies to, when this process did not give its code (it started since): the code
+   * decides it if it is the one derived for it.
+   */
+  lookup(code: string, prompt?: PromptRef): Code | { refusal: string } {
     const c = this.codes.get(code);
-    if (!c) return { refusal: `No approval is waiting for the code ${code}: nothing was decided. Check the code in ${this.where}.` };
-    return c.spent ? { refusal: `The code ${code} was used already (${c.spent}): nothing was decided.` } : c;
+    if (c) return c.spent ? { refusal: `The code ${code} was used already (${c.spent}): nothing was decided.` } : c;
+    if (prompt && this.key !== undefined && Array.from({ length: DERIVATIONS }, (_, n) => this.derive(prompt, n)).includes(code)) return { ...prompt };
+    return { refusal: `No approval is waiting for the code ${code}: nothing was decided. Check the code in ${this.where}.` };
   }
 
   /** The code decided its approval, or the approval ended: it decides nothing more. */
@@ -57,18 +90,23 @@ export class ApprovalCodes {
    * A typed `approve <code>` / `deny <code>` -> the approval decision through `inbound.decide`.
    * Resolves with the line to send back when nothing was decided: the code is unknown or used
    * already, or `user` may not decide (the decision is sent, and refused by the runner). A decision
-   * made spends the code.
+   * made spends the code. `recall` names the prompt the answer replies to, read from the platform,
+   * for a code this process did not give (with `key`; asked only then).
    */
   async decide(
     inbound: { decide(click: ApprovalClick): Promise<{ refusal?: string }> },
     typed: { code: string; decision: ApprovalClick["decision"] },
     user: ApprovalClick["user"],
+    recall?: () => PromptRef | undefined,
   ): Promise<{ refusal?: string }> {
-    const c = this.lookup(typed.code);
+    const known = this.codes.get(typed.code) !== undefined;
+    const c = this.lookup(typed.code, known || this.key === undefined ? undefined : recall?.());
     if ("refusal" in c) return c;
     const { refusal } = await inbound.decide({ approvalId: c.approvalId, decision: typed.decision, user, channel: c.channel });
     if (refusal) return { refusal };
-    this.spend(typed.code, `${typed.decision === "deny" ? "denied" : "approved"} by ${user.username}`);
+    // A recalled prompt's approvers are not known here: whether `user` decided is the runner's to
+    // say, so the code stays good for the one who may (the runner takes one decision).
+    if (known) this.spend(typed.code, `${typed.decision === "deny" ? "denied" : "approved"} by ${user.username}`);
     return {};
   }
 

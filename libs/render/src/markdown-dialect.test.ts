@@ -34,6 +34,37 @@ describe("ApprovalCodes", () => {
     expect(codes.lookup(late)).toEqual({ refusal: `The code ${late} was used already (⌛ No decision in time: denied.): nothing was decided.` });
   });
 
+  it("with a key, a code given before a restart still decides the prompt the answer names, and nothing else", async () => {
+    const before = new ApprovalCodes("the approval mail", { key: "adapter secret" });
+    const code = before.issue("ap-1", "thread-a", "prompt-1");
+    expect(code).toMatch(/^\d{8}$/);
+    expect(before.issue("ap-1", "thread-a", "prompt-1 again")).toBe(code);
+    const after = new ApprovalCodes("the approval mail", { key: "adapter secret" });
+    const clicks: unknown[] = [];
+    const inbound = { decide: async (click: unknown) => (clicks.push(click), {}) };
+    const carol = { id: "carol@example.org", username: "carol@example.org" };
+    const refused = { refusal: expect.stringMatching(/^No approval is waiting for the code \d+: nothing was decided\./) };
+    // Without the prompt it answers, or with another prompt, another channel, another key: nothing.
+    expect(await after.decide(inbound, { code, decision: "allow-once" }, carol)).toEqual(refused);
+    expect(await after.decide(inbound, { code, decision: "allow-once" }, carol, () => ({ approvalId: "ap-2", channel: "thread-a" }))).toEqual(refused);
+    expect(await after.decide(inbound, { code, decision: "allow-once" }, carol, () => ({ approvalId: "ap-1", channel: "thread-b" }))).toEqual(refused);
+    const otherKey = new ApprovalCodes("the approval mail", { key: "another secret" });
+    expect(await otherKey.decide(inbound, { code, decision: "allow-once" }, carol, () => ({ approvalId: "ap-1", channel: "thread-a" }))).toEqual(refused);
+    expect(clicks).toEqual([]);
+    // Its own prompt: decided, and not spent here (the runner takes one decision, from one who may).
+    const prompt = () => ({ approvalId: "ap-1", channel: "thread-a" });
+    expect(await after.decide(inbound, { code, decision: "deny" }, { id: "bob@example.org", username: "bob@example.org" }, prompt)).toEqual({});
+    expect(await after.decide(inbound, { code, decision: "allow-once" }, carol, prompt)).toEqual({});
+    expect(clicks).toEqual([
+      { approvalId: "ap-1", decision: "deny", user: { id: "bob@example.org", username: "bob@example.org" }, channel: "thread-a" },
+      { approvalId: "ap-1", decision: "allow-once", user: carol, channel: "thread-a" },
+    ]);
+    // Without a key nothing survives: the same code after a restart decides nothing.
+    const random = new ApprovalCodes();
+    const r = random.issue("ap-1", "thread-a", "p");
+    expect(await new ApprovalCodes().decide(inbound, { code: r, decision: "allow-once" }, carol, prompt)).toEqual({ refusal: expect.stringMatching(/^No approval is waiting/) });
+  });
+
   it("decide: a typed code becomes the decision, which spends it; a refused person leaves it for an approver", async () => {
     const codes = new ApprovalCodes();
     const code = codes.issue("ap-1", "#team", "p-1");

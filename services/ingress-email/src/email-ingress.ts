@@ -2,7 +2,7 @@ import { ApprovalCodes, type IngressDefinition, RecentMap, storedPlatformIds } f
 import EmailReplyParser from "email-reply-parser";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
-import { addresses, autoReplyReason, bounceOf, type MailInfo, mailInfo, messageIdOf, threadChannel } from "./email-mail.js";
+import { addresses, autoReplyReason, bounceOf, type MailInfo, mailInfo, messageIdOf, promptOf, threadChannel } from "./email-mail.js";
 import { EmailSettings, senderAllowed } from "./email-settings.js";
 import { EmailSurface } from "./email-surface.js";
 import { ImapMailbox } from "./imap-mailbox.js";
@@ -30,7 +30,7 @@ export const emailIngress: IngressDefinition<typeof EmailSettings> = {
     const remember = (m: MailInfo) => (mails.set(m.id, m), latest.set(m.channel, m));
     const self = s.address.toLowerCase();
     const allowed = (a: string) => senderAllowed(a, s.allowFrom);
-    const codes = new ApprovalCodes("the approval mail");
+    const codes = new ApprovalCodes("the approval mail", { key: `${s.address}\n${s.password}` });
     const mailbox: ImapMailbox = new ImapMailbox({
       imap: { host: s.imapHost, port: s.imapPort ?? 993, secure: s.imapTls ?? true, auth },
       mailbox: s.mailbox ?? "INBOX",
@@ -78,7 +78,7 @@ export const emailIngress: IngressDefinition<typeof EmailSettings> = {
       const visible = new EmailReplyParser().parseReply(p.text ?? "").trim();
       const command = ApprovalCodes.read(visible);
       if (command) {
-        const { refusal } = await codes.decide(ctx.inbound, command, { id: from, username: from });
+        const { refusal } = await codes.decide(ctx.inbound, command, { id: from, username: from }, () => promptOf(p));
         if (refusal) await surface.send(channel, { replyTo: id }, refusal);
         return true;
       }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { simpleParser } from "mailparser";
 import { ApprovalCodes } from "@mom/ingress-sdk";
-import { autoReplyReason, bounceOf, mailInfo, momMessageId, replySubject, threadChannel } from "./email-mail.js";
+import { autoReplyReason, bounceOf, mailInfo, momMessageId, promptOf, replySubject, threadChannel } from "./email-mail.js";
 import { senderAllowed } from "./email-settings.js";
 
 const mail = (headers: string, body = "hi") => simpleParser(`${headers.trim().replace(/\n/g, "\r\n")}\r\n\r\n${body}\r\n`, { keepDeliveryStatus: true });
@@ -16,6 +16,11 @@ describe("e-mail threads", () => {
     // A client that keeps only In-Reply-To, answering one of mom's mails: the id names the channel.
     const toMom = await mail(`Message-ID: <r3@example.org>\nIn-Reply-To: <${momMessageId(channel, "mom@mom.test")}>`);
     expect(threadChannel(toMom, "r3@example.org")).toBe(channel);
+    // A reply to an approval prompt names the prompt's approval (a restart forgets the codes given), and is in the thread.
+    const toPrompt = await mail(`Message-ID: <r4@example.org>\nIn-Reply-To: <${momMessageId(channel, "mom@mom.test", "ap:1/é")}>`);
+    expect(promptOf(toPrompt)).toEqual({ approvalId: "ap:1/é", channel });
+    expect(threadChannel(toPrompt, "r4@example.org")).toBe(channel);
+    expect(promptOf(toMom)).toBeUndefined();
     const other = await mail("Message-ID: <other@example.org>");
     expect(threadChannel(other, "other@example.org")).not.toBe(channel);
   });

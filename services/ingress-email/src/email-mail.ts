@@ -1,5 +1,6 @@
 // What mom reads from a parsed e-mail: its conversation, whether a machine sent it, whom an answer goes to.
 import { createHash, randomUUID } from "node:crypto";
+import type { PromptRef } from "@mom/ingress-sdk";
 import type { AddressObject, ParsedMail } from "mailparser";
 
 /** A mail mom may answer. `id` is its Message-ID without brackets; `references` are a reply's (this one last); `to`/`cc` a reply's recipients. */
@@ -16,8 +17,15 @@ const MOM_ID = /^<?mom\.([0-9a-f]{24})\.[^@>]+@[^>]+>?$/;
 export const bare = (id: string): string => id.replace(/^<|>$/g, "");
 const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 
-/** The Message-ID of a mail mom sends in `channel`: it names the channel, so any reply to it finds the thread. */
-export const momMessageId = (channel: string, address: string): string => `mom.${channel}.${randomUUID()}@${address.slice(address.indexOf("@") + 1)}`;
+/** The Message-ID of a mail mom sends in `channel`: names the channel (a reply finds the thread), a prompt's its approval (one survives a restart). */
+export const momMessageId = (channel: string, address: string, approvalId?: string): string =>
+  `mom.${channel}.${approvalId ? `approval-${Buffer.from(approvalId).toString("base64url")}.` : ""}${randomUUID()}@${address.slice(address.indexOf("@") + 1)}`;
+
+/** The approval prompt a mail replies to (its In-Reply-To, as momMessageId wrote it). */
+export function promptOf(p: ParsedMail): PromptRef | undefined {
+  const m = /^<?mom\.([0-9a-f]{24})\.approval-([\w-]+)\./.exec(p.inReplyTo ?? "");
+  return m ? { channel: m[1]!, approvalId: Buffer.from(m[2]!, "base64url").toString() } : undefined;
+}
 
 /** The Message-ID, or for a mail without one a hash of its bytes, so that a redelivery is still the same message. */
 export const messageIdOf = (p: ParsedMail, source: Buffer): string => (p.messageId ? bare(p.messageId) : `sha256-${sha256(source)}`);

@@ -51,7 +51,7 @@ export class EmailSurface implements ChatSurface {
 
   /** To the approvers (the thread's people in Cc), with a one-time code to reply with. */
   prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string> {
-    const id = momMessageId(channel, this.o.from.address);
+    const id = momMessageId(channel, this.o.from.address, approvalId);
     const code = this.o.codes.issue(approvalId, channel, id);
     const hint = `To decide, reply to this mail with "approve ${code}" or "deny ${code}" as its first line.`;
     return this.send(channel, at, `${text}\n\n${hint}`, { to: approvers, id });
