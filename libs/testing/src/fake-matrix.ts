@@ -203,9 +203,14 @@ export class FakeMatrix {
   /**
    * A person sends a message (`m.text`, or `msgtype`); `mentions` becomes `m.mentions.user_ids`
    * (left out: no `m.mentions` at all, as older clients send); `thread` puts it in a thread;
-   * `replyTo` makes it a reply; `file` uploads the bytes and sends an `m.file` (`text` is its caption).
+   * `replyTo` makes it a reply; `file` uploads the bytes and sends an `m.file` (`text` is its caption);
+   * `content`: more fields of the event's content, as any client may add (a forged one included).
    */
-  say(roomId: string, from: MxUser, m: { text?: string; html?: string; mentions?: string[]; msgtype?: string; thread?: string; replyTo?: string; file?: { name: string; bytes: Uint8Array; mimeType?: string; msgtype?: string } }): MxEvent {
+  say(
+    roomId: string,
+    from: MxUser,
+    m: { text?: string; html?: string; mentions?: string[]; msgtype?: string; thread?: string; replyTo?: string; file?: { name: string; bytes: Uint8Array; mimeType?: string; msgtype?: string }; content?: Record<string, unknown> },
+  ): MxEvent {
     let content: Record<string, unknown>;
     if (m.file) {
       const mxc = this.storeMedia(m.file.bytes, m.file.mimeType ?? "application/octet-stream", m.file.name);
@@ -217,7 +222,7 @@ export class FakeMatrix {
     if (m.mentions) content["m.mentions"] = { user_ids: m.mentions };
     if (m.thread) content["m.relates_to"] = { rel_type: "m.thread", event_id: m.thread, is_falling_back: !m.replyTo, "m.in_reply_to": { event_id: m.replyTo ?? m.thread } };
     else if (m.replyTo) content["m.relates_to"] = { "m.in_reply_to": { event_id: m.replyTo } };
-    return this.append(roomId, { type: "m.room.message", sender: from.userId, content });
+    return this.append(roomId, { type: "m.room.message", sender: from.userId, content: { ...content, ...m.content } });
   }
 
   /** A message as an encrypted room has them: ciphertext only. */
