@@ -7,7 +7,7 @@ export interface MailboxOptions {
   imap: ImapFlowOptions;
   mailbox: string;
   log: Logger;
-  /** Handles one unseen message: true once done with it (it is marked \Seen); false or a throw leaves it for later. */
+  /** Handles one unseen message: true once done with it (it is marked \Seen); false or a throw leaves it, and the ones after it, for later. */
   handle(source: Buffer): Promise<boolean>;
   /** How soon unseen messages are read again after one failed (default 30 s). */
   retryMs?: number;
@@ -86,8 +86,9 @@ export class ImapMailbox {
       const msg = this.stopped ? false : await client.fetchOne(String(uid), { source: true }, { uid: true });
       if (!msg || !msg.source) continue;
       const done = await this.o.handle(msg.source).catch((err: Error) => (this.o.log.error({ err, uid }, `handling mail ${uid} failed: ${err.message}`), false));
-      if (done) await client.messageFlagsAdd(String(uid), ["\\Seen"], { uid: true });
-      else this.retry ??= setTimeout(() => ((this.retry = undefined), void this.sweep()), this.o.retryMs ?? 30_000).unref();
+      // The mails after one not handled wait for it: a thread's mails reach mom in the order they came.
+      if (!done) return void (this.retry ??= setTimeout(() => ((this.retry = undefined), void this.sweep()), this.o.retryMs ?? 30_000).unref());
+      await client.messageFlagsAdd(String(uid), ["\\Seen"], { uid: true });
     }
   }
 
