@@ -9,6 +9,12 @@ import { fileURLToPath } from "node:url";
 import { ensureBubblewrap, ensureKustomize, ensureNatsServer } from "./ensure-tools.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+// Checked before the build: a typo should cost nothing.
+const workers = process.env.MOM_TEST_WORKERS ?? "3";
+if (!/^[1-9]\d*$/.test(workers)) {
+  console.error(`npm test: MOM_TEST_WORKERS must be a whole number of Jest workers, 1 or more (got "${workers}")`);
+  process.exit(2);
+}
 const ensure = spawnSync(process.execPath, [join(root, "scripts/ensure.mjs")], { stdio: "inherit" });
 if (ensure.status !== 0) process.exit(ensure.status ?? 1);
 if (!(await ensureNatsServer()) || !ensureBubblewrap({ required: true }) || !ensureKustomize()) process.exit(1);
@@ -19,7 +25,7 @@ if (!(await ensureNatsServer()) || !ensureBubblewrap({ required: true }) || !ens
 // were measured. A run of chosen paths is one phase of two workers.
 const args = process.argv.slice(2);
 const phases = args.length > 0 ? [{ workers: 2, args }] : [
-  { workers: Number(process.env.MOM_TEST_WORKERS ?? 3), args: ["--testPathIgnorePatterns", "/test/chaos/"] },
+  { workers: Number(workers), args: ["--testPathIgnorePatterns", "/test/chaos/"] },
   { workers: 2, args: ["test/chaos"] },
 ];
 
