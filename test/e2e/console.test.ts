@@ -391,6 +391,19 @@ async function receiptsUntil(st: Stack, done: (rs: Receipt[]) => boolean): Promi
     const again = await page.request.post(`${con.url}/dead-letters/${seq}/republish`, { form: { payload: JSON.stringify({ ...message, isMention: true }) }, headers: { origin: con.url }, maxRedirects: 0 });
     expect(again.status()).toBe(303);
     expect((await st.bus.streamInfo("IN"))!.state.last_seq).toBe(inBefore + 1);
+    // A console started since (a restart: nothing in its memory) reads the re-publish back from the
+    // stream on the letter's page, so nobody puts the letter back twice by mistake.
+    const logger = createLogger("console-e2e-later", { level: "warn" });
+    const later = await startConsole({ loaded: st.loaded, bus: busOptions(st.loaded, st.nats.url, "console", logger), logger, port: 0, host: "127.0.0.1", retryMs: 200 });
+    try {
+      const fresh = await signIn(later.url, VICTOR);
+      await fresh.goto(`${later.url}/dead-letters/${seq}`);
+      const shown = fresh.getByTestId("dlq-republished");
+      await expect(shown.count()).resolves.toBe(1);
+      await expect(shown.textContent()).resolves.toMatch(new RegExp(`^Re-published by alice \\(console\\) at .+ \\(stream sequence ${inBefore + 1}, msg-id dlq-${seq}-[0-9a-f]{16}\\)$`));
+    } finally {
+      await later.close();
+    }
   }, 90_000);
 
   it("spend: a channel over its limit shows as paused with the runner's own words, and usage per channel, adapter and model", async () => {

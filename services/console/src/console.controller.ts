@@ -138,7 +138,7 @@ export class ConsoleController {
     const n = Number(seq);
     const d = Number.isInteger(n) && n > 0 ? await this.svc.deadLetter(n) : undefined;
     if (!d) return html(res, 404, this.views.render("message", { user: req.consoleUser, title: "No such dead letter", text: `MOM_DLQ has no message #${seq} (aged out, or never there).`, back: "/dead-letters" }));
-    html(res, 200, this.views.render("dead-letter", { user: req.consoleUser, d, text: indented(d.payload ?? ""), republished: this.svc.republishedOf(n) }));
+    html(res, 200, this.views.render("dead-letter", { user: req.consoleUser, d, text: indented(d.payload ?? ""), republished: await this.svc.readRepublished(d) }));
   }
 
   @Post("dead-letters/:seq/republish")
@@ -153,7 +153,7 @@ export class ConsoleController {
       // A payload that does not pass: the form again, with the text as edited and why.
       const d = err instanceof ChangeRefused && err.status === 400 ? await this.svc.deadLetter(n) : undefined;
       if (!d) return this.refused(req, res, err, "Not re-published", `/dead-letters/${n}`);
-      html(res, 400, this.views.render("dead-letter", { user: req.consoleUser, d, text, error: (err as Error).message, republished: this.svc.republishedOf(n) }));
+      html(res, 400, this.views.render("dead-letter", { user: req.consoleUser, d, text, error: (err as Error).message, republished: await this.svc.readRepublished(d) }));
     }
   }
 
