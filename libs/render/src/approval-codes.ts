@@ -13,6 +13,8 @@ interface Code {
 export interface PromptRef {
   approvalId: string;
   channel: string;
+  /** The prompt's message id, so that it is closed with the outcome (`recalledPrompt`). */
+  promptId?: string;
 }
 
 /** How many derived codes a prompt may have been given (a clash with a code in use takes the next). */
@@ -29,6 +31,8 @@ const DERIVATIONS = 4;
 export class ApprovalCodes {
   private readonly codes = new RecentMap<Code>(1000);
   private readonly byPrompt = new RecentMap<string>(1000);
+  /** Prompts of before a restart that a typed answer decided, by approval id. */
+  private readonly recalled = new RecentMap<string>(1000);
   private readonly key?: string;
 
   /**
@@ -76,7 +80,7 @@ export class ApprovalCodes {
   lookup(code: string, prompt?: PromptRef): Code | { refusal: string } {
     const c = this.codes.get(code);
     if (c) return c.spent ? { refusal: `The code ${code} was used already (${c.spent}): nothing was decided.` } : c;
-    if (prompt && this.key !== undefined && Array.from({ length: DERIVATIONS }, (_, n) => this.derive(prompt, n)).includes(code)) return { ...prompt };
+    if (prompt && this.key !== undefined && Array.from({ length: DERIVATIONS }, (_, n) => this.derive(prompt, n)).includes(code)) return { approvalId: prompt.approvalId, channel: prompt.channel };
     return { refusal: `No approval is waiting for the code ${code}: nothing was decided. Check the code in ${this.where}.` };
   }
 
@@ -100,14 +104,21 @@ export class ApprovalCodes {
     recall?: () => PromptRef | undefined,
   ): Promise<{ refusal?: string }> {
     const known = this.codes.get(typed.code) !== undefined;
-    const c = this.lookup(typed.code, known || this.key === undefined ? undefined : recall?.());
+    const prompt = known || this.key === undefined ? undefined : recall?.();
+    const c = this.lookup(typed.code, prompt);
     if ("refusal" in c) return c;
+    if (prompt?.promptId) this.recalled.set(c.approvalId, prompt.promptId);
     const { refusal } = await inbound.decide({ approvalId: c.approvalId, decision: typed.decision, user, channel: c.channel });
     if (refusal) return { refusal };
     // A recalled prompt's approvers are not known here: whether `user` decided is the runner's to
     // say, so the code stays good for the one who may (the runner takes one decision).
     if (known) this.spend(typed.code, `${typed.decision === "deny" ? "denied" : "approved"} by ${user.username}`);
     return {};
+  }
+
+  /** The message id of a prompt of before a restart that a typed answer decided (Layout.recalledPrompt). */
+  recalledPrompt(approvalId: string): string | undefined {
+    return this.recalled.get(approvalId);
   }
 
   /** The prompt closed (decided or expired): its code is spent. */

@@ -37,6 +37,8 @@ export interface ChatSurface {
   prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string>;
   /** The prompt without its buttons, reading `text`. */
   closePrompt(channel: string, messageId: string, text: string): Promise<void>;
+  /** The id of a prompt of before a restart that a decision named (Layout.recalledPrompt). */
+  recalledPrompt?(approvalId: string): string | undefined;
   deadline?(expiresAt: string): string;
 }
 
@@ -129,6 +131,10 @@ export class MessageLayout implements Layout<MessageRun, string> {
 
   resolvePrompt(channel: string, messageId: string, text: string): Promise<void> {
     return this.surface.closePrompt(channel, messageId, text);
+  }
+
+  recalledPrompt(approvalId: string): string | undefined {
+    return this.surface.recalledPrompt?.(approvalId);
   }
 
   async typing(channel: string, view: RunView): Promise<void> {

@@ -41,6 +41,11 @@ export interface Layout<S, P = unknown> {
   prompt(channel: string, view: RunView, state: S | undefined, ev: Ev<"approval_requested">, text: string): Promise<P>;
   /** The prompt loses its buttons and reads `text` (the prompt and how it ended). */
   resolvePrompt(channel: string, prompt: P, text: string): Promise<void>;
+  /**
+   * A prompt of before a restart that a decision named (a typed code's reply to it): where it is,
+   * so that it is closed too, with the outcome line alone (its text is not known here).
+   */
+  recalledPrompt?(approvalId: string): P | undefined;
   /** How the platform writes an approval's expiry, after "no decision". */
   deadline?(expiresAt: string): string;
   /** Shows "typing…" in the run's conversation (renewed every `typingIntervalMs`). */
@@ -178,7 +183,12 @@ export class Presenter<S, P = unknown> {
       case "approval_resolved": {
         const a = this.approvals.get(ev.approvalId);
         this.approvals.delete(ev.approvalId);
-        if (a?.prompt !== undefined) await this.layout.resolvePrompt(a.channel, a.prompt, `${a.text}\n${approvalOutcomeLine(ev, this.layout.dialect)}`);
+        const outcome = approvalOutcomeLine(ev, this.layout.dialect);
+        if (a?.prompt !== undefined) await this.layout.resolvePrompt(a.channel, a.prompt, `${a.text}\n${outcome}`);
+        else if (!a) {
+          const recalled = this.layout.recalledPrompt?.(ev.approvalId);
+          if (recalled !== undefined) await this.layout.resolvePrompt(channel, recalled, outcome);
+        }
         break;
       }
       case "run_ended": {

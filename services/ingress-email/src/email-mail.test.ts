@@ -18,7 +18,7 @@ describe("e-mail threads", () => {
     expect(threadChannel(toMom, "r3@example.org")).toBe(channel);
     // A reply to an approval prompt names the prompt's approval (a restart forgets the codes given), and is in the thread.
     const toPrompt = await mail(`Message-ID: <r4@example.org>\nIn-Reply-To: <${momMessageId(channel, "mom@mom.test", "ap:1/é")}>`);
-    expect(promptOf(toPrompt)).toEqual({ approvalId: "ap:1/é", channel });
+    expect(promptOf(toPrompt)).toEqual({ approvalId: "ap:1/é", channel, promptId: toPrompt.inReplyTo!.replace(/^<|>$/g, "") });
     expect(threadChannel(toPrompt, "r4@example.org")).toBe(channel);
     expect(promptOf(toMom)).toBeUndefined();
     const other = await mail("Message-ID: <other@example.org>");

@@ -24,7 +24,7 @@ export const momMessageId = (channel: string, address: string, approvalId?: stri
 /** The approval prompt a mail replies to (its In-Reply-To, as momMessageId wrote it). */
 export function promptOf(p: ParsedMail): PromptRef | undefined {
   const m = /^<?mom\.([0-9a-f]{24})\.approval-([\w-]+)\./.exec(p.inReplyTo ?? "");
-  return m ? { channel: m[1]!, approvalId: Buffer.from(m[2]!, "base64url").toString() } : undefined;
+  return m ? { channel: m[1]!, approvalId: Buffer.from(m[2]!, "base64url").toString(), promptId: bare(p.inReplyTo!) } : undefined;
 }
 
 /** The Message-ID, or for a mail without one a hash of its bytes, so that a redelivery is still the same message. */
