@@ -316,5 +316,8 @@ describe("Matrix ingress across a restart (sync token in a file) and on a homese
     await eventually(() => answers().find((m) => m.body.startsWith("The notes are final.")), "the answer after the decision");
     const decisions = (await controlMessagesOf(s.bus, { adapter: MX_ADAPTER, channelId: room })).filter((c) => c.type === "approval_decision");
     expect(decisions.map((d) => d.type === "approval_decision" && [d.decidedBy.id, d.decision])).toEqual([[ana.userId, "allow-once"]]);
+    // The prompt says how it ended, as one closed before the restart would (its text read back from it).
+    const closed = await eventually(() => s.matrix.botMessages(room).find((m) => m.eventId === prompt.eventId && /Allowed once/.test(m.body)), "the prompt edited with its outcome");
+    expect(closed.body).toBe(`${prompt.body.replace(/\n\nReact with ✅ to allow once or ❌ to deny\.$/, "")}\n✓ Allowed once by @ana.`);
   });
 });

@@ -35,7 +35,9 @@ export class ApprovalReactions {
 
   private readonly prompts = new RecentMap<Prompt>(1000);
   /** Prompts of before a restart, and messages that are none, as `recall` found them. */
-  private readonly recalled = new RecentMap<Omit<Prompt, "reactions">>(1000);
+  private readonly recalled = new RecentMap<Omit<Prompt, "reactions"> & { text?: string }>(1000);
+  /** The same prompts by approval id, for closing them once decided. */
+  private readonly recalledIds = new RecentMap<string>(1000);
 
   /**
    * A prompt was posted, before the bot's reactions go up (a person may react first): push each
@@ -45,6 +47,13 @@ export class ApprovalReactions {
     const reactions: string[] = [];
     this.prompts.set(promptId, { approvalId, ...(thread && { thread }), reactions });
     return reactions;
+  }
+
+  /** A prompt of before a restart that a reaction decided: its id, and its text as `recall` read it. */
+  recalledPrompt(approvalId: string): { id: string; text?: string } | undefined {
+    const id = this.recalledIds.get(approvalId);
+    const text = id && this.recalled.get(id)?.text;
+    return id ? { id, ...(text !== undefined && { text }) } : undefined;
   }
 
   /** The prompt closed (decided or expired): the bot's own reactions on it, to take back. */
@@ -57,19 +66,20 @@ export class ApprovalReactions {
   /**
    * A person's reaction `key` on the message `promptId` -> the decision through `inbound.decide`.
    * `recall` reads a prompt this process does not know (posted before a restart) from the
-   * platform: its approval id and thread, or undefined when the message is none; asked once per
-   * message. Resolves with undefined when the reaction decides nothing (another emoji, no prompt),
+   * platform: its approval id, thread and text (without `howTo`), or undefined when the message is
+   * none; asked once per message. Resolves with undefined when the reaction decides nothing (another emoji, no prompt),
    * else with the refusal to tell `user` when they may not decide, and the prompt's thread.
    */
   async decide(
     inbound: { decide(click: ApprovalClick): Promise<{ refusal?: string }> },
     reaction: { promptId: string; key: string; channel: string; user: ApprovalClick["user"] },
-    recall: () => Promise<{ approvalId: string; thread?: string } | undefined>,
+    recall: () => Promise<{ approvalId: string; thread?: string; text?: string } | undefined>,
   ): Promise<{ refusal?: string; thread?: string } | undefined> {
     const decision = ApprovalReactions.decisionOf(reaction.key);
     if (!decision) return undefined;
     const prompt = this.prompts.get(reaction.promptId) ?? (await this.recalled.remember(reaction.promptId, async () => (await recall()) ?? {}));
     if (!prompt.approvalId) return undefined;
+    if (!this.prompts.get(reaction.promptId)) this.recalledIds.set(prompt.approvalId, reaction.promptId);
     const { refusal } = await inbound.decide({ approvalId: prompt.approvalId, decision, user: reaction.user, channel: reaction.channel });
     return { ...(refusal && { refusal }), ...(prompt.thread && { thread: prompt.thread }) };
   }

@@ -37,8 +37,8 @@ export interface ChatSurface {
   prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string>;
   /** The prompt without its buttons, reading `text`. */
   closePrompt(channel: string, messageId: string, text: string): Promise<void>;
-  /** The id of a prompt of before a restart that a decision named (Layout.recalledPrompt). */
-  recalledPrompt?(approvalId: string): string | undefined;
+  /** A prompt of before a restart that a decision named: its id, and its text when known (Layout.recalledPrompt). */
+  recalledPrompt?(approvalId: string): { id: string; text?: string } | undefined;
   deadline?(expiresAt: string): string;
 }
 
@@ -133,8 +133,9 @@ export class MessageLayout implements Layout<MessageRun, string> {
     return this.surface.closePrompt(channel, messageId, text);
   }
 
-  recalledPrompt(approvalId: string): string | undefined {
-    return this.surface.recalledPrompt?.(approvalId);
+  recalledPrompt(approvalId: string): { prompt: string; text?: string } | undefined {
+    const r = this.surface.recalledPrompt?.(approvalId);
+    return r && { prompt: r.id, ...(r.text !== undefined && { text: r.text }) };
   }
 
   async typing(channel: string, view: RunView): Promise<void> {

@@ -42,10 +42,11 @@ export interface Layout<S, P = unknown> {
   /** The prompt loses its buttons and reads `text` (the prompt and how it ended). */
   resolvePrompt(channel: string, prompt: P, text: string): Promise<void>;
   /**
-   * A prompt of before a restart that a decision named (a typed code's reply to it): where it is,
-   * so that it is closed too, with the outcome line alone (its text is not known here).
+   * A prompt of before a restart that a decision named (a reaction on it, a typed code's reply to
+   * it): where it is, and its text when the platform gave it back, so that it is closed too (with
+   * the outcome line alone when its text is not known).
    */
-  recalledPrompt?(approvalId: string): P | undefined;
+  recalledPrompt?(approvalId: string): { prompt: P; text?: string } | undefined;
   /** How the platform writes an approval's expiry, after "no decision". */
   deadline?(expiresAt: string): string;
   /** Shows "typing…" in the run's conversation (renewed every `typingIntervalMs`). */
@@ -187,7 +188,7 @@ export class Presenter<S, P = unknown> {
         if (a?.prompt !== undefined) await this.layout.resolvePrompt(a.channel, a.prompt, `${a.text}\n${outcome}`);
         else if (!a) {
           const recalled = this.layout.recalledPrompt?.(ev.approvalId);
-          if (recalled !== undefined) await this.layout.resolvePrompt(channel, recalled, outcome);
+          if (recalled) await this.layout.resolvePrompt(channel, recalled.prompt, recalled.text ? `${recalled.text}\n${outcome}` : outcome);
         }
         break;
       }

@@ -57,8 +57,9 @@ export class EmailSurface implements ChatSurface {
     return this.send(channel, at, `${text}\n\n${hint}`, { to: approvers, id });
   }
 
-  recalledPrompt(approvalId: string): string | undefined {
-    return this.o.codes.recalledPrompt(approvalId);
+  recalledPrompt(approvalId: string): { id: string } | undefined {
+    const id = this.o.codes.recalledPrompt(approvalId);
+    return id ? { id } : undefined;
   }
 
   /** A mail cannot lose its buttons: the outcome is a reply to the prompt, and its code is spent. */

@@ -1,4 +1,4 @@
-import type { PlatformContext } from "@mom/ingress-sdk";
+import { ApprovalReactions, type PlatformContext } from "@mom/ingress-sdk";
 import type { IStorageProvider, MatrixClient } from "matrix-bot-sdk";
 import type { SyncHandlers } from "./matrix-client.js";
 import { type BotIdentity, localpart, type MatrixEvent, relationOf, threadOf, toMatrixInbound } from "./matrix-inbound.js";
@@ -98,12 +98,13 @@ export class MatrixEvents implements SyncHandlers {
     }
   }
 
-  /** A prompt shown before a restart: the bot's own message, carrying the approval id. */
-  private async recall(roomId: string, eventId: string): Promise<{ approvalId: string; thread?: string } | undefined> {
+  /** A prompt shown before a restart: the bot's own message, carrying the approval id (and its text, to close it). */
+  private async recall(roomId: string, eventId: string): Promise<{ approvalId: string; thread?: string; text?: string } | undefined> {
     const ev = (await this.d.client.getEvent(roomId, eventId).catch(() => undefined)) as MatrixEvent | undefined;
     const approvalId = ev?.sender === this.d.me.userId ? ev.content[APPROVAL_FIELD] : undefined;
     const thread = ev && threadOf(ev.content);
-    return typeof approvalId === "string" ? { approvalId, ...(thread && { thread }) } : undefined;
+    const body = typeof ev?.content.body === "string" ? ev.content.body.replace(`\n\n${ApprovalReactions.howTo}`, "") : undefined;
+    return typeof approvalId === "string" ? { approvalId, ...(thread && { thread }), ...(body && { text: body }) } : undefined;
   }
 
   /** The room is told once (remembered in the store, so a restart does not say it again) and the refusal is logged. */
