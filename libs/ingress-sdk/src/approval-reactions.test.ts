@@ -41,7 +41,7 @@ describe("ApprovalReactions", () => {
     const approvals = new ApprovalReactions();
     const port = inbound();
     const recalls: string[] = [];
-    const recall = (promptId: string) => async () => (recalls.push(promptId), promptId === "$old" ? { approvalId: "a0" } : undefined);
+    const recall = (promptId: string) => async () => (recalls.push(promptId), promptId === "$old" ? { approvalId: "a0", text: "🔐 Approval needed" } : undefined);
     expect(await approvals.decide(port, { promptId: "$old", key: "🎉", channel: "!room", user: ana }, recall("$old"))).toBeUndefined();
     expect(recalls).toEqual([]); // no decision, nothing asked of the platform
     expect(await approvals.decide(port, { promptId: "$old", key: "✅", channel: "!room", user: ana }, recall("$old"))).toEqual({});
@@ -50,5 +50,10 @@ describe("ApprovalReactions", () => {
     expect(await approvals.decide(port, { promptId: "$chat", key: "❌", channel: "!room", user: ana }, recall("$chat"))).toBeUndefined();
     expect(recalls).toEqual(["$old", "$chat"]);
     expect(port.clicks.map((c) => c.approvalId)).toEqual(["a0", "a0"]);
+    // Where it is and what it read, to edit it with the outcome; a prompt of this process is no recalled one.
+    expect(approvals.recalledPrompt("a0")).toEqual({ id: "$old", text: "🔐 Approval needed" });
+    approvals.posted("$new", "a1");
+    await approvals.decide(port, { promptId: "$new", key: "✅", channel: "!room", user: ana }, recall("$new"));
+    expect(approvals.recalledPrompt("a1")).toBeUndefined();
   });
 });
