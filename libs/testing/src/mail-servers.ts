@@ -63,14 +63,58 @@ function domainOf(address: string): string {
   return address.slice(address.indexOf("@") + 1);
 }
 
-async function stopProcess(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+/** A process as /proc shows it; `start` (its start time since boot) tells it from a later one of the same pid. */
+interface Member {
+  pid: number;
+  comm: string;
+  start: string;
+}
+
+/** The processes of process group `pgid` (read from /proc). */
+function groupMembers(pgid: number): Member[] {
+  const out: Member[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const m = statOf(Number(name));
+    if (m && m.pgid === pgid) out.push(m);
+  }
+  return out;
+}
+
+function statOf(pid: number): (Member & { pgid: number }) | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // "pid (comm) state ppid pgrp ... starttime(22nd)": comm may hold spaces and parentheses.
+    const close = stat.lastIndexOf(")");
+    const rest = stat.slice(close + 2).split(" ");
+    return { pid, comm: stat.slice(stat.indexOf("(") + 1, close), pgid: Number(rest[2]), start: rest[19]! };
+  } catch {
+    return undefined; // gone
+  }
+}
+
+function kill(m: Member): void {
+  // Only the process seen then, not a later one given its pid.
+  if (statOf(m.pid)?.start === m.start) process.kill(m.pid, "SIGKILL");
+}
+
+/**
+ * Stops a master started in a process group of its own (SIGTERM; SIGKILL after 5 s), then kills
+ * what is left of its group, or of it only the processes named `only`, and resolves with the
+ * rest. Dovecot's imap processes outlive a master stopped by SIGTERM and hold their clients'
+ * connections open for seconds (longer on a busy machine): without this an outage is none.
+ */
+async function stopProcess(child: ChildProcess | undefined, only?: string[]): Promise<Member[]> {
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return [];
   const exited = new Promise((r) => child.once("exit", r));
-  // Both masters stop their children on SIGTERM; SIGKILL if one hangs.
   child.kill("SIGTERM");
   const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
   await exited;
   clearTimeout(timer);
+  // Read right away: a group id is not given to a new process while the group has members.
+  const left = groupMembers(child.pid);
+  for (const m of left) if (!only || only.includes(m.comm)) kill(m);
+  return only ? left.filter((m) => !only.includes(m.comm)) : [];
 }
 
 /** Starts dovecot and postfix for `users`; stop() ends both and removes their directory. */
@@ -204,19 +248,23 @@ biff = no
   let dovecot: ChildProcess | undefined;
   let postfix: ChildProcess | undefined;
   const startImap = async () => {
-    dovecot = spawn(DOVECOT, ["-F", "-c", dovecotConf], { stdio: "ignore" });
+    dovecot = spawn(DOVECOT, ["-F", "-c", dovecotConf], { stdio: "ignore", detached: true });
     await waitForPort(imapPort, dovecot, 15_000, `dovecot (log: ${dir}/dovecot.log)`);
   };
+  // What an IMAP outage left running (dovecot's auth, which postfix's SMTP logins use, and its
+  // log), until the end.
+  const leftovers: Member[] = [];
   const stopAll = async () => {
     await stopProcess(postfix);
     await stopProcess(dovecot);
+    leftovers.splice(0).forEach(kill);
   };
   try {
     await startImap();
     // `postfix check` lays out the queue directory (and says what is wrong with the config).
     const check = spawnSync(POSTFIX, ["-c", pf, "check"], { encoding: "utf8" });
     if (check.status !== 0) throw new Error(`postfix check failed: ${check.stderr || readFileSync(join(pf, "maillog"), "utf8")}`);
-    postfix = spawn(POSTFIX_MASTER, ["-d", "-c", pf], { stdio: "ignore" });
+    postfix = spawn(POSTFIX_MASTER, ["-d", "-c", pf], { stdio: "ignore", detached: true });
     await waitForPort(smtpPort, postfix, 15_000, `postfix (log: ${pf}/maillog)`);
   } catch (err) {
     await stopAll();
@@ -262,7 +310,8 @@ biff = no
       return Promise.all(servers.mailbox(address).map(async (m) => Object.assign(await simpleParser(m.source), { seen: m.seen })));
     },
     mailLog: () => (existsSync(join(pf, "maillog")) ? readFileSync(join(pf, "maillog"), "utf8") : ""),
-    stopImap: () => stopProcess(dovecot),
+    // Clients' IMAP connections and LMTP deliveries drop at once; SMTP still takes mail to defer.
+    stopImap: async () => void leftovers.push(...(await stopProcess(dovecot, ["imap", "imap-login", "lmtp"]))),
     startImap,
     async stop() {
       transport.close();
