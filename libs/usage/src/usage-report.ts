@@ -13,6 +13,8 @@ export interface UsageRow {
   costUsd: number;
   /** Calls that used tokens but cost nothing: their model has no prices (no `cost` in models.json). */
   unpriced: number;
+  /** Calls recorded at mom's estimate: answers stopped mid-stream (UsageRecord.estimated). */
+  estimated: number;
 }
 
 function keyOf(r: UsageRecord, by: UsageGrouping): string {
@@ -22,10 +24,10 @@ function keyOf(r: UsageRecord, by: UsageGrouping): string {
 /** Totals per channel, adapter or model, largest cost first, and the grand total. */
 export function summarizeUsage(records: UsageRecord[], by: UsageGrouping): { rows: UsageRow[]; total: UsageRow } {
   const rows = new Map<string, UsageRow>();
-  const total: UsageRow = { key: "total", calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, costUsd: 0, unpriced: 0 };
+  const total: UsageRow = { key: "total", calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, costUsd: 0, unpriced: 0, estimated: 0 };
   for (const r of records) {
     const key = keyOf(r, by);
-    const row = rows.get(key) ?? { key, calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, costUsd: 0, unpriced: 0 };
+    const row = rows.get(key) ?? { key, calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, costUsd: 0, unpriced: 0, estimated: 0 };
     for (const t of [row, total]) {
       t.calls++;
       t.input += r.input;
@@ -35,6 +37,7 @@ export function summarizeUsage(records: UsageRecord[], by: UsageGrouping): { row
       t.totalTokens += r.totalTokens;
       t.costUsd += r.costUsd;
       if (r.costUsd === 0 && r.totalTokens > 0) t.unpriced++;
+      if (r.estimated) t.estimated++;
     }
     rows.set(key, row);
   }
@@ -47,8 +50,10 @@ export function formatUsageTable(summary: { rows: UsageRow[]; total: UsageRow },
   const n = (x: number) => x.toLocaleString("en-US");
   // A model without prices is `$?`, not `$0.0000`; a row mixing priced and unpriced calls is a lower bound.
   const cost = (r: UsageRow) => (r.unpriced === 0 ? `$${r.costUsd.toFixed(4)}` : r.unpriced === r.calls ? "$?" : `$${r.costUsd.toFixed(4)} + ?`);
-  const line = (r: UsageRow) => [r.key, n(r.calls), n(r.input), n(r.output), n(r.cacheRead), n(r.cacheWrite), n(r.totalTokens), cost(r)];
+  const calls = (r: UsageRow) => (r.estimated ? `${n(r.calls)} (${n(r.estimated)} est.)` : n(r.calls));
+  const line = (r: UsageRow) => [r.key, calls(r), n(r.input), n(r.output), n(r.cacheRead), n(r.cacheWrite), n(r.totalTokens), cost(r)];
   const table = [head, ...summary.rows.map(line), line(summary.total)];
   const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  return table.map((row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
+  const text = table.map((row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
+  return summary.total.estimated ? `${text}\nest.: answers stopped mid-stream, whose usage the provider never reported, counted at mom's estimate` : text;
 }

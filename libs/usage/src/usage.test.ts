@@ -82,6 +82,18 @@ describe("usage report", () => {
   });
 });
 
+describe("usage report of stopped answers", () => {
+  it("counts a call recorded at mom's estimate with the rest, and says how many were", () => {
+    const records = [rec({ costUsd: 0.25 }), rec({ costUsd: 0.5, estimated: true })];
+    expect(formatUsageTable(summarizeUsage(records, "adapter"), "adapter").split("\n")).toEqual([
+      "adapter          calls  input  output  cache read  cache write  tokens     cost",
+      "slack-acme  2 (1 est.)  2,000     200           0            0   2,200  $0.7500",
+      "total       2 (1 est.)  2,000     200           0            0   2,200  $0.7500",
+      "est.: answers stopped mid-stream, whose usage the provider never reported, counted at mom's estimate",
+    ]);
+  });
+});
+
 describe("limit overrides (the web console's changes)", () => {
   const limits = { global: { month: { usd: 100 } }, channels: { "cli/local": { day: { tokens: 1000 }, month: { usd: 5 } } } };
   const by = { setBy: "alice (console)", setAt: "2026-11-23T11:00:00.000Z" };
