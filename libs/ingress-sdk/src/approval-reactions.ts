@@ -67,8 +67,9 @@ export class ApprovalReactions {
    * A person's reaction `key` on the message `promptId` -> the decision through `inbound.decide`.
    * `recall` reads a prompt this process does not know (posted before a restart) from the
    * platform: its approval id, thread and text (without `howTo`), or undefined when the message is
-   * none; asked once per message. Resolves with undefined when the reaction decides nothing (another emoji, no prompt),
-   * else with the refusal to tell `user` when they may not decide, and the prompt's thread.
+   * none; asked once per message. Resolves with undefined when the reaction decides nothing
+   * (another emoji, no prompt), else with the refusal to tell `user` when they may not decide,
+   * and the prompt's thread.
    */
   async decide(
     inbound: { decide(click: ApprovalClick): Promise<{ refusal?: string }> },

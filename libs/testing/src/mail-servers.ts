@@ -95,7 +95,12 @@ function statOf(pid: number): (Member & { pgid: number }) | undefined {
 
 function kill(m: Member): void {
   // Only the process seen then, not a later one given its pid.
-  if (statOf(m.pid)?.start === m.start) process.kill(m.pid, "SIGKILL");
+  if (statOf(m.pid)?.start !== m.start) return;
+  try {
+    process.kill(m.pid, "SIGKILL");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ESRCH") throw err; // gone meanwhile
+  }
 }
 
 /**
@@ -247,13 +252,14 @@ biff = no
 
   let dovecot: ChildProcess | undefined;
   let postfix: ChildProcess | undefined;
+  // What an IMAP outage left running (dovecot's auth, which postfix's SMTP logins use, and its
+  // log): until dovecot starts again, which needs their listening sockets back.
+  const leftovers: Member[] = [];
   const startImap = async () => {
+    leftovers.splice(0).forEach(kill);
     dovecot = spawn(DOVECOT, ["-F", "-c", dovecotConf], { stdio: "ignore", detached: true });
     await waitForPort(imapPort, dovecot, 15_000, `dovecot (log: ${dir}/dovecot.log)`);
   };
-  // What an IMAP outage left running (dovecot's auth, which postfix's SMTP logins use, and its
-  // log), until the end.
-  const leftovers: Member[] = [];
   const stopAll = async () => {
     await stopProcess(postfix);
     await stopProcess(dovecot);
