@@ -52,6 +52,7 @@ export const emailIngress: IngressDefinition<typeof EmailSettings> = {
     };
     const surface = new EmailSurface({
       smtp,
+      log,
       codes,
       from: { name: s.name ?? "mom", address: s.address },
       find: async (id, channel) => (id && (await known(id))) || latest.get(channel) || (await lastOfThread(channel)),

@@ -1,12 +1,23 @@
 import { type ApprovalCodes, type ChatSurface, markdownDialect, markdownToHtml, type Placement, type SharedFile } from "@mom/ingress-sdk";
 import type { Transporter } from "nodemailer";
+import pRetry from "p-retry";
+import type { Logger } from "pino";
 import { type MailInfo, momMessageId, replySubject } from "./email-mail.js";
 
 /** The agent's Markdown is the text part as it is (it reads well as plain text) and, rendered, the HTML part; one mail carries the whole answer. */
 export const emailDialect = markdownDialect({ limit: 200_000, mention: (address) => address });
 
+/** An SMTP failure that may pass if tried again: a 4xx reply, or a connection lost or not made. */
+function transient(err: Error): boolean {
+  const e = err as Error & { responseCode?: number; code?: string };
+  return (e.responseCode !== undefined && e.responseCode >= 400 && e.responseCode < 500) || ["ECONNECTION", "ETIMEDOUT", "ESOCKET"].includes(e.code ?? "");
+}
+
 export interface EmailSurfaceOptions {
   smtp: Transporter;
+  log: Logger;
+  /** How long a transiently refused mail is tried again (default: 6 retries, 0.5 s doubling, ~25 s). */
+  retries?: number;
   from: { name: string; address: string };
   codes: ApprovalCodes;
   /** The mail a Message-ID (without brackets) names, else the thread's last one this process saw, else its last one that reached mom. */
@@ -32,7 +43,10 @@ export class EmailSurface implements ChatSurface {
     // RFC 3834: an automatic answer says so, so that other robots (vacation notices) do not answer it.
     const headers = { "Auto-Submitted": "auto-replied" };
     const threading = { subject: replySubject(parent.subject), messageId: `<${id}>`, inReplyTo: `<${parent.id}>`, references: parent.references };
-    await this.o.smtp.sendMail({ from: this.o.from, to, cc, ...threading, headers, text, html: markdownToHtml(text), attachments });
+    // A 4xx (the server's auth backend restarting, greylisting) is tried again: the answer is not lost to it.
+    const mail = { from: this.o.from, to, cc, ...threading, headers, text, html: markdownToHtml(text), attachments };
+    const onFailedAttempt = ({ error, retriesLeft }: { error: Error; retriesLeft: number }) => void (retriesLeft > 0 && transient(error) && this.o.log.warn({ messageId: id, retriesLeft }, `SMTP refused the mail for now (${error.message}); trying again`));
+    await pRetry(() => this.o.smtp.sendMail(mail), { retries: this.o.retries ?? 6, minTimeout: 500, maxTimeout: 10_000, shouldRetry: ({ error }) => transient(error), onFailedAttempt });
     this.o.sent({ id, channel, subject: parent.subject, references: [...parent.references, `<${id}>`], to, cc });
     return id;
   }
