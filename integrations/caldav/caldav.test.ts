@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tzlib_get_ical_block } from "timezones-ical-library";
 import { fetchCalendarObjects, getBasicAuthHeaders } from "tsdav";
+import type { Occurrence } from "./ics.js";
 import caldavTools from "./index.js";
 
 const unavailable = radicaleUnavailable();
@@ -16,15 +17,8 @@ if (unavailable) process.stderr.write(`integrations/caldav/caldav.test.ts skippe
 const ANN_PASSWORD = "ann-Secret-7f3a";
 const BOB_PASSWORD = "bob-Secret-19c2";
 
-interface Listed {
-  uid: string;
-  title: string;
-  start: string;
-  end: string;
-  allDay: boolean;
-  location?: string;
-  recurring: boolean;
-}
+/** An event as caldav.event.list details it. */
+type Listed = Omit<Occurrence, "at">;
 
 (unavailable ? describe.skip : describe)("caldav integration (real radicale)", () => {
   let server: TestRadicale;

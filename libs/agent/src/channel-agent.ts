@@ -15,7 +15,7 @@ import { describeEndpointProblem, diagnoseModelError } from "./model-endpoint.js
 import { OutboundMapper } from "./outbound-mapper.js";
 import { gated, withNote } from "./gated-tools.js";
 import type { ToolGate } from "@mom/tools";
-import { guardedCompaction, guardedStreamFn, type ModelAccess, withPickedCredential } from "./model-access.js";
+import { guardedCompaction, guardedStreamFn, type ModelAccess, sessionModel } from "./model-access.js";
 import { loadMomSkills } from "./skills.js";
 import { boundedSkills, readMemoryFile } from "./prompt-files.js";
 import { fenceSessionWrites, linearGetBranch } from "./session-path.js";
@@ -163,10 +163,7 @@ export class ChannelAgent {
     const { session } = await createAgentSession({
       cwd: opts.store.dir,
       agentDir: opts.agentDir,
-      model: opts.resolved.model,
-      thinkingLevel: opts.thinkingLevel ?? "off",
-      authStorage: opts.resolved.authStorage,
-      modelRegistry: opts.modelAccess ? withPickedCredential(opts.resolved.modelRegistry, opts.modelAccess) : opts.resolved.modelRegistry,
+      ...sessionModel(opts),
       resourceLoader: loader,
       sessionManager,
       settingsManager,

@@ -12,6 +12,8 @@ import {
   streamSimple,
 } from "@mariozechner/pi-ai";
 import { compact, estimateTokens, type ModelRegistry } from "@mariozechner/pi-coding-agent";
+import type { ThinkingLevel } from "@mariozechner/pi-agent-core";
+import type { ResolvedModel } from "./model.js";
 import type { CompactWith } from "./resource-loader.js";
 import { parseRetryAfter, type ProviderRefusal } from "@mom/auth";
 import { type ProbedResponse, probeResponses } from "./response-probe.js";
@@ -89,6 +91,12 @@ export function estimatedUsage(model: Model<Api>, context: Context, message: Ass
   const usage = { input, output, cacheRead: 0, cacheWrite: 0, totalTokens: input + output, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
   calculateCost(model, usage);
   return usage;
+}
+
+/** How a pi session of a channel (its own, or a sub-agent's) calls the model: the channel's model and credentials. */
+export function sessionModel(o: { resolved: ResolvedModel; thinkingLevel?: ThinkingLevel; modelAccess?: ModelAccess }) {
+  const { model, authStorage, modelRegistry } = o.resolved;
+  return { model, thinkingLevel: o.thinkingLevel ?? "off", authStorage, modelRegistry: o.modelAccess ? withPickedCredential(modelRegistry, o.modelAccess) : modelRegistry };
 }
 
 /**

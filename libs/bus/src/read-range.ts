@@ -13,16 +13,13 @@ export interface RawMessage {
   msgId?: string;
   /** The payload as text (mom's payloads are JSON). */
   text: string;
-  /** Its headers (the first value of each), when it has any. */
-  headers?: Record<string, string>;
 }
 
 export type RangeStart = { seq: number } | { time: Date } | "first" | "new";
 
 function toRaw(stream: string, m: JsMsg): RawMessage {
   const msgId = msgIdOf(m);
-  const headers = m.headers && Object.fromEntries(m.headers.keys().map((k) => [k, m.headers!.get(k)]));
-  return { stream, seq: m.seq, subject: m.subject, time: m.time, ...(msgId && { msgId }), text: new TextDecoder().decode(m.data), ...(headers && { headers }) };
+  return { stream, seq: m.seq, subject: m.subject, time: m.time, ...(msgId && { msgId }), text: new TextDecoder().decode(m.data) };
 }
 
 function startOptions(start: RangeStart): Partial<OrderedConsumerOptions> {

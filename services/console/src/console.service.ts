@@ -230,15 +230,18 @@ export class ConsoleService implements OnApplicationBootstrap, OnApplicationShut
   /**
    * The re-publishes of a dead letter as its stream keeps them, whoever made them and whenever
    * (another console, before a restart): the messages on its subject since the letter was stored
-   * whose msg-id is `dlq-<seq>-…`. One subject, from one moment: what a letter's page can afford.
+   * whose msg-id is `dlq-<seq>-…`, and who did it from each one's headers. One subject, from one
+   * moment: what a letter's page can afford.
    */
   async readRepublished(d: DeadLetterDetail): Promise<Republished[]> {
     if ("why" in d.target) return this.republishedOf(d.row.seq);
-    const stream = this.bus.subjects.stream(d.target.kind === "in" ? "IN" : "CTL");
-    const back = await readRange(this.bus, stream, d.target.subject, { time: new Date(d.row.storedAt) });
-    const found = back
-      .filter((m) => m.msgId?.startsWith(`dlq-${d.row.seq}-`))
-      .map((m): Republished => ({ dlqSeq: d.row.seq, subject: m.subject, streamSeq: m.seq, msgId: m.msgId!, by: m.headers?.["Mom-Republished-By"] ?? "someone", at: m.time.toISOString(), duplicate: false }));
+    const key = d.target.kind === "in" ? "IN" : "CTL";
+    const back = await readRange(this.bus, this.bus.subjects.stream(key), d.target.subject, { time: new Date(d.row.storedAt) });
+    const found: Republished[] = [];
+    for (const m of back.filter((x) => x.msgId?.startsWith(`dlq-${d.row.seq}-`))) {
+      const by = (await this.bus.storedMessage(key, m.seq))?.headers["Mom-Republished-By"] ?? "someone";
+      found.push({ dlqSeq: d.row.seq, subject: m.subject, streamSeq: m.seq, msgId: m.msgId!, by, at: m.time.toISOString(), duplicate: false });
+    }
     this.republished.set(d.row.seq, found);
     return found;
   }

@@ -5,7 +5,7 @@ import type { ChannelSandbox } from "@mom/sandbox";
 import type { ToolGate } from "@mom/tools";
 import { withNote } from "../gated-tools.js";
 import { fallbackLabel } from "../labelled-tools.js";
-import { guardedStreamFn, type ModelAccess, withPickedCredential } from "../model-access.js";
+import { guardedStreamFn, type ModelAccess, sessionModel } from "../model-access.js";
 import type { ResolvedModel } from "../model.js";
 import { MomResourceLoader } from "../resource-loader.js";
 import { addUsage, ZERO_USAGE } from "../usage.js";
@@ -113,10 +113,7 @@ export async function runSubAgent(env: SubAgentEnv, t: SubAgentTask): Promise<Su
   const { session } = await createAgentSession({
     cwd: env.channelDir,
     agentDir: env.agentDir,
-    model: env.resolved.model,
-    thinkingLevel: env.thinkingLevel ?? "off",
-    authStorage: env.resolved.authStorage,
-    modelRegistry: env.modelAccess ? withPickedCredential(env.resolved.modelRegistry, env.modelAccess) : env.resolved.modelRegistry,
+    ...sessionModel(env),
     resourceLoader: loader,
     sessionManager: SessionManager.inMemory(env.channelDir),
     // No compaction: its budget ends it long before its context could need one.
