@@ -1,4 +1,4 @@
-import { Bus, fileObjectName, readRange } from "@mom/bus";
+import { Bus, fileObjectName, readRange, retryTransient } from "@mom/bus";
 import { type ChannelMessage, type ControlMessage, type OutboundEventBody, type Receipt, type Usage } from "@mom/contracts";
 import { randomUUID } from "node:crypto";
 import { pino } from "pino";
@@ -48,7 +48,8 @@ export class ScriptedMom {
   ) {}
 
   static async connect(o: { natsUrl: string; namespace?: string; adapter: string }): Promise<ScriptedMom> {
-    const bus = await Bus.connect({ url: o.natsUrl, name: "ingress-conformance", namespace: o.namespace ?? "mom", logger: pino({ level: "silent" }) });
+    // A suite may restart NATS under the ingress: the kit follows it back as quickly as the ingress does.
+    const bus = await Bus.connect({ url: o.natsUrl, name: "ingress-conformance", namespace: o.namespace ?? "mom", reconnectTimeWaitMs: 250, logger: pino({ level: "silent" }) });
     await bus.provision();
     const since = { in: (await bus.streamState("IN")).lastSeq, ctl: (await bus.streamState("CTL")).lastSeq, receipts: (await bus.streamState("RECEIPTS")).lastSeq };
     return new ScriptedMom(bus, o.adapter, since);
@@ -62,9 +63,18 @@ export class ScriptedMom {
     return { adapter: this.adapter, channelId: channel };
   }
 
+  /**
+   * What `channel` got on one stream since the suite connected. Read again while NATS is coming
+   * back (a read right after a restart can time out while the kit's connection is still away).
+   */
+  private read(stream: "IN" | "CTL" | "RECEIPTS", kind: "in" | "ctl" | "receipts", channel: string, after: number) {
+    const { subjects } = this.bus;
+    return retryTransient(`reading ${stream} of ${channel}`, () => readRange(this.bus, subjects.stream(stream), subjects.channel(kind, this.ref(channel)), { seq: after + 1 }), this.bus.logger, 20_000);
+  }
+
   /** Every message the ingress published to `channel` since the suite connected, in stream order. */
   async messages(channel: string): Promise<ChannelMessage[]> {
-    const raw = await readRange(this.bus, this.bus.subjects.stream("IN"), this.bus.subjects.channel("in", this.ref(channel)), { seq: this.since.in + 1 });
+    const raw = await this.read("IN", "in", channel, this.since.in);
     return raw.map((m) => JSON.parse(m.text) as ChannelMessage);
   }
 
@@ -75,13 +85,13 @@ export class ScriptedMom {
 
   /** Approval decisions the ingress sent for `channel`. */
   async decisions(channel: string): Promise<Extract<ControlMessage, { type: "approval_decision" }>[]> {
-    const raw = await readRange(this.bus, this.bus.subjects.stream("CTL"), this.bus.subjects.channel("ctl", this.ref(channel)), { seq: this.since.ctl + 1 });
+    const raw = await this.read("CTL", "ctl", channel, this.since.ctl);
     return raw.map((m) => JSON.parse(m.text) as ControlMessage).filter((c): c is Extract<ControlMessage, { type: "approval_decision" }> => c.type === "approval_decision");
   }
 
   /** Receipts the ingress recorded for `channel` (deliveries), in stream order. */
   async receipts(channel: string): Promise<Receipt[]> {
-    const raw = await readRange(this.bus, this.bus.subjects.stream("RECEIPTS"), this.bus.subjects.channel("receipts", this.ref(channel)), { seq: this.since.receipts + 1 });
+    const raw = await this.read("RECEIPTS", "receipts", channel, this.since.receipts);
     return raw.map((m) => JSON.parse(m.text) as Receipt);
   }
 
