@@ -145,4 +145,11 @@ describe("the shell with an EventSurface, a connection of one channel, and inbou
     await atOnce.close();
     await patient.close();
   }, 60_000);
+
+  it("the kit's reads wait for NATS through a restart longer than a request's timeout (5 s)", async () => {
+    const back = nats.restart!(7_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await mom.messages("wait")).map((m) => m.text)).toEqual(["said during the outage"]);
+    await back;
+  }, 60_000);
 });
