@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, it } from "@jest/globals";
 import { describeConformance, eventually, type Person } from "@mom/ingress-sdk/testing";
+import { parseApprovalButton } from "@mom/ingress-sdk";
 import { type FakeWhatsApp, freePort, startFakeWhatsApp, startTestNats, type TestNats, type WaSent } from "@mom/testing";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,7 +28,7 @@ const proc = ingressProcess({ args: () => [momBin, "ingress", "wa", dataDir], en
 
 /** The approval prompt (reply buttons) of `approvalId` in `waId`'s chat. */
 const promptIn = (waId: string, approvalId: string, argsSummary: string): WaSent | undefined =>
-  whatsapp.sentTo(waId).find((m) => m.buttons?.some((b) => b.id.endsWith(`:${approvalId}`)) && m.text?.includes(argsSummary));
+  whatsapp.sentTo(waId).find((m) => m.buttons?.some((b) => parseApprovalButton(b.id)?.approvalId === approvalId) && m.text?.includes(argsSummary));
 
 describeConformance(
   "ingress conformance: whatsapp",

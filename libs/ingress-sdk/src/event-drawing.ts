@@ -1,5 +1,5 @@
 import type { OutboundEvent } from "@mom/contracts";
-import { approvalPromptText, ChannelQueue, type DeliveryReceipts, type Dialect, type PendingApproval, type PostHandling, RecentIds } from "@mom/render";
+import { type ApprovalClick, approvalPromptText, ChannelQueue, type DeliveryReceipts, type Dialect, type PendingApproval, type PostHandling, RecentIds } from "@mom/render";
 import type { Logger } from "pino";
 import type { EventSurface } from "./platform.js";
 
@@ -11,6 +11,8 @@ export interface RunDrawing {
   readonly dialect: Dialect;
   handle(channel: string, event: OutboundEvent): Promise<boolean>;
   approval(approvalId: string): PendingApproval | undefined;
+  /** A prompt of before a restart that a click named, to close when it resolves (ApprovalClick.prompt). */
+  recall?(approvalId: string, prompt: NonNullable<ApprovalClick["prompt"]>): void;
   close(): Promise<void>;
 }
 

@@ -208,7 +208,9 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
   async decide(click: ApprovalClick, acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>): Promise<{ refusal?: string }> {
     const drawing = this.drawing;
     if (!drawing) throw new Error("the ingress is not started");
-    const { refusal } = await decideApproval({ bus: this.bus, adapter: this.adapter, dialect: drawing.dialect, log: this.log }, drawing.approval(click.approvalId), click, acknowledge);
+    const pending = drawing.approval(click.approvalId);
+    if (!pending && click.prompt) drawing.recall?.(click.approvalId, click.prompt);
+    const { refusal } = await decideApproval({ bus: this.bus, adapter: this.adapter, dialect: drawing.dialect, log: this.log }, pending, click, acknowledge);
     return refusal ? { refusal } : {};
   }
 

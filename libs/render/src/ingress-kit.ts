@@ -128,6 +128,12 @@ export interface ApprovalClick {
   user: { id: string; username: string };
   /** The bus channel of the prompt, when the presenter no longer knows it (after a restart). */
   channel?: string;
+  /**
+   * The prompt clicked, as the platform gives it back with the click: the layout's reference to it
+   * in `channel` (what `Layout.prompt` resolved with) and its text when known. A prompt of before a
+   * restart is then closed with the outcome like any other.
+   */
+  prompt?: { ref: unknown; text?: string };
 }
 
 /**

@@ -7,7 +7,7 @@ import type { DeliveryReceipts } from "./delivery-receipts.js";
 import type { Dialect } from "./dialect.js";
 import { approvalOutcomeLine, approvalPromptText } from "./notes.js";
 import type { PostHandling } from "./posts.js";
-import { RecentIds } from "./recent.js";
+import { RecentIds, RecentMap } from "./recent.js";
 import { RunTracker } from "./run-tracker.js";
 import type { Ev, RunView } from "./run-view.js";
 import { type FileOutcome, fetchSharedFile } from "./shared-files.js";
@@ -106,6 +106,8 @@ export class Presenter<S, P = unknown> {
   private readonly tracker = new RunTracker();
   private readonly live = new Map<string, LiveRun<S>>();
   private readonly approvals = new Map<string, PendingApproval<P>>();
+  /** Prompts of before a restart that a click named (`recall`), closed once resolved. */
+  private readonly recalled = new RecentMap<{ prompt: P; text?: string }>(1000);
   private readonly posted = new RecentIds(5000);
   private closed = false;
 
@@ -132,6 +134,15 @@ export class Presenter<S, P = unknown> {
   /** A pending approval prompt (who may decide, where it is). */
   approval(approvalId: string): PendingApproval<P> | undefined {
     return this.approvals.get(approvalId);
+  }
+
+  /**
+   * A prompt this process did not post (before a restart) that someone clicked: it is closed with
+   * the outcome when the approval resolves, like the prompts posted here.
+   */
+  recall(approvalId: string, prompt: { ref: unknown; text?: string }): void {
+    if (this.approvals.has(approvalId)) return;
+    this.recalled.set(approvalId, { prompt: prompt.ref as P, ...(prompt.text !== undefined && { text: prompt.text }) });
   }
 
   /** Stops timers and waits for queued platform calls. */
@@ -187,7 +198,8 @@ export class Presenter<S, P = unknown> {
         const outcome = approvalOutcomeLine(ev, this.layout.dialect);
         if (a?.prompt !== undefined) await this.layout.resolvePrompt(a.channel, a.prompt, `${a.text}\n${outcome}`);
         else if (!a) {
-          const recalled = this.layout.recalledPrompt?.(ev.approvalId);
+          const recalled = this.recalled.get(ev.approvalId) ?? this.layout.recalledPrompt?.(ev.approvalId);
+          this.recalled.delete(ev.approvalId);
           if (recalled) await this.layout.resolvePrompt(channel, recalled.prompt, recalled.text ? `${recalled.text}\n${outcome}` : outcome);
         }
         break;

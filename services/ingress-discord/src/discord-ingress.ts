@@ -4,7 +4,7 @@ import pTimeout from "p-timeout";
 import { type DiscordApi, RestDiscordApi } from "./discord-api.js";
 import { DiscordSettings } from "./discord-options.js";
 import { namesForMentions } from "./mentions.js";
-import { APPROVAL_PREFIX, DiscordLayout } from "./renderer.js";
+import { APPROVAL_PREFIX, DiscordLayout, type DiscordPrompt } from "./renderer.js";
 
 /** Gateway intents mom needs: server text channels and their threads, DMs, and the text of messages (privileged). */
 export const DISCORD_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent];
@@ -136,7 +136,8 @@ async function onButton(ctx: PlatformContext<DiscordSettings>, i: ButtonInteract
   if (!parsed) return;
   const ch = i.channel;
   const channel = ch?.isThread() && ch.parentId ? ch.parentId : i.channelId;
-  await ctx.inbound.decide({ ...parsed, user: { id: i.user.id, username: i.user.username }, channel }, ({ refusal }) =>
+  const prompt: DiscordPrompt = { messageChannelId: i.message.channelId, messageId: i.message.id };
+  await ctx.inbound.decide({ ...parsed, user: { id: i.user.id, username: i.user.username }, channel, prompt: { ref: prompt, text: i.message.content } }, ({ refusal }) =>
     refusal ? i.reply({ content: refusal, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } }) : i.deferUpdate(),
   );
 }

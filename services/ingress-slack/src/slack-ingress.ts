@@ -6,7 +6,7 @@ import { SlackDirectory } from "./slack-directory.js";
 import { SlackEvents } from "./slack-events.js";
 import type { SlackMessageEvent } from "./slack-inbound.js";
 import { DEFAULT_MESSAGE_LIMIT, DEFAULT_UPDATE_INTERVAL_MS, SlackSettings } from "./slack-options.js";
-import { APPROVAL_ALLOW, APPROVAL_DENY, slackDialect, SlackSurface } from "./slack-renderer.js";
+import { APPROVAL_ALLOW, APPROVAL_DENY, slackDialect, type SlackPrompt, SlackSurface } from "./slack-renderer.js";
 
 /**
  * One Slack workspace over Socket Mode: message events (and, on start, what was missed meanwhile)
@@ -85,6 +85,9 @@ async function onApprovalClick(ctx: PlatformContext<SlackSettings>, client: WebC
   const threadTs = body.container?.thread_ts;
   const tell = async ({ refusal }: { refusal?: string }) =>
     refusal && channel && client.chat.postEphemeral({ channel, user: user.id, text: refusal, ...(threadTs && { thread_ts: threadTs }) }).catch((err: unknown) => ctx.log.warn({ err }, "could not tell a non-approver"));
-  const click = { approvalId: action.value, decision: action.action_id === APPROVAL_ALLOW ? ("allow-once" as const) : ("deny" as const), user, ...(channel && { channel }) };
+  const m = body.message;
+  // The prompt as it is on screen, without its buttons: one of before a restart is closed the same way.
+  const prompt: SlackPrompt | undefined = m && { ts: m.ts, sections: ((m.blocks ?? []) as { type?: string }[]).filter((b) => b.type !== "actions") };
+  const click = { approvalId: action.value, decision: action.action_id === APPROVAL_ALLOW ? ("allow-once" as const) : ("deny" as const), user, ...(channel && { channel }), ...(prompt && { prompt: { ref: prompt, ...(m?.text && { text: m.text as string }) } }) };
   await ctx.inbound.decide(click, tell).catch((err: unknown) => ctx.log.error({ err, approvalId: click.approvalId }, "could not publish the approval decision"));
 }

@@ -84,8 +84,10 @@ async function onButton(ctx: PlatformContext<TelegramSettings>, c: Context): Pro
   const parsed = parseApprovalButton(q.data ?? "", APPROVAL_BUTTON_PREFIX);
   if (!parsed) return void (await c.answerCallbackQuery());
   const sender = senderOf(q.from);
-  const chat = q.message?.chat.id;
-  const { refusal } = await ctx.inbound.decide({ ...parsed, user: { id: sender.id, username: sender.username }, ...(chat !== undefined && { channel: String(chat) }) });
+  const m = q.message;
+  // The prompt comes with the click: one of before a restart is closed with the outcome too.
+  const prompt = m && { ref: String(m.message_id), ...("text" in m && m.text !== undefined && { text: m.text }) };
+  const { refusal } = await ctx.inbound.decide({ ...parsed, user: { id: sender.id, username: sender.username }, ...(m && { channel: String(m.chat.id), prompt }) });
   // Markdown notes are for messages; an alert is plain text.
   await c.answerCallbackQuery(refusal ? { text: refusal.replace(/\[(\d+)\]\(tg:\/\/user\?id=\d+\)/g, "$1"), show_alert: true } : {});
 }

@@ -80,6 +80,9 @@ async function onButton(ctx: Ctx, surface: WhatsAppSurface, w: WebhookMessage, i
   const parsed = parseApprovalButton(id);
   if (!parsed) return;
   const from = w.message.from;
-  const { refusal } = await ctx.inbound.decide({ ...parsed, user: { id: from, username: w.sender.username }, channel: from });
+  const channel = parsed.channel ?? from;
+  // An approver's own copy is not in the asker's chat: the outcome goes there without quoting it.
+  const prompt = { ref: channel === from ? (w.message.context?.id ?? "") : "" };
+  const { refusal } = await ctx.inbound.decide({ ...parsed, user: { id: from, username: w.sender.username }, channel, prompt });
   if (refusal) await surface.post(from, refusal, { replyTo: w.message.id }).catch((err: unknown) => ctx.log.warn({ err }, "could not tell a non-approver"));
 }

@@ -83,9 +83,10 @@ export class WhatsAppSurface implements ChatSurface {
    * cannot be reached (their 24-hour window is closed) is logged; the asker's copy must go out.
    */
   async prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string> {
+    // The buttons name the asker's chat: an approver's click after a restart still decides there.
     const buttons = [
-      { type: "reply", reply: { id: approvalButtonId("allow", approvalId), title: "Allow once" } },
-      { type: "reply", reply: { id: approvalButtonId("deny", approvalId), title: "Deny" } },
+      { type: "reply", reply: { id: approvalButtonId("allow", approvalId, undefined, channel), title: "Allow once" } },
+      { type: "reply", reply: { id: approvalButtonId("deny", approvalId, undefined, channel), title: "Deny" } },
     ];
     const body = { type: "interactive", interactive: { type: "button", body: { text: clip(text, WHATSAPP_BUTTON_BODY_LIMIT) }, action: { buttons } } };
     const id = await this.send(channel, body, at);
@@ -95,8 +96,8 @@ export class WhatsAppSurface implements ChatSurface {
     return id;
   }
 
-  /** Buttons cannot be taken back: the outcome is a reply to the prompt. */
+  /** Buttons cannot be taken back: the outcome is a reply to the prompt (a plain message when it is not known, after a restart). */
   async closePrompt(channel: string, messageId: string, text: string): Promise<void> {
-    await this.post(channel, text.split("\n").at(-1) ?? text, { replyTo: messageId });
+    await this.post(channel, text.split("\n").at(-1) ?? text, messageId ? { replyTo: messageId } : {});
   }
 }

@@ -204,6 +204,31 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
       },
     },
     {
+      name: "a prompt shown before the ingress restarts decides in its channel after it, and is closed with the outcome",
+      ...(p.promptsLostOnRestart && { skip: p.promptsLostOnRestart }),
+      timeoutMs: 120_000,
+      async run() {
+        const m = mark();
+        await p.send(p.room, "member", `careful ${m}`, { mention: true });
+        const run = await mom.startRun(p.room, await mom.message(p.room, m));
+        const approvalId = randomUUID();
+        const argsSummary = `rm -rf /tmp/${m}-across-a-restart`;
+        const expiresAt = new Date(Date.now() + 600_000).toISOString();
+        await run.emit({ type: "approval_requested", approvalId, toolId: "bash", risk: "destructive", argsSummary, requestedBy: { id: p.users.member, username: "member" }, expiresAt, approvers: [p.users.admin] });
+        await shown(p.room, argsSummary, "the prompt, before the restart");
+        await t.ingress.stop();
+        await t.ingress.start();
+        await p.decide(p.room, { approvalId, argsSummary }, "allow-once", "admin");
+        const d = await eventually(async () => (await mom.decisions(p.room)).find((x) => x.approvalId === approvalId), "the decision, in the channel that asked");
+        check(d.decision === "allow-once" && d.decidedBy.id === p.users.admin, `allowed by the admin, got ${d.decision} by ${d.decidedBy.id}`);
+        // Named with the mark, so that this outcome is told apart from the earlier cases'.
+        await run.emit({ type: "approval_resolved", approvalId, outcome: "approved", decidedBy: `${d.decidedBy.username}-${m}` });
+        await shown(p.room, `Allowed once by ${d.decidedBy.username}-${m}`, "the prompt of before the restart closed with the outcome");
+        await run.end(`done ${m}`);
+        await shown(p.room, `done ${m}`, "the answer");
+      },
+    },
+    {
       name: "a platform rate limit is waited out and the answer still arrives",
       ...(!p.rateLimitNext && { skip: "the driver cannot rate-limit" }),
       async run() {

@@ -43,6 +43,11 @@ export interface PlatformDriver {
    * does not show the call's arguments (`argsSummary`).
    */
   decide(channel: string, approval: { approvalId: string; argsSummary: string }, decision: "allow-once" | "deny", who: Person): Promise<void>;
+  /**
+   * Why a prompt shown before a restart of the ingress cannot be decided after it, when it cannot
+   * (IRC: its approval codes live in the process); the case is then skipped with this reason.
+   */
+  promptsLostOnRestart?: string;
   /** The platform answers mom's next `n` calls with its rate limit (and a short retry-after). */
   rateLimitNext?(n: number): void;
   /** Cuts the ingress's connection to the platform (gateway, long poll, IMAP), resolving once the ingress has met the cut; it must come back by itself. */
