@@ -1,16 +1,13 @@
 import { afterAll, beforeAll, describe, it } from "@jest/globals";
 import { describeConformance, eventually, type Person } from "@mom/ingress-sdk/testing";
-import { type FakeDiscord, type FakeDiscordMessage, type FakeDiscordUser, startFakeDiscord, startTestNats, type TestNats } from "@mom/testing";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { type FakeDiscord, type FakeDiscordMessage, type FakeDiscordUser, startFakeDiscord } from "@mom/testing";
+import { deployedTarget } from "../support/deployed-target.js";
 import { ingressProcess, momBin } from "../support/ingress-process.js";
 
 // The ingress kit's standard suite against `mom ingress` of a discord adapter, as a process, over
 // the fake Discord (REST and gateway). Not here: messages sent while the ingress is down — a new
 // process identifies a new gateway session, and Discord replays missed events only to a session
 // that resumes.
-let nats: TestNats;
 let discord: FakeDiscord;
 let dataDir: string;
 let people: Record<Person, FakeDiscordUser>;
@@ -24,29 +21,17 @@ const botMessages = (channel: string): FakeDiscordMessage[] =>
 
 describeConformance(
   "ingress conformance: discord",
-  {
+  deployedTarget({
     adapter: "dc",
-    get natsUrl() {
-      return nats.url;
-    },
-    get namespace() {
-      return nats.namespace;
-    },
-    async prepare() {
-      nats = await startTestNats();
+    async setup(dir) {
+      dataDir = dir;
       discord = await startFakeDiscord({ heartbeatIntervalMs: 1000 });
       people = { admin: discord.addUser("ana", { globalName: "Ana Lopez" }), member: discord.addUser("bob"), stranger: discord.addUser("carol") };
       room = discord.addTextChannel("team").id;
       for (const who of ["admin", "member", "stranger"] as const) dms.set(who, discord.dmChannel(people[who]).id);
-      dataDir = mkdtempSync(join(tmpdir(), "mom-conformance-dc-"));
-      const adapter = { type: "discord", botToken: "env:DC_TOKEN", apiUrl: discord.apiUrl, admins: [people.admin.id], dm: [people.member.id] };
-      writeFileSync(join(dataDir, "config.json"), JSON.stringify({ nats: { url: nats.url, namespace: nats.namespace }, adapters: { dc: adapter } }));
+      return { type: "discord", botToken: "env:DC_TOKEN", apiUrl: discord.apiUrl, admins: [people.admin.id], dm: [people.member.id] };
     },
-    async dispose() {
-      await discord?.close();
-      await nats?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+    teardown: async () => discord?.close(),
     ingress: ingressProcess({ args: () => [momBin, "ingress", "dc", dataDir], env: () => ({ DC_TOKEN: discord.token, NATS_URL: "" }), ready: "discord ingress receiving" }),
     platform: {
       get users() {
@@ -82,6 +67,6 @@ describeConformance(
         discord.dropConnections();
       },
     },
-  },
+  }),
   { describe, it, beforeAll, afterAll },
 );

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, it } from "@jest/globals";
 import { describeConformance, eventually, type Person } from "@mom/ingress-sdk/testing";
-import { type MailServers, mailServersUnavailable, startMailServers, startTestNats, type TestNats } from "@mom/testing";
+import { type MailServers, mailServersUnavailable, startMailServers } from "@mom/testing";
 import { createHash, randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { deployedTarget } from "../support/deployed-target.js";
 import { ingressProcess } from "../support/ingress-process.js";
 
 // The ingress kit's standard suite against the e-mail ingress as deployed (an external adapter,
@@ -25,7 +24,6 @@ const thread = (name: string) => {
   return channelOf(root);
 };
 
-let nats: TestNats;
 let mail: MailServers;
 let dataDir: string;
 let last: Parameters<MailServers["send"]>[0] | undefined;
@@ -54,27 +52,17 @@ const skip = mailServersUnavailable();
 // Without the mail servers the cases are listed as skipped, with the reason in the suite's name.
 describeConformance(
     `ingress conformance: email${skip ? ` - skipped: ${skip}` : ""}`,
-    {
+    deployedTarget({
       adapter: "mail",
-      get natsUrl() {
-        return nats.url;
-      },
-      get namespace() {
-        return nats.namespace;
-      },
-      async prepare() {
-        nats = await startTestNats();
+      async setup(dir) {
+        dataDir = dir;
         mail = await startMailServers({ users: Object.fromEntries([MOM, ...Object.values(people)].map((a) => [a, a === MOM ? PASSWORD : "pw"])) });
-        dataDir = mkdtempSync(join(tmpdir(), "mom-conformance-mail-"));
         const settings = { address: MOM, password: "env:MAIL_PASSWORD", imapHost: mail.host, imapPort: mail.imapPort, imapTls: false, smtpHost: mail.host, smtpPort: mail.smtpPort, allowFrom: ["@example.test"] };
-        const adapter = { type: "external", platform: "email", settings, admins: [people.admin], dm: [people.member] };
-        writeFileSync(join(dataDir, "config.json"), JSON.stringify({ nats: { url: nats.url, namespace: nats.namespace }, adapters: { mail: adapter } }));
+        return { type: "external", platform: "email", settings, admins: [people.admin], dm: [people.member] };
       },
-      async dispose() {
+      async teardown() {
         if (process.env.DEBUG_CONFORMANCE) process.stderr.write(`INGRESS OUTPUT\n${ingress.output()}\n`);
         await mail?.stop();
-        await nats?.stop();
-        rmSync(dataDir, { recursive: true, force: true });
       },
       ingress,
       platform: {
@@ -124,6 +112,6 @@ describeConformance(
           await mail.startImap();
         },
       },
-    },
+    }),
     { describe: skip ? describe.skip : describe, it, beforeAll, afterAll },
   );

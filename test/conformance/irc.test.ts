@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, it } from "@jest/globals";
 import { describeConformance, type Person } from "@mom/ingress-sdk/testing";
-import { ngircdAvailable, startIrcServer, startTestNats, type TestIrcServer, type TestNats } from "@mom/testing";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { ngircdAvailable, startIrcServer, type TestIrcServer } from "@mom/testing";
 import { join } from "node:path";
+import { deployedTarget } from "../support/deployed-target.js";
 import { ingressProcess } from "../support/ingress-process.js";
 import { buildIrcExample } from "../support/irc-example.js";
 import { IrcPerson } from "../support/irc-people.js";
@@ -20,7 +19,6 @@ const skip = ngircdAvailable() ? undefined : "ngircd is not installed (apt-get i
 const exampleDir = skip ? "" : buildIrcExample();
 const kit = skip ? undefined : ((await import(join(exampleDir, "node_modules/@mom/ingress-sdk/dist/testing/index.js"))) as typeof import("@mom/ingress-sdk/testing"));
 
-let nats: TestNats;
 let irc: TestIrcServer;
 let dataDir: string;
 let people: Record<Person, IrcPerson>;
@@ -43,28 +41,21 @@ const ingress = ingressProcess({
 // Without ngircd the cases are listed as skipped, with the reason in the suite's name.
 (kit?.describeConformance ?? describeConformance)(
     `ingress conformance: irc (examples/ingress-irc, the kit from the SDK tarball)${skip ? ` - skipped: ${skip}` : ""}`,
-    {
+    deployedTarget({
       adapter: "irc",
-      get natsUrl() {
-        return nats.url;
-      },
-      get namespace() {
-        return nats.namespace;
-      },
-      async prepare() {
-        [nats, irc] = await Promise.all([startTestNats(), startIrcServer()]);
-        dataDir = mkdtempSync(join(tmpdir(), "mom-conformance-irc-"));
-        const settings = { host: irc.host, port: irc.port, tls: false, nick: MOM, channels: [CHANNEL] };
-        const adapter = { type: "external", platform: "irc", settings, admins: [nicks.admin], dm: [nicks.member] };
-        writeFileSync(join(dataDir, "config.json"), JSON.stringify({ nats: { url: nats.url, namespace: nats.namespace }, adapters: { irc: adapter }, log: { level: "info" } }));
+      config: { log: { level: "info" } },
+      async setup(dir) {
+        dataDir = dir;
+        irc = await startIrcServer();
         people = { admin: new IrcPerson(irc, nicks.admin, CHANNEL), member: new IrcPerson(irc, nicks.member, CHANNEL), stranger: new IrcPerson(irc, nicks.stranger, CHANNEL) };
         await Promise.all(Object.values(people).map((p) => p.connect()));
+        const settings = { host: irc.host, port: irc.port, tls: false, nick: MOM, channels: [CHANNEL] };
+        return { type: "external", platform: "irc", settings, admins: [nicks.admin], dm: [nicks.member] };
       },
-      async dispose() {
+      async teardown() {
         if (process.env.DEBUG_CONFORMANCE) process.stderr.write(`INGRESS OUTPUT\n${ingress.output()}\nNGIRCD\n${irc?.log()}\n`);
         await Promise.all(Object.values(people ?? {}).map((p) => p.quit()));
-        await Promise.all([irc?.stop(), nats?.stop()]);
-        rmSync(dataDir, { recursive: true, force: true });
+        await irc?.stop();
       },
       ingress,
       platform: {
@@ -84,7 +75,7 @@ const ingress = ingressProcess({
         },
         async decide(channel, { argsSummary }, decision, who) {
           // The prompt is several lines: the call's, then "To answer, say: !approve <code> …".
-          const code = await kit.eventually(() => {
+          const code = await kit!.eventually(() => {
             const lines = momLines(channel);
             const at = lines.findIndex((l) => l.includes(argsSummary));
             return at >= 0 && lines.slice(at).map((l) => /!approve ([0-9a-f]{8})\b/.exec(l)?.[1]).find(Boolean);
@@ -95,9 +86,9 @@ const ingress = ingressProcess({
           // Every connection is cut, the people's too; they come back once mom is back in the channel.
           await irc.restart(1000);
           await Promise.all(Object.values(people).map((p) => p.connect()));
-          await kit.eventually(() => people.member.sees(MOM), "mom back in the channel", 50_000);
+          await kit!.eventually(() => people.member.sees(MOM), "mom back in the channel", 50_000);
         },
       },
-    },
+    }),
     { describe: skip ? describe.skip : describe, it, beforeAll, afterAll },
   );

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, it } from "@jest/globals";
 import { describeConformance, eventually, type Person } from "@mom/ingress-sdk/testing";
-import { type FakeMatrix, type MxEvent, type MxUser, startFakeMatrix, startTestNats, type TestNats } from "@mom/testing";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { type FakeMatrix, type MxEvent, type MxUser, startFakeMatrix } from "@mom/testing";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { deployedTarget } from "../support/deployed-target.js";
 import { ingressProcess } from "../support/ingress-process.js";
 
 // The ingress kit's standard suite against the Matrix ingress as deployed: an external adapter,
@@ -12,7 +11,6 @@ import { ingressProcess } from "../support/ingress-process.js";
 // store so what is said while it is down is handled after a restart.
 const MAIN = join(dirname(fileURLToPath(import.meta.url)), "../../services/ingress-matrix/dist/main.js");
 
-let nats: TestNats;
 let matrix: FakeMatrix;
 let dataDir: string;
 let people: Record<Person, MxUser>;
@@ -22,30 +20,18 @@ let last: MxEvent | undefined;
 
 describeConformance(
   "ingress conformance: matrix",
-  {
+  deployedTarget({
     adapter: "mx",
-    get natsUrl() {
-      return nats.url;
-    },
-    get namespace() {
-      return nats.namespace;
-    },
-    async prepare() {
-      nats = await startTestNats();
+    async setup(dir) {
+      dataDir = dir;
       matrix = await startFakeMatrix();
       people = { admin: matrix.user("ana", "Ana"), member: matrix.user("bob", "Bob"), stranger: matrix.user("carol", "Carol") };
       room = matrix.createRoom({ members: Object.values(people), name: "team" });
       for (const who of ["member", "stranger"] as const) dms.set(who, matrix.createRoom({ members: [people[who]], direct: true }));
-      dataDir = mkdtempSync(join(tmpdir(), "mom-conformance-mx-"));
       const settings = { homeserverUrl: matrix.url, accessToken: "env:MX_TOKEN", store: join(dataDir, "mx-sync.json"), editIntervalMs: 200 };
-      const adapter = { type: "external", platform: "matrix", settings, admins: [people.admin.userId], dm: [people.member.userId] };
-      writeFileSync(join(dataDir, "config.json"), JSON.stringify({ nats: { url: nats.url, namespace: nats.namespace }, adapters: { mx: adapter } }));
+      return { type: "external", platform: "matrix", settings, admins: [people.admin.userId], dm: [people.member.userId] };
     },
-    async dispose() {
-      await matrix?.close();
-      await nats?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+    teardown: async () => matrix?.close(),
     ingress: ingressProcess({ args: () => [MAIN, "--adapter", "mx", "--data-dir", dataDir], env: () => ({ MX_TOKEN: matrix.accessToken, NATS_URL: "" }), ready: "matrix ingress receiving", buffersWhileDown: true }),
     platform: {
       get users() {
@@ -82,6 +68,6 @@ describeConformance(
         matrix.fail("sync", 1);
       },
     },
-  },
+  }),
   { describe, it, beforeAll, afterAll },
 );

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, it } from "@jest/globals";
 import { describeConformance, eventually, type Person } from "@mom/ingress-sdk/testing";
-import { type FakeSlack, type FakeSlackEnvelope, type FakeSlackMessage, startFakeSlack, startTestNats, type TestNats } from "@mom/testing";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { type FakeSlack, type FakeSlackEnvelope, type FakeSlackMessage, startFakeSlack } from "@mom/testing";
+import { deployedTarget } from "../support/deployed-target.js";
 import { ingressProcess, momBin } from "../support/ingress-process.js";
 
 // The ingress kit's standard suite against `mom ingress` of a slack adapter, as a process, over the
@@ -13,7 +11,6 @@ const people: Record<Person, string> = { admin: "U0ANA", member: "U0BOB", strang
 const ROOM = "C0TEAM";
 const dms: Record<Person, string> = { admin: "D0ANA", member: "D0BOB", stranger: "D0CAROL" };
 
-let nats: TestNats;
 let slack: FakeSlack;
 let dataDir: string;
 let last: FakeSlackEnvelope[] = [];
@@ -29,16 +26,10 @@ const sectionsOf = (m: FakeSlackMessage) => (m.blocks ?? []).map((b) => String(b
 
 describeConformance(
   "ingress conformance: slack",
-  {
+  deployedTarget({
     adapter: "sl",
-    get natsUrl() {
-      return nats.url;
-    },
-    get namespace() {
-      return nats.namespace;
-    },
-    async prepare() {
-      nats = await startTestNats();
+    async setup(dir) {
+      dataDir = dir;
       slack = await startFakeSlack({
         users: [
           { id: people.admin, name: "ana", real_name: "Ana Lopez" },
@@ -47,15 +38,9 @@ describeConformance(
         ],
         channels: [{ id: ROOM, name: "team" }, ...(["admin", "member", "stranger"] as const).map((who) => ({ id: dms[who], is_im: true, user: people[who] }))],
       });
-      dataDir = mkdtempSync(join(tmpdir(), "mom-conformance-sl-"));
-      const adapter = { type: "slack", botToken: "env:SL_BOT", appToken: "env:SL_APP", apiUrl: slack.apiUrl, admins: [people.admin], dm: [people.member] };
-      writeFileSync(join(dataDir, "config.json"), JSON.stringify({ nats: { url: nats.url, namespace: nats.namespace }, adapters: { sl: adapter } }));
+      return { type: "slack", botToken: "env:SL_BOT", appToken: "env:SL_APP", apiUrl: slack.apiUrl, admins: [people.admin], dm: [people.member] };
     },
-    async dispose() {
-      await slack?.close();
-      await nats?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+    teardown: async () => slack?.close(),
     ingress: ingressProcess({ args: () => [momBin, "ingress", "sl", dataDir], env: () => ({ SL_BOT: slack.botToken, SL_APP: slack.appToken, NATS_URL: "" }), ready: "slack ingress receiving", buffersWhileDown: true }),
     platform: {
       users: people,
@@ -89,6 +74,6 @@ describeConformance(
         slack.dropSockets();
       },
     },
-  },
+  }),
   { describe, it, beforeAll, afterAll },
 );

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, it } from "@jest/globals";
 import { describeConformance, eventually, type Person } from "@mom/ingress-sdk/testing";
-import { type FakeTelegram, startFakeTelegram, startTestNats, type TestNats, type TgMessage, type TgUser } from "@mom/testing";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { type FakeTelegram, startFakeTelegram, type TgMessage, type TgUser } from "@mom/testing";
+import { deployedTarget } from "../support/deployed-target.js";
 import { ingressProcess, momBin } from "../support/ingress-process.js";
 
 // The ingress kit's standard suite against `mom ingress` of a telegram adapter, as a process,
@@ -15,7 +13,6 @@ const people: Record<Person, TgUser> = {
 };
 const team = { id: -100200, type: "supergroup" as const, title: "team" };
 
-let nats: TestNats;
 let telegram: FakeTelegram;
 let dataDir: string;
 let last: TgMessage | undefined;
@@ -24,26 +21,14 @@ const chatOf = (channel: string, who: Person) => (channel === String(team.id) ? 
 
 describeConformance(
   "ingress conformance: telegram",
-  {
+  deployedTarget({
     adapter: "tg",
-    get natsUrl() {
-      return nats.url;
-    },
-    get namespace() {
-      return nats.namespace;
-    },
-    async prepare() {
-      nats = await startTestNats();
+    async setup(dir) {
+      dataDir = dir;
       telegram = await startFakeTelegram();
-      dataDir = mkdtempSync(join(tmpdir(), "mom-conformance-tg-"));
-      const adapter = { type: "telegram", botToken: "env:TG_TOKEN", apiUrl: telegram.url, admins: [String(people.admin.id)], dm: [String(people.member.id)] };
-      writeFileSync(join(dataDir, "config.json"), JSON.stringify({ nats: { url: nats.url, namespace: nats.namespace }, adapters: { tg: adapter } }));
+      return { type: "telegram", botToken: "env:TG_TOKEN", apiUrl: telegram.url, admins: [String(people.admin.id)], dm: [String(people.member.id)] };
     },
-    async dispose() {
-      await telegram?.close();
-      await nats?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+    teardown: async () => telegram?.close(),
     ingress: ingressProcess({ args: () => [momBin, "ingress", "tg", dataDir], env: () => ({ TG_TOKEN: telegram.token, NATS_URL: "" }), ready: "telegram ingress receiving", buffersWhileDown: true }),
     platform: {
       users: { admin: String(people.admin.id), member: String(people.member.id), stranger: String(people.stranger.id) },
@@ -89,6 +74,6 @@ describeConformance(
         await eventually(() => telegram.failuresLeft("getUpdates") === 0, "the ingress's getUpdates answered 502 twice", 60_000);
       },
     },
-  },
+  }),
   { describe, it, beforeAll, afterAll },
 );

@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, it } from "@jest/globals";
 import { describeConformance, eventually, type Person } from "@mom/ingress-sdk/testing";
 import { parseApprovalButton } from "@mom/ingress-sdk";
-import { type FakeWhatsApp, freePort, startFakeWhatsApp, startTestNats, type TestNats, type WaSent } from "@mom/testing";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { type FakeWhatsApp, freePort, startFakeWhatsApp, type WaSent } from "@mom/testing";
+import { deployedTarget } from "../support/deployed-target.js";
 import { ingressProcess, momBin } from "../support/ingress-process.js";
 
 // The ingress kit's standard suite against `mom ingress` of a whatsapp adapter, as a process, with
@@ -18,7 +16,6 @@ const people: Record<Person, { waId: string; name: string }> = {
   stranger: { waId: "4917000000103", name: "Carol" },
 };
 
-let nats: TestNats;
 let whatsapp: FakeWhatsApp;
 let dataDir: string;
 let port: number;
@@ -32,21 +29,14 @@ const promptIn = (waId: string, approvalId: string, argsSummary: string): WaSent
 
 describeConformance(
   "ingress conformance: whatsapp",
-  {
+  deployedTarget({
     adapter: "wa",
-    get natsUrl() {
-      return nats.url;
-    },
-    get namespace() {
-      return nats.namespace;
-    },
-    async prepare() {
-      nats = await startTestNats();
+    async setup(dir) {
+      dataDir = dir;
       whatsapp = await startFakeWhatsApp();
       port = await freePort();
       whatsapp.webhookUrl = `http://127.0.0.1:${port}/webhook`;
-      dataDir = mkdtempSync(join(tmpdir(), "mom-conformance-wa-"));
-      const adapter = {
+      return {
         type: "whatsapp",
         accessToken: "env:WA_TOKEN",
         appSecret: "env:WA_SECRET",
@@ -57,13 +47,8 @@ describeConformance(
         admins: [people.admin.waId],
         dm: [people.member.waId],
       };
-      writeFileSync(join(dataDir, "config.json"), JSON.stringify({ nats: { url: nats.url, namespace: nats.namespace }, adapters: { wa: adapter } }));
     },
-    async dispose() {
-      await whatsapp?.close();
-      await nats?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+    teardown: async () => whatsapp?.close(),
     ingress: {
       ...proc,
       async start() {
@@ -112,6 +97,6 @@ describeConformance(
         whatsapp.rateLimit(n);
       },
     },
-  },
+  }),
   { describe, it, beforeAll, afterAll },
 );
