@@ -156,6 +156,8 @@ describe("deploy/nats/auth.conf: each ingress's user works for its own adapter a
       await run.emit(await mom.shareFile("room", "back.txt", new TextEncoder().encode("a file from mom")));
       await run.end(`answer on ${adapter}`);
       await eventually(() => shown.some((s) => s.text?.includes(`answer on ${adapter}`)) && shown.some((s) => s.file === "back.txt"), "the answer and the file shown");
+      // A late click on the prompt, which the shell closed, is read back from MOM_OUT as this user may (it ended: no refusal; the runner judges).
+      expect(await ingress.shell.decide({ approvalId, decision: "deny", user: { id: "u-stranger", username: "stranger" }, channel: "room" })).toEqual({});
     } finally {
       await ingress.close();
       await mom.close();

@@ -157,7 +157,7 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
     expect(readFileSync(join(s.loaded.paths.workspaceDir, "channels", EMAIL_ADAPTER, (await message(ask2)).channelId, "scratch", "plan.txt"), "utf8")).toBe("final\n");
   });
 
-  it("a code mailed before a restart of the ingress still decides its approval after it, and the outcome is mailed; a wrong one still does not", async () => {
+  it("a code mailed before a restart of the ingress still decides its approval after it, and the outcome is mailed; a wrong one still does not; someone who may not decide is told so", async () => {
     s.llm.enqueue(
       { toolCalls: [{ name: "write", arguments: { label: "Draft", path: "scratch/memo.txt", content: "draft\n" } }] },
       { toolCalls: [{ name: "edit", arguments: { label: "Sign", path: "scratch/memo.txt", oldText: "draft", newText: "signed" } }] },
@@ -168,9 +168,12 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
     const code = /"approve (\d{8})"/.exec(prompt.text ?? "")![1]!;
     await s.stopIngress();
     await s.startIngress();
-    const replyTo = (text: string) => s.mail.send({ from: MAIL.carol, to: MAIL.mom, subject: `Re: ${prompt.subject}`, inReplyTo: prompt.messageId!, references: [...[prompt.references ?? []].flat(), prompt.messageId!], text });
+    const replyTo = (text: string, from = MAIL.carol) => s.mail.send({ from, to: MAIL.mom, subject: `Re: ${prompt.subject}`, inReplyTo: prompt.messageId!, references: [...[prompt.references ?? []].flat(), prompt.messageId!], text });
     const wrong = await replyTo(`approve ${code === "12345678" ? "87654321" : "12345678"}`);
     expect((await answer(MAIL.carol, wrong)).text).toMatch(/^No approval is waiting for the code \d{8}: nothing was decided\./);
+    // Who may decide is read back from the bus (the prompt as the runner asked it).
+    const byBob = await replyTo(`approve ${code}`, MAIL.bob);
+    expect((await answer(MAIL.bob, byBob)).text).toMatch(new RegExp(`^Only ${MAIL.carol} can decide this\\.`));
     const approved = await replyTo(`approve ${code}`);
     await answer(MAIL.ana, ask, (m) => /^The memo is signed\./.test(m.text ?? ""), 30_000);
     // The prompt mail is not in mom's folder: the outcome answers the approver's reply, in the thread.
@@ -179,7 +182,10 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
     const channelId = (await message(ask)).channelId;
     expect(readFileSync(join(s.loaded.paths.workspaceDir, "channels", EMAIL_ADAPTER, channelId, "scratch", "memo.txt"), "utf8")).toBe("signed\n");
     const decisions = (await controlMessagesOf(s.bus, { adapter: EMAIL_ADAPTER, channelId })).filter((c) => c.type === "approval_decision");
-    expect(decisions.map((d) => d.type === "approval_decision" && [d.decidedBy.id, d.decision])).toEqual([[MAIL.carol, "allow-once"]]);
+    expect(decisions.map((d) => d.type === "approval_decision" && [d.decidedBy.id, d.decision])).toEqual([
+      [MAIL.bob, "allow-once"],
+      [MAIL.carol, "allow-once"],
+    ]);
   });
 
   it("a sender not on allowFrom is ignored and logged (and the mail marked seen)", async () => {

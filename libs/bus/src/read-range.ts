@@ -32,9 +32,10 @@ function startOptions(start: RangeStart): Partial<OrderedConsumerOptions> {
 /**
  * Reads an ordered consumer (ephemeral, no acks, so no durable consumer of a live service is
  * touched and the server forgets the reader once it is done) until `visit` says it has what it
- * wants or nothing more is pending.
+ * wants or nothing more is pending. `leave`: the consumer is not deleted but expires once idle,
+ * for a user that may not delete consumers on that stream.
  */
-async function readOrdered(bus: Bus, stream: string, opts: Partial<OrderedConsumerOptions>, visit: (m: JsMsg) => boolean): Promise<void> {
+async function readOrdered(bus: Bus, stream: string, opts: Partial<OrderedConsumerOptions>, visit: (m: JsMsg) => boolean, leave = false): Promise<void> {
   const consumer: Consumer = await connectionOf(bus).js.consumers.get(stream, opts);
   try {
     if ((await consumer.info()).num_pending === 0) return;
@@ -51,20 +52,26 @@ async function readOrdered(bus: Bus, stream: string, opts: Partial<OrderedConsum
       if (done || got === 0) break;
     }
   } finally {
-    await consumer.delete().catch(() => {});
+    if (!leave) await consumer.delete().catch(() => {});
   }
 }
 
-/** Reads what a stream holds now on `filter`, from `start` up to `until` (stored at or before). */
-export async function readRange(bus: Bus, stream: string, filter: string, start: RangeStart, until?: Date): Promise<RawMessage[]> {
+/**
+ * Reads what a stream holds now on `filter`, from `start` up to `until` (stored at or before).
+ * `leaveToExpire`: the reader is left to the server to remove 10 s after the read instead of
+ * deleted (an ingress's NATS user may not delete consumers on MOM_OUT, where another adapter's are).
+ */
+export async function readRange(bus: Bus, stream: string, filter: string, start: RangeStart, until?: Date, o: { leaveToExpire?: boolean } = {}): Promise<RawMessage[]> {
   const last = (await connectionOf(bus).jsm.streams.info(stream)).state.last_seq;
   const out: RawMessage[] = [];
   if (last === 0 || start === "new") return out;
-  await readOrdered(bus, stream, { filter_subjects: filter, ...startOptions(start) }, (m) => {
+  const expiry = o.leaveToExpire ? { inactive_threshold: 10_000 } : {};
+  const visit = (m: JsMsg) => {
     if (until && m.time > until) return true;
     out.push(toRaw(stream, m));
     return m.seq >= last;
-  });
+  };
+  await readOrdered(bus, stream, { filter_subjects: filter, ...startOptions(start), ...expiry }, visit, o.leaveToExpire);
   return out;
 }
 

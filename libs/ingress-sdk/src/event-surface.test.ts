@@ -127,6 +127,28 @@ describe("the shell with an EventSurface, a connection of one channel, and inbou
     await ib.close();
   }, 60_000);
 
+  it("a prompt shown before a restart of the ingress is read back from the bus: a stranger's click is refused saying who may decide; one that ended is left to the runner", async () => {
+    const p = eventPlatform();
+    const first = await start(p.definition);
+    const run = await mom.startRun("again", message("again", "r1", "hello"));
+    const ask = (approvalId: string) =>
+      run.emit({ type: "approval_requested", approvalId, toolId: "bash", risk: "destructive", argsSummary: "rm -rf scratch", requestedBy: { id: "u-ana", username: "ana" }, expiresAt: new Date(Date.now() + 60_000).toISOString(), approvers: ["u-admin"] });
+    await ask("b1");
+    await ask("b2");
+    await run.emit({ type: "approval_resolved", approvalId: "b2", outcome: "denied", decidedBy: "admin" });
+    await eventually(() => p.drawn.some((d) => d.event.event.type === "approval_resolved"), "the prompts drawn");
+    await first.close();
+
+    const second = await start(eventPlatform().definition);
+    const stranger = { id: "u-stranger", username: "stranger" };
+    expect(await second.shell.decide({ approvalId: "b1", decision: "allow-once", user: stranger, channel: "again" })).toEqual({ refusal: expect.stringContaining("u-admin") });
+    expect(await second.shell.decide({ approvalId: "b1", decision: "allow-once", user: { id: "u-admin", username: "admin" }, channel: "again" })).toEqual({});
+    expect(await second.shell.decide({ approvalId: "b2", decision: "allow-once", user: stranger, channel: "again" })).toEqual({});
+    // Every click is still sent: the runner records the stranger's as refused.
+    await eventually(async () => (await mom.decisions("again")).length === 3, "the three decisions on mom.ctl");
+    await second.close();
+  }, 60_000);
+
   it("inboundRetryMs 0: a message received while NATS is away is refused at once; by default it is published once NATS is back", async () => {
     const atOnce = await start(eventPlatform({ inboundRetryMs: 0 }).definition);
     const patient = await start(eventPlatform().definition);

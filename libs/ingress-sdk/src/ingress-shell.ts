@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { Bus, serviceReadiness } from "@mom/bus";
 import { type BeforeJetStreamDrain } from "@mom/bus/nest";
 import type { OutboundEvent } from "@mom/contracts";
-import type { Ev, PostHandling } from "@mom/render";
+import type { Dialect, Ev, PendingApproval, PostHandling } from "@mom/render";
 import {
   type ApprovalClick,
   DeliveryReceipts,
@@ -21,6 +21,7 @@ import {
 } from "@mom/render";
 import type { Logger } from "pino";
 import type { AdapterSettings } from "./adapter-settings.js";
+import { DEFAULT_APPROVAL_WINDOW_MS, recallApproval } from "./approval-recall.js";
 import { EventDrawing, type RunDrawing } from "./event-drawing.js";
 import { inboundHistory } from "./inbound-history.js";
 import type { OutboundDrawing } from "./outbound-controller.js";
@@ -38,6 +39,8 @@ export interface IngressRun {
   typingIntervalMs?: number;
   /** console.publicUrl: answers with tool activity link to their run page there. */
   consoleUrl?: string;
+  /** How long an approval may wait (policy.approvalTimeoutSeconds): how far back a prompt of before a restart is read. */
+  approvalWindowMs?: number;
 }
 
 type Surface = PlatformConnection["surface"];
@@ -208,10 +211,22 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
   async decide(click: ApprovalClick, acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>): Promise<{ refusal?: string }> {
     const drawing = this.drawing;
     if (!drawing) throw new Error("the ingress is not started");
-    const pending = drawing.approval(click.approvalId);
-    if (!pending && click.prompt) drawing.recall?.(click.approvalId, click.prompt);
+    const shown = drawing.approval(click.approvalId);
+    if (!shown && click.prompt) drawing.recall?.(click.approvalId, click.prompt);
+    const pending = shown ?? (await this.recalled(click, drawing.dialect));
     const { refusal } = await decideApproval({ bus: this.bus, adapter: this.adapter, dialect: drawing.dialect, log: this.log }, pending, click, acknowledge);
     return refusal ? { refusal } : {};
+  }
+
+  /** A prompt of before a restart, read back from the bus; a failed read leaves the judging to the runner. */
+  private async recalled(click: ApprovalClick, dialect: Dialect): Promise<PendingApproval | undefined> {
+    if (!click.channel) return undefined;
+    try {
+      return await recallApproval(this.bus, this.adapter, click.channel, click.approvalId, this.run.approvalWindowMs ?? DEFAULT_APPROVAL_WINDOW_MS, dialect);
+    } catch (err) {
+      this.log.warn({ err, approvalId: click.approvalId }, "could not read the approval back from the bus; the runner judges the decision");
+      return undefined;
+    }
   }
 
   undelivered(platformMessageId: string, error: string): Promise<boolean> {

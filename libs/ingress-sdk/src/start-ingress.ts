@@ -32,6 +32,8 @@ export interface StartIngressOptions {
   typingIntervalMs?: number;
   /** The web console's URL (console.publicUrl): each answer with tool activity links to its run page there. */
   consoleUrl?: string;
+  /** How long an approval may wait (policy.approvalTimeoutSeconds; default 300 s): how far back a prompt of before a restart is read from the bus. */
+  approvalWindowMs?: number;
 }
 
 export interface RunningIngress {
@@ -44,7 +46,7 @@ export interface RunningIngress {
  * once all of it is up, or rejects saying which part failed (and leaves nothing running).
  */
 export async function startIngress(definition: IngressDefinition, o: StartIngressOptions): Promise<RunningIngress> {
-  const run: IngressRun = { definition, adapter: o.adapter, logger: o.logger, ...(o.editIntervalMs !== undefined && { editIntervalMs: o.editIntervalMs }), ...(o.typingIntervalMs !== undefined && { typingIntervalMs: o.typingIntervalMs }), ...(o.consoleUrl && { consoleUrl: o.consoleUrl }) };
+  const run: IngressRun = { definition, adapter: o.adapter, logger: o.logger, ...(o.editIntervalMs !== undefined && { editIntervalMs: o.editIntervalMs }), ...(o.typingIntervalMs !== undefined && { typingIntervalMs: o.typingIntervalMs }), ...(o.consoleUrl && { consoleUrl: o.consoleUrl }), ...(o.approvalWindowMs !== undefined && { approvalWindowMs: o.approvalWindowMs }) };
   const app = await startJetStreamService(IngressModule.forRoot(run, o.bus));
   return { shell: app.get(IngressShell), close: () => app.close() };
 }
@@ -52,7 +54,8 @@ export async function startIngress(definition: IngressDefinition, o: StartIngres
 /** `startIngress` for adapter `name` of a loaded config.json. */
 export function startConfiguredIngress(definition: IngressDefinition, loaded: LoadedConfig, name: string, logger: Logger, natsUrl = loaded.config.nats.url): Promise<RunningIngress> {
   const consoleUrl = loaded.config.console.publicUrl;
-  return startIngress(definition, { adapter: adapterSettings(definition, loaded, name), bus: busOptions(loaded, natsUrl, `ingress-${name}`, logger), logger, ...(consoleUrl && { consoleUrl }) });
+  const approvalWindowMs = loaded.config.policy.approvalTimeoutSeconds * 1000;
+  return startIngress(definition, { adapter: adapterSettings(definition, loaded, name), bus: busOptions(loaded, natsUrl, `ingress-${name}`, logger), logger, approvalWindowMs, ...(consoleUrl && { consoleUrl }) });
 }
 
 const USAGE = "usage: <ingress> --adapter <name> [--data-dir <dir>]   (or MOM_ADAPTER, MOM_DATA_DIR; NATS_URL overrides nats.url)";

@@ -26,7 +26,8 @@ const DERIVATIONS = 4;
  * once. Kept by code and by the prompt's message id. Without `key` they are random and a restart
  * forgets them (the runner expires the approval). With `key` (a secret of the adapter's) a code is
  * derived from it, the channel and the approval id, so after a restart a typed answer that names
- * its prompt (`decide`'s `recall`) still decides; who may decide is then checked by the runner.
+ * its prompt (`decide`'s `recall`) still decides; who may decide is then the shell's to say (it
+ * reads the prompt back from the bus) and the runner's.
  */
 export class ApprovalCodes {
   private readonly codes = new RecentMap<Code>(1000);

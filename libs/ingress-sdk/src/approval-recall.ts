@@ -1,0 +1,32 @@
+import { type Bus, readRange } from "@mom/bus";
+import type { OutboundEvent } from "@mom/contracts";
+import { approvalPromptText, type Dialect, type PendingApproval } from "@mom/render";
+
+/** How far back a prompt of before a restart is looked for when nothing says otherwise (policy.approvalTimeoutSeconds' default). */
+export const DEFAULT_APPROVAL_WINDOW_MS = 300_000;
+
+/**
+ * An approval this process did not show (it started since the prompt was posted), read back from
+ * the channel's outbound events of the last `withinMs` (how long an approval may wait): who may
+ * decide and the prompt's text. Undefined when the window holds no such approval, or it has ended.
+ * The bus is the record of what was asked, so a restarted ingress judges a click as the one
+ * that posted the prompt would have.
+ */
+export async function recallApproval(bus: Bus, adapter: string, channel: string, approvalId: string, withinMs: number, dialect: Dialect): Promise<PendingApproval | undefined> {
+  const { subjects } = bus;
+  // A minute more for a server clock that is not this machine's.
+  const since = new Date(Date.now() - withinMs - 60_000);
+  let pending: PendingApproval | undefined;
+  const events = await readRange(bus, subjects.stream("OUT"), subjects.channel("out", { adapter, channelId: channel }), { time: since }, undefined, { leaveToExpire: true });
+  for (const m of events) {
+    let ev: OutboundEvent["event"] | undefined;
+    try {
+      ev = (JSON.parse(m.text) as OutboundEvent).event;
+    } catch {
+      continue; // not an event: the runner dead-letters it, and it asked nothing
+    }
+    if (ev?.type === "approval_requested" && ev.approvalId === approvalId) pending = { channel, approvers: ev.approvers, text: approvalPromptText(ev, dialect) };
+    if (ev?.type === "approval_resolved" && ev.approvalId === approvalId) pending = undefined;
+  }
+  return pending;
+}
