@@ -19,6 +19,7 @@ import {
   postRecord,
   publishInbound,
 } from "@mom/render";
+import pTimeout from "p-timeout";
 import type { Logger } from "pino";
 import type { AdapterSettings } from "./adapter-settings.js";
 import { DEFAULT_APPROVAL_WINDOW_MS, recallApproval } from "./approval-recall.js";
@@ -218,11 +219,15 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
     return refusal ? { refusal } : {};
   }
 
-  /** A prompt of before a restart, read back from the bus; a failed read leaves the judging to the runner. */
+  /**
+   * A prompt of before a restart, read back from the bus. Some platforms drop a click not answered
+   * within seconds, so a read that fails or takes over a second leaves the judging to the runner.
+   */
   private async recalled(click: ApprovalClick, dialect: Dialect): Promise<PendingApproval | undefined> {
     if (!click.channel) return undefined;
     try {
-      return await recallApproval(this.bus, this.adapter, click.channel, click.approvalId, this.run.approvalWindowMs ?? DEFAULT_APPROVAL_WINDOW_MS, dialect);
+      const read = recallApproval(this.bus, this.adapter, click.channel, click.approvalId, this.run.approvalWindowMs ?? DEFAULT_APPROVAL_WINDOW_MS, dialect);
+      return await pTimeout(read, { milliseconds: 1000, message: "the read took over a second" });
     } catch (err) {
       this.log.warn({ err, approvalId: click.approvalId }, "could not read the approval back from the bus; the runner judges the decision");
       return undefined;
