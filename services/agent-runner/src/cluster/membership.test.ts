@@ -53,7 +53,7 @@ describe("Membership (heartbeats on a real NATS KV bucket, this process's clock 
   it("time this process was deaf does not count against others, but does not revive the dead either", async () => {
     // A lease long enough that none of the observer's own heartbeats (every lease/8 of real time)
     // falls within the test: one that timed out on a busy machine made it deaf for reasons of its
-    // own from the fake clock's start, and rightly forgave "dead" that time (CI, once).
+    // own from the fake clock's start, and rightly forgave "dead" that time (npm test, once).
     const lease = 40_000;
     const { m, kv, clock } = await observer("deaf", lease);
     await beat(kv, "dead");
