@@ -50,10 +50,10 @@ describe("ApprovalReactions", () => {
     expect(await approvals.decide(port, { promptId: "$chat", key: "❌", channel: "!room", user: ana }, recall("$chat"))).toBeUndefined();
     expect(recalls).toEqual(["$old", "$chat"]);
     expect(port.clicks.map((c) => c.approvalId)).toEqual(["a0", "a0"]);
-    // Where it is and what it read, to edit it with the outcome; a prompt of this process is no recalled one.
-    expect(approvals.recalledPrompt("a0")).toEqual({ id: "$old", text: "🔐 Approval needed" });
+    // The recalled prompt goes with the decision (where it is, what it read), to be edited with the outcome; a prompt of this process does not.
+    expect(port.clicks[0]!.prompt).toEqual({ ref: "$old", text: "🔐 Approval needed" });
     approvals.posted("$new", "a1");
     await approvals.decide(port, { promptId: "$new", key: "✅", channel: "!room", user: ana }, recall("$new"));
-    expect(approvals.recalledPrompt("a1")).toBeUndefined();
+    expect(port.clicks.at(-1)!.prompt).toBeUndefined();
   });
 });

@@ -36,8 +36,6 @@ export class ApprovalReactions {
   private readonly prompts = new RecentMap<Prompt>(1000);
   /** Prompts of before a restart, and messages that are none, as `recall` found them. */
   private readonly recalled = new RecentMap<Omit<Prompt, "reactions"> & { text?: string }>(1000);
-  /** The same prompts by approval id, for closing them once decided. */
-  private readonly recalledIds = new RecentMap<string>(1000);
 
   /**
    * A prompt was posted, before the bot's reactions go up (a person may react first): push each
@@ -47,13 +45,6 @@ export class ApprovalReactions {
     const reactions: string[] = [];
     this.prompts.set(promptId, { approvalId, ...(thread && { thread }), reactions });
     return reactions;
-  }
-
-  /** A prompt of before a restart that a reaction decided: its id, and its text as `recall` read it. */
-  recalledPrompt(approvalId: string): { id: string; text?: string } | undefined {
-    const id = this.recalledIds.get(approvalId);
-    const text = id && this.recalled.get(id)?.text;
-    return id ? { id, ...(text !== undefined && { text }) } : undefined;
   }
 
   /** The prompt closed (decided or expired): the bot's own reactions on it, to take back. */
@@ -78,10 +69,13 @@ export class ApprovalReactions {
   ): Promise<{ refusal?: string; thread?: string } | undefined> {
     const decision = ApprovalReactions.decisionOf(reaction.key);
     if (!decision) return undefined;
-    const prompt = this.prompts.get(reaction.promptId) ?? (await this.recalled.remember(reaction.promptId, async () => (await recall()) ?? {}));
+    const shown = this.prompts.get(reaction.promptId);
+    const prompt = shown ?? (await this.recalled.remember(reaction.promptId, async () => (await recall()) ?? {}));
     if (!prompt.approvalId) return undefined;
-    if (!this.prompts.get(reaction.promptId)) this.recalledIds.set(prompt.approvalId, reaction.promptId);
-    const { refusal } = await inbound.decide({ approvalId: prompt.approvalId, decision, user: reaction.user, channel: reaction.channel });
+    // A recalled prompt goes with the decision, so that it is closed with the outcome (its text as `recall` read it).
+    const text = shown ? undefined : (prompt as { text?: string }).text;
+    const recalled = shown ? {} : { prompt: { ref: reaction.promptId, ...(text !== undefined && { text }) } };
+    const { refusal } = await inbound.decide({ approvalId: prompt.approvalId, decision, user: reaction.user, channel: reaction.channel, ...recalled });
     return { ...(refusal && { refusal }), ...(prompt.thread && { thread: prompt.thread }) };
   }
 }

@@ -13,7 +13,7 @@ interface Code {
 export interface PromptRef {
   approvalId: string;
   channel: string;
-  /** The prompt's message id, so that it is closed with the outcome (`recalledPrompt`). */
+  /** The prompt's message id, so that it is closed with the outcome (passed as `ApprovalClick.prompt`). */
   promptId?: string;
 }
 
@@ -32,8 +32,6 @@ const DERIVATIONS = 4;
 export class ApprovalCodes {
   private readonly codes = new RecentMap<Code>(1000);
   private readonly byPrompt = new RecentMap<string>(1000);
-  /** Prompts of before a restart that a typed answer decided, by approval id. */
-  private readonly recalled = new RecentMap<string>(1000);
   private readonly key?: string;
 
   /**
@@ -108,18 +106,12 @@ export class ApprovalCodes {
     const prompt = known || this.key === undefined ? undefined : recall?.();
     const c = this.lookup(typed.code, prompt);
     if ("refusal" in c) return c;
-    if (prompt?.promptId) this.recalled.set(c.approvalId, prompt.promptId);
-    const { refusal } = await inbound.decide({ approvalId: c.approvalId, decision: typed.decision, user, channel: c.channel });
+    const { refusal } = await inbound.decide({ approvalId: c.approvalId, decision: typed.decision, user, channel: c.channel, ...(prompt?.promptId && { prompt: { ref: prompt.promptId } }) });
     if (refusal) return { refusal };
     // A recalled prompt's approvers are not known here: whether `user` decided is the runner's to
     // say, so the code stays good for the one who may (the runner takes one decision).
     if (known) this.spend(typed.code, `${typed.decision === "deny" ? "denied" : "approved"} by ${user.username}`);
     return {};
-  }
-
-  /** The message id of a prompt of before a restart that a typed answer decided (Layout.recalledPrompt). */
-  recalledPrompt(approvalId: string): string | undefined {
-    return this.recalled.get(approvalId);
   }
 
   /** The prompt closed (decided or expired): its code is spent. */

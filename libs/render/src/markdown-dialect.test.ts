@@ -52,16 +52,14 @@ describe("ApprovalCodes", () => {
     expect(await otherKey.decide(inbound, { code, decision: "allow-once" }, carol, () => ({ approvalId: "ap-1", channel: "thread-a" }))).toEqual(refused);
     expect(clicks).toEqual([]);
     // Its own prompt: decided, and not spent here (the runner takes one decision, from one who may);
-    // the prompt is remembered, to be closed with the outcome.
+    // the prompt goes with the decision, to be closed with the outcome.
     const prompt = () => ({ approvalId: "ap-1", channel: "thread-a", promptId: "prompt-1" });
-    expect(after.recalledPrompt("ap-1")).toBeUndefined();
     expect(await after.decide(inbound, { code, decision: "deny" }, { id: "bob@example.org", username: "bob@example.org" }, prompt)).toEqual({});
     expect(await after.decide(inbound, { code, decision: "allow-once" }, carol, prompt)).toEqual({});
     expect(clicks).toEqual([
-      { approvalId: "ap-1", decision: "deny", user: { id: "bob@example.org", username: "bob@example.org" }, channel: "thread-a" },
-      { approvalId: "ap-1", decision: "allow-once", user: carol, channel: "thread-a" },
+      { approvalId: "ap-1", decision: "deny", user: { id: "bob@example.org", username: "bob@example.org" }, channel: "thread-a", prompt: { ref: "prompt-1" } },
+      { approvalId: "ap-1", decision: "allow-once", user: carol, channel: "thread-a", prompt: { ref: "prompt-1" } },
     ]);
-    expect(after.recalledPrompt("ap-1")).toBe("prompt-1");
     // Without a key nothing survives: the same code after a restart decides nothing.
     const random = new ApprovalCodes();
     const r = random.issue("ap-1", "thread-a", "p");

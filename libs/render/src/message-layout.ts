@@ -37,8 +37,6 @@ export interface ChatSurface {
   prompt(channel: string, text: string, approvalId: string, at: Placement, approvers: string[]): Promise<string>;
   /** The prompt without its buttons, reading `text`. */
   closePrompt(channel: string, messageId: string, text: string): Promise<void>;
-  /** A prompt of before a restart that a decision named: its id, and its text when known (Layout.recalledPrompt). */
-  recalledPrompt?(approvalId: string): { id: string; text?: string } | undefined;
   deadline?(expiresAt: string): string;
 }
 
@@ -131,11 +129,6 @@ export class MessageLayout implements Layout<MessageRun, string> {
 
   resolvePrompt(channel: string, messageId: string, text: string): Promise<void> {
     return this.surface.closePrompt(channel, messageId, text);
-  }
-
-  recalledPrompt(approvalId: string): { prompt: string; text?: string } | undefined {
-    const r = this.surface.recalledPrompt?.(approvalId);
-    return r && { prompt: r.id, ...(r.text !== undefined && { text: r.text }) };
   }
 
   async typing(channel: string, view: RunView): Promise<void> {

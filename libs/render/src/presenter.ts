@@ -41,12 +41,6 @@ export interface Layout<S, P = unknown> {
   prompt(channel: string, view: RunView, state: S | undefined, ev: Ev<"approval_requested">, text: string): Promise<P>;
   /** The prompt loses its buttons and reads `text` (the prompt and how it ended). */
   resolvePrompt(channel: string, prompt: P, text: string): Promise<void>;
-  /**
-   * A prompt of before a restart that a decision named (a reaction on it, a typed code's reply to
-   * it): where it is, and its text when the platform gave it back, so that it is closed too (with
-   * the outcome line alone when its text is not known).
-   */
-  recalledPrompt?(approvalId: string): { prompt: P; text?: string } | undefined;
   /** How the platform writes an approval's expiry, after "no decision". */
   deadline?(expiresAt: string): string;
   /** Shows "typing…" in the run's conversation (renewed every `typingIntervalMs`). */
@@ -106,7 +100,7 @@ export class Presenter<S, P = unknown> {
   private readonly tracker = new RunTracker();
   private readonly live = new Map<string, LiveRun<S>>();
   private readonly approvals = new Map<string, PendingApproval<P>>();
-  /** Prompts of before a restart that a click named (`recall`), closed once resolved. */
+  /** Prompts of before a restart that a decision named (`recall`: a click, a reaction, a typed code's reply), closed once resolved. */
   private readonly recalled = new RecentMap<{ prompt: P; text?: string }>(1000);
   private readonly posted = new RecentIds(5000);
   private closed = false;
@@ -137,8 +131,9 @@ export class Presenter<S, P = unknown> {
   }
 
   /**
-   * A prompt this process did not post (before a restart) that someone clicked: it is closed with
-   * the outcome when the approval resolves, like the prompts posted here.
+   * A prompt this process did not post (before a restart) that a decision named: it is closed with
+   * the outcome when the approval resolves, like the prompts posted here (with the outcome line
+   * alone when its text is not known).
    */
   recall(approvalId: string, prompt: { ref: unknown; text?: string }): void {
     if (this.approvals.has(approvalId)) return;
@@ -198,7 +193,7 @@ export class Presenter<S, P = unknown> {
         const outcome = approvalOutcomeLine(ev, this.layout.dialect);
         if (a?.prompt !== undefined) await this.layout.resolvePrompt(a.channel, a.prompt, `${a.text}\n${outcome}`);
         else if (!a) {
-          const recalled = this.recalled.get(ev.approvalId) ?? this.layout.recalledPrompt?.(ev.approvalId);
+          const recalled = this.recalled.get(ev.approvalId);
           this.recalled.delete(ev.approvalId);
           if (recalled) await this.layout.resolvePrompt(channel, recalled.prompt, recalled.text ? `${recalled.text}\n${outcome}` : outcome);
         }

@@ -24,10 +24,11 @@ function keyOf(r: UsageRecord, by: UsageGrouping): string {
 /** Totals per channel, adapter or model, largest cost first, and the grand total. */
 export function summarizeUsage(records: UsageRecord[], by: UsageGrouping): { rows: UsageRow[]; total: UsageRow } {
   const rows = new Map<string, UsageRow>();
-  const total: UsageRow = { key: "total", calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, costUsd: 0, unpriced: 0, estimated: 0 };
+  const empty = (key: string): UsageRow => ({ key, calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, costUsd: 0, unpriced: 0, estimated: 0 });
+  const total = empty("total");
   for (const r of records) {
     const key = keyOf(r, by);
-    const row = rows.get(key) ?? { key, calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, costUsd: 0, unpriced: 0, estimated: 0 };
+    const row = rows.get(key) ?? empty(key);
     for (const t of [row, total]) {
       t.calls++;
       t.input += r.input;

@@ -71,11 +71,6 @@ export class EmailSurface implements ChatSurface {
     return this.send(channel, at, `${text}\n\n${hint}`, { to: approvers, id });
   }
 
-  recalledPrompt(approvalId: string): { id: string } | undefined {
-    const id = this.o.codes.recalledPrompt(approvalId);
-    return id ? { id } : undefined;
-  }
-
   /** A mail cannot lose its buttons: the outcome is a reply to the prompt, and its code is spent. */
   async closePrompt(channel: string, messageId: string, text: string): Promise<void> {
     this.o.codes.closed(messageId, text.split("\n").at(-1) ?? "ended");

@@ -95,10 +95,6 @@ export class MatrixSurface implements ChatSurface {
     return eventId;
   }
 
-  recalledPrompt(approvalId: string): { id: string; text?: string } | undefined {
-    return this.approvals.recalledPrompt(approvalId);
-  }
-
   async closePrompt(channel: string, messageId: string, text: string): Promise<void> {
     const reactions = this.approvals.closed(messageId);
     await this.edit(channel, messageId, text);
