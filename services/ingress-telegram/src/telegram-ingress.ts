@@ -85,8 +85,10 @@ async function onButton(ctx: PlatformContext<TelegramSettings>, c: Context): Pro
   if (!parsed) return void (await c.answerCallbackQuery());
   const sender = senderOf(q.from);
   const m = q.message;
-  // The prompt comes with the click: one of before a restart is closed with the outcome too.
-  const prompt = m && { ref: String(m.message_id), ...("text" in m && m.text !== undefined && { text: m.text }) };
+  // The prompt comes with the click: one of before a restart is closed with the outcome too. Not
+  // its text: Telegram gives it back without the formatting that set the model's arguments apart,
+  // and a line the model wrote there ("✓ Allowed once by …") would read like the outcome.
+  const prompt = m && { ref: String(m.message_id) };
   const { refusal } = await ctx.inbound.decide({ ...parsed, user: { id: sender.id, username: sender.username }, ...(m && { channel: String(m.chat.id), prompt }) });
   // Markdown notes are for messages; an alert is plain text.
   await c.answerCallbackQuery(refusal ? { text: refusal.replace(/\[(\d+)\]\(tg:\/\/user\?id=\d+\)/g, "$1"), show_alert: true } : {});
