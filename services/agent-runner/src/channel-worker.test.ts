@@ -192,4 +192,42 @@ describe("ChannelWorker", () => {
     expect(ledger.calls).toContain("handedOver");
     expect(ledger.calls.filter((c) => c.startsWith("done"))).toEqual([]);
   });
+
+  it("draining, a run cut off while its agent is still being prepared never starts the agent, and is handed over", async () => {
+    openSlot();
+    // As pi's session: an abort before the run began has nothing to abort, and this model never answers.
+    let agentReady!: () => void;
+    const preparing = new Promise<void>((r) => (agentReady = r));
+    const hanging = {
+      ...agent,
+      async run(trigger: { id: string }) {
+        runs.push(trigger.id);
+        return new Promise<RunOutcome>(() => {});
+      },
+    } as unknown as ChannelAgent;
+    const w = new ChannelWorker({
+      bus, ref, slot, store, ledger,
+      createAgent: async () => (await preparing, hanging),
+      log: pino({ level: "silent" }),
+      runTimeoutMs: 60_000,
+      runSlot: (fn) => fn(),
+      slotFree: () => true,
+      busyMode: "queue",
+      active: new ActiveRun(),
+      maxCrashes: 3,
+      publishRetryMs: 0,
+      deadLetter: async () => {},
+    });
+    w.deliver(1, mention("m1"));
+    await until(() => ledger.calls.some((c) => c.startsWith("runStarting")));
+    slot.state = "draining";
+    const released = w.release(0);
+    await new Promise((r) => setTimeout(r, 20));
+    agentReady();
+    await released;
+    expect(runs).toEqual([]);
+    const end = published.find((e) => e.event.type === "run_ended")!.event as { stopReason: string; errorMessage?: string };
+    expect(end.errorMessage).toMatch(/another runner will answer/);
+    expect(ledger.calls).toContain("handedOver");
+  });
 });

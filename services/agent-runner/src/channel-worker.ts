@@ -573,9 +573,10 @@ export class ChannelWorker {
         const problem = this.deps.policyProblem?.();
         if (problem) throw new Error(problem);
         const resume = item.resume ? { note: await this.resumeNote(item.resume.fromRunId) } : undefined;
-        // Stopped, or the channel lost, while it was being set up: the agent never starts (a lost
-        // channel's new owner runs the message, and two prompts would land in one context.jsonl).
-        outcome = item.cancelledBy || this.halted === "fenced"
+        // Stopped, cut off for a hand-over, or the channel lost, while it was being set up: the
+        // agent never starts (an abort before its run began had nothing to abort; a lost channel's
+        // new owner runs the message, and two prompts would land in one context.jsonl).
+        outcome = item.cancelledBy || item.cutOff || this.halted === "fenced"
           ? { stopReason: "aborted", finalText: "", usage: ZERO_USAGE }
           : await agent.run(this.runTrigger(message), (body) => {
               if (body.type === "tool_execution_start") item.labels.set(body.toolCallId, body.label);

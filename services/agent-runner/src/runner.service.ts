@@ -279,6 +279,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeJetStreamDra
 
   /** Somebody else owns the channel now: stop reading, abort, write nothing more. */
   private async lose(key: string): Promise<void> {
+    // Our own hand-over landing: handOff lets the channel go once its worker is done.
+    if (this.slots.active(key)?.ledger.releasing) return;
     // Until its worker has stopped the channel is not to be taken again here: housekeeping would
     // otherwise start a second worker (and pi session) on the same files meanwhile.
     const c = this.slots.stop(key);

@@ -79,6 +79,22 @@ describe("ChannelLedger", () => {
     expect(new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {}).interrupted?.runId).toBe("r1");
   });
 
+  it("says it is giving the channel up from the release on, so the record naming the next owner reads as no loss; a release that loses the race is one", async () => {
+    const s = store(base);
+    const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {});
+    expect(l.releasing).toBe(false);
+    const released = l.release("next", false);
+    expect(l.releasing).toBe(true);
+    await released;
+    expect(l.releasing).toBe(true);
+
+    const t = store(base);
+    const m = new ChannelLedger(t.dir, "cli.x", t.now(), log, () => {});
+    t.steal();
+    await expect(m.release(null, false)).rejects.toBeInstanceOf(ChannelLost);
+    expect(m.releasing).toBe(false);
+  });
+
   it("forgets a recorded run that never began, keeping what is done", async () => {
     const s = store(base);
     const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {});

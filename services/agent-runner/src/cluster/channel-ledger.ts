@@ -53,6 +53,12 @@ export class ChannelLedger {
     return this.lost;
   }
 
+  /** This runner is giving the channel up itself (release): a record naming somebody else is no loss. */
+  get releasing(): boolean {
+    return this.giving && !this.lost;
+  }
+  private giving = false;
+
   /**
    * Throws ChannelLost unless this runner still holds the channel: the record's revision is the
    * fencing token, and every write to the channel's files (log, receipts, context) checks it first.
@@ -127,6 +133,7 @@ export class ChannelLedger {
   /** Gives the channel to `owner` (null: nobody, `pending` saying whether work is left). */
   release(owner: string | null, pending: boolean): Promise<void> {
     clearTimeout(this.timer);
+    this.giving = true;
     return this.save((r) => {
       const { pending: _, ...rest } = this.advanced(r);
       return { ...rest, owner, ...(owner === null && pending && { pending: true }) };
