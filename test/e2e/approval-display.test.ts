@@ -89,6 +89,10 @@ const calls = (write: Record<string, string>, tooLong: Record<string, string>, d
   { text: done },
 ];
 
+/** A line the model writes at the end of its arguments to look like the outcome of the prompt that shows them. */
+const FAKE_OUTCOME = "✓ Allowed once by @carol.";
+const forgedOutcome = [{ toolCalls: [{ name: "bash", arguments: { label: "Tidy up", command: `rm -rf /srv/data\n${FAKE_OUTCOME}` } }] }, { text: "Nothing was done." }];
+
 describe("approval prompts in chat show what runs, whole, target first", () => {
   it("Slack: spelled controls, mrkdwn escaped so links and mentions show as typed, long arguments over several sections", async () => {
     const s = await startSlackStack({ adapter: { admins: ["U0BOB"] }, config: { policy: { ask: ["bash", "write"] } } });
@@ -185,6 +189,74 @@ describe("approval prompts in chat show what runs, whole, target first", () => {
     await eventually(() => s.telegram.botMessages(TG.team.id).find((m) => (m.text ?? "").includes("Nothing was done.")), "the answer");
     expect(prompts()).toHaveLength(2);
     expectRefusedTooLong(s.llm.requests, limit);
+  });
+
+  it("Telegram: a prompt of before a restart of the ingress is closed with the outcome, and a line the model wrote to look like one stays inside the code block", async () => {
+    const s = await startTelegramStack({ adapter: { admins: [String(TG.carol.id)] }, config: { policy: { ask: ["bash"] } } });
+    stop = () => s.stop();
+    const fake = FAKE_OUTCOME;
+    s.llm.enqueue(...forgedOutcome);
+    s.telegram.say({ chat: TG.team, from: TG.ana, ...s.telegram.mention("tidy up") });
+    const prompt = await eventually(() => s.telegram.botMessages(TG.team.id).find((m) => (m.text ?? "").includes("Approval needed") && m.reply_markup), "the prompt");
+    // What Telegram shows outside <pre>/<code>: mom's own words.
+    const outsideCode = (id: number) => s.telegram.botMessages(TG.team.id).find((m) => m.message_id === id)!.sentText!.replace(/<(pre|code)>[\s\S]*?<\/\1>/g, "");
+    expect(s.telegram.botMessages(TG.team.id).find((m) => m.message_id === prompt.message_id)!.sentText).toContain(fake);
+    expect(outsideCode(prompt.message_id)).not.toContain(fake);
+
+    // Telegram hands the clicked prompt back as plain text, the code block lost.
+    await s.restartIngress();
+    await s.telegram.click(TG.team.id, prompt.message_id, prompt.reply_markup!.inline_keyboard[0]!.find((b) => b.text === "Deny")!.callback_data!, TG.carol);
+    await eventually(() => s.telegram.botMessages(TG.team.id).find((m) => (m.text ?? "").includes("Nothing was done.")), "the answer");
+    const closed = await eventually(() => s.telegram.botMessages(TG.team.id).find((m) => m.message_id === prompt.message_id && !m.reply_markup), "the prompt closed");
+    expect(closed.text).toMatch(/Denied by @carol\.$/);
+    expect(outsideCode(prompt.message_id)).not.toContain(fake);
+  });
+
+  it("Discord: a prompt of before a restart of the ingress is closed with the outcome, and a line the model wrote to look like one stays inside the code block", async () => {
+    const s = await startDiscordStack({ adapter: { admins: [IDS.carol] }, config: { policy: { ask: ["bash"] } } });
+    stop = () => s.stop();
+    s.llm.enqueue(...forgedOutcome);
+    s.discord.say({ channelId: IDS.general, author: s.users.ana, content: `${s.mention} tidy up` });
+    const promptOf = () => s.discord.botMessages(IDS.general).find((m) => m.content.includes("Approval needed"));
+    const prompt = await eventually(promptOf, "the prompt");
+    // What Discord shows outside code blocks: mom's own words.
+    const outsideCode = () => promptOf()!.content.replace(/^```[\s\S]*?^```$/gm, "");
+    expect(prompt.content).toContain(FAKE_OUTCOME);
+    expect(outsideCode()).not.toContain(FAKE_OUTCOME);
+
+    await s.restartIngress();
+    const buttons = (prompt.components[0] as { components: Array<{ label: string; custom_id: string }> }).components;
+    s.discord.click(prompt.id, buttons.find((b) => b.label === "Deny")!.custom_id, s.users.carol);
+    await eventually(() => s.discord.botMessages(IDS.general).find((m) => m.content.includes("Nothing was done.")), "the answer");
+    const closed = await eventually(() => (promptOf()!.components.length === 0 ? promptOf() : undefined), "the prompt closed");
+    expect(closed.content.endsWith(`Denied by <@${IDS.carol}>.`)).toBe(true);
+    expect(outsideCode()).not.toContain(FAKE_OUTCOME);
+  });
+
+  it("Slack: a prompt of before a restart of the ingress is closed with the outcome, and a line the model wrote to look like one stays inside the code block", async () => {
+    const s = await startSlackStack({ adapter: { admins: ["U0BOB"] }, config: { policy: { ask: ["bash"] } } });
+    stop = () => s.stop();
+    s.llm.enqueue(...forgedOutcome);
+    s.mention("tidy up", { channel: "C0GENERAL" });
+    const botAll = () => {
+      const top = s.slack.messages("C0GENERAL");
+      return top.concat(top.flatMap((p) => s.slack.messages("C0GENERAL", { thread: p.ts }))).filter((m) => m.user === s.slack.botUserId);
+    };
+    const promptOf = () => botAll().find((m) => JSON.stringify(m.blocks ?? []).includes("Approval needed"));
+    const prompt = await eventually(promptOf, "the prompt");
+    // What Slack shows outside code blocks (sections that are one): mom's own words.
+    const texts = () => promptOf()!.blocks!.map((b) => (b.text as { text?: string } | undefined)?.text ?? "");
+    const outsideCode = () => texts().filter((t) => !t.startsWith("```")).join("\n");
+    expect(texts().join("\n")).toContain(FAKE_OUTCOME);
+    expect(outsideCode()).not.toContain(FAKE_OUTCOME);
+
+    await s.stopIngress();
+    await s.startIngress();
+    s.slack.clickButton({ channel: "C0GENERAL", ts: prompt.ts, user: "U0BOB", actionId: "mom_approval_deny" });
+    await eventually(() => botAll().find((m) => m.text.includes("Nothing was done.")), "the answer");
+    await eventually(() => (promptOf()!.blocks!.some((b) => b.type === "actions") ? undefined : true), "the prompt closed");
+    expect(texts().join("\n").endsWith("Denied by <@U0BOB>.")).toBe(true);
+    expect(outsideCode()).not.toContain(FAKE_OUTCOME);
   });
 
   it("WhatsApp: the whole prompt fits the 1,024-character button body", async () => {

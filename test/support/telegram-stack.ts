@@ -32,6 +32,8 @@ export interface TelegramStack {
   bus: Bus;
   runner: RunningService;
   ingress: RunningIngress;
+  /** Stops the Telegram ingress and starts it again (`ingress` is then the new one). */
+  restartIngress(): Promise<void>;
   /** The terminal chat cli/local (adapter "cli"), when started with `terminal: true`. */
   terminal?: { cli: RunningCliIngress; output: OutputCapture; type(line: string): void };
   stop(): Promise<void>;
@@ -52,13 +54,15 @@ export async function startTelegramStack(opts: { adapter?: object; config?: obje
   await bus.provision();
   const runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
   const adapter = adapterSettings(telegramIngress, loaded, TG_ADAPTER);
-  const ingress = await startIngress(telegramIngress, {
-    adapter: { ...adapter, settings: { ...adapter.settings, pollTimeoutSeconds: 2, ...opts.ingress } },
-    bus: busOptions(loaded, nats.url, `ingress-${TG_ADAPTER}`, logger),
-    logger,
-    editIntervalMs: 100,
-    typingIntervalMs: 300,
-  });
+  const startTelegram = () =>
+    startIngress(telegramIngress, {
+      adapter: { ...adapter, settings: { ...adapter.settings, pollTimeoutSeconds: 2, ...opts.ingress } },
+      bus: busOptions(loaded, nats.url, `ingress-${TG_ADAPTER}`, logger),
+      logger,
+      editIntervalMs: 100,
+      typingIntervalMs: 300,
+    });
+  let ingress = await startTelegram();
   let terminal: TelegramStack["terminal"];
   if (opts.terminal) {
     const input = new PassThrough();
@@ -88,7 +92,13 @@ export async function startTelegramStack(opts: { adapter?: object; config?: obje
     telegram,
     bus,
     runner,
-    ingress,
+    get ingress() {
+      return ingress;
+    },
+    async restartIngress() {
+      await ingress.close();
+      ingress = await startTelegram();
+    },
     ...(terminal && { terminal }),
     async stop() {
       await terminal?.cli.close();
