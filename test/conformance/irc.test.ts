@@ -63,7 +63,6 @@ const ingress = ingressProcess({
         users: nicks,
         room: CHANNEL,
         dmWith: (who) => nicks[who],
-        promptsLostOnRestart: "its approval codes live in the ingress's process: a code given before a restart is not known after it",
         async send(channel, who, text, o = {}) {
           if (o.file) throw new Error("IRC cannot carry files");
           if (channel === CHANNEL) people[who].say(CHANNEL, o.mention ? `${MOM}: ${text}` : text);

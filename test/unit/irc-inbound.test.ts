@@ -28,9 +28,10 @@ describe("examples/ingress-irc: IRC lines into messages", () => {
 
   it("server time when the server sends it; `!approve` / `!deny` with a code", () => {
     expect(toPlatformMessage(line({ time: Date.UTC(2025, 0, 2, 3, 4, 5) }), "1", view()).timestamp).toBe("2025-01-02T03:04:05.000Z");
-    expect(parseDecision(" !approve 1A2b3c4d ")).toEqual({ decision: "allow-once", code: "1a2b3c4d" });
-    expect(parseDecision("!DENY 1a2b3c4d")).toEqual({ decision: "deny", code: "1a2b3c4d" });
+    expect(parseDecision(" !approve 48213907 ")).toEqual({ decision: "allow-once", code: "48213907" });
+    expect(parseDecision("!DENY 48213907")).toEqual({ decision: "deny", code: "48213907" });
     expect(parseDecision("!approve")).toBeUndefined();
-    expect(parseDecision("please !approve 1a2b3c4d")).toBeUndefined();
+    expect(parseDecision("approve 48213907")).toBeUndefined();
+    expect(parseDecision("please !approve 48213907")).toBeUndefined();
   });
 });

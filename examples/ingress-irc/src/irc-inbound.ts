@@ -1,4 +1,4 @@
-import type { PlatformMessage } from "@mom/ingress-sdk";
+import { ApprovalCodes, type PlatformMessage } from "@mom/ingress-sdk";
 import type { MessageEvent } from "irc-framework";
 
 /** What turns IRC lines into messages: our nick and how names compare on this network. */
@@ -9,10 +9,7 @@ export interface IrcView {
 }
 
 /** `!approve <code>` / `!deny <code>`: an approval answered in the chat (IRC has no buttons). */
-export function parseDecision(text: string): { decision: "allow-once" | "deny"; code: string } | undefined {
-  const m = /^!(approve|deny)\s+(\S+)\s*$/i.exec(text.trim());
-  return m ? { decision: m[1]!.toLowerCase() === "approve" ? "allow-once" : "deny", code: m[2]!.toLowerCase() } : undefined;
-}
+export const parseDecision = (text: string) => (/^\s*!/.test(text) ? ApprovalCodes.read(text.replace(/^\s*!/, "")) : undefined);
 
 /**
  * The sender's id: their nick in lower case, or with `identity: "account"` their services account;
@@ -23,6 +20,9 @@ export function senderId(e: MessageEvent, v: IrcView): string {
   return e.account ? v.lower(e.account) : `~${v.lower(e.nick)}`;
 }
 
+/** The channel of a line: `#channel`, or for a private message the sender's nick. */
+export const chatOf = (e: MessageEvent, v: IrcView): string => v.lower(v.lower(e.target) === v.lower(v.nick) ? e.nick : e.target);
+
 const NICK_CHARS = /[^A-Za-z0-9[\]\\`_^{|}-]+/;
 
 /**
@@ -31,7 +31,7 @@ const NICK_CHARS = /[^A-Za-z0-9[\]\\`_^{|}-]+/;
  * starting with `nick:` or `nick,` (rewritten to `@nick`), or its nick anywhere as a word.
  */
 export function toPlatformMessage(e: MessageEvent, id: string, v: IrcView): PlatformMessage {
-  const isDirect = v.lower(e.target) === v.lower(v.nick);
+  const isDirect = chatOf(e, v) !== v.lower(e.target);
   const nick = v.lower(v.nick);
   const address = /^\s*(\S+?)[:,]\s*/.exec(e.message);
   const addressed = !!address && v.lower(address[1]!) === nick;
@@ -39,7 +39,7 @@ export function toPlatformMessage(e: MessageEvent, id: string, v: IrcView): Plat
   const text = addressed ? `@${v.nick} ${e.message.slice(address![0].length)}` : e.message;
   return {
     id,
-    channelId: v.lower(isDirect ? e.nick : e.target),
+    channelId: chatOf(e, v),
     timestamp: new Date(e.time ?? Date.now()).toISOString(),
     sender: { id: senderId(e, v), username: e.nick, isBot: "bot" in e.tags },
     text,

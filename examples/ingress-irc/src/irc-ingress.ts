@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { type IngressDefinition, type PlatformContext } from "@mom/ingress-sdk";
+import { ApprovalCodes, type IngressDefinition, type PlatformContext } from "@mom/ingress-sdk";
 import { Client, type MessageEvent } from "irc-framework";
-import { type IrcView, parseDecision, senderId, toPlatformMessage } from "./irc-inbound.js";
+import { chatOf, type IrcView, parseDecision, senderId, toPlatformMessage } from "./irc-inbound.js";
 import { IrcSettings } from "./irc-settings.js";
 import { IrcSurface } from "./irc-surface.js";
 
@@ -22,16 +22,24 @@ export const ircIngress: IngressDefinition<typeof IrcSettings> = {
     const tls = s.tls ?? true;
     const where = `${s.host}:${s.port ?? (tls ? 6697 : 6667)}`;
     const client = new Client();
-    const surface = new IrcSurface(client, s.lineBytes ?? 400);
+    // Derived from a key, so a code given before a restart still decides; said in the chat, they need no secret one.
+    const surface = new IrcSurface(client, s.lineBytes ?? 400, new ApprovalCodes("the approval prompt", { key: `${adapter}\n${s.host}\n${s.nick}` }));
     const view: IrcView = { get nick() { return client.user.nick; }, identity: s.identity ?? "nick", lower: (t) => client.caseLower(t) };
     let down: string | undefined = `not connected to ${where} yet`;
     let stopping = false;
     let registered = false;
+    let retryMs = 0;
 
-    client.on("registered", () => ((down = undefined), (registered = true), log.info({ server: where, nick: client.user.nick }, "irc registered")));
-    client.on("socket close", () => void (stopping || (down ??= `disconnected from ${where} since ${new Date().toISOString()}`)));
-    client.on("reconnecting", (e) => log.warn({ server: where, attempt: e.attempt, waitMs: e.wait }, "irc connection lost; reconnecting"));
-    client.on("close", () => void (stopping || (down = `gave up connecting to ${where}`)));
+    client.on("registered", () => ((down = undefined), (registered = true), (retryMs = 0), log.info({ server: where, nick: client.user.nick }, "irc registered")));
+    // A lost connection is made again, backing off to a minute, for as long as it takes (irc-framework's
+    // own reconnects give up, and take a connection lost within 5 s of registering for a ban).
+    client.on("close", () => {
+      if (stopping || !registered) return;
+      down ??= `disconnected from ${where} since ${new Date().toISOString()}`;
+      retryMs = Math.min(60_000, retryMs * 2 || 1000);
+      log.warn({ server: where, waitMs: retryMs }, "irc connection lost; reconnecting");
+      setTimeout(() => stopping || client.connect(), retryMs).unref();
+    });
     // After a netsplit our old nick may linger a while: take another rather than stay unregistered.
     client.on("nick in use", (e: { nick: string }) => registered && client.changeNick(`${e.nick}_`));
 
@@ -62,9 +70,7 @@ export const ircIngress: IngressDefinition<typeof IrcSettings> = {
         ...(s.password && { password: s.password }),
         ...(s.sasl && { account: s.sasl }),
         message_max_length: s.lineBytes ?? 400,
-        auto_reconnect: true,
-        auto_reconnect_max_wait: 60_000,
-        auto_reconnect_max_retries: Number.MAX_SAFE_INTEGER, // a server down for hours is waited out
+        auto_reconnect: false,
       });
     });
 
@@ -109,8 +115,9 @@ function onLine(ctx: PlatformContext<IrcSettings>, client: Client, surface: IrcS
   if (client.caseLower(e.nick) === client.caseLower(client.user.nick)) return;
   const decision = parseDecision(e.message);
   if (decision) {
+    const waiting = async () => (await ctx.inbound.waitingApprovals(chatOf(e, view))).map((approvalId) => ({ approvalId, channel: chatOf(e, view), promptId: approvalId }));
     return void surface.codes
-      .decide(ctx.inbound, decision, { id: senderId(e, view), username: e.nick })
+      .decide(ctx.inbound, decision, { id: senderId(e, view), username: e.nick }, waiting)
       .then(({ refusal }) => refusal && client.notice(e.nick, refusal))
       .catch((err: Error) => ctx.log.error({ err }, `approval answer failed: ${err.message}`));
   }

@@ -1,4 +1,4 @@
-import { ApprovalCodes, type ChatSurface, plainDialect, type SharedFile } from "@mom/ingress-sdk";
+import { type ApprovalCodes, type ChatSurface, plainDialect, type SharedFile } from "@mom/ingress-sdk";
 import type { Client } from "irc-framework";
 
 /**
@@ -9,13 +9,12 @@ import type { Client } from "irc-framework";
  */
 export class IrcSurface implements ChatSurface {
   readonly dialect;
-  /** The one-time codes people type to decide (a restart forgets them; the runner expires the approval). */
-  readonly codes = new ApprovalCodes();
   private sent = 0;
 
   constructor(
     private readonly client: Client,
     lineBytes: number,
+    readonly codes: ApprovalCodes,
   ) {
     this.dialect = plainDialect(lineBytes);
   }

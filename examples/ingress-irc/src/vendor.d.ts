@@ -22,13 +22,11 @@ declare module "irc-framework" {
     account?: { account: string; password: string };
     message_max_length: number;
     auto_reconnect: boolean;
-    auto_reconnect_max_wait: number;
-    auto_reconnect_max_retries: number;
   }
-  type IrcErrorEvent = { error: string; channel?: string; reason?: string };
   export class Client {
     user: { nick: string };
-    connect(options: ClientOptions): void;
+    /** Without options: again, with the last ones. */
+    connect(options?: ClientOptions): void;
     say(target: string, message: string): void;
     notice(target: string, message: string): void;
     join(channel: string): void;
@@ -36,10 +34,6 @@ declare module "irc-framework" {
     changeNick(nick: string): void;
     caseLower(text: string): string;
     on(event: "privmsg", listener: (e: MessageEvent) => void): this;
-    on(event: "join", listener: (e: { nick: string; channel: string }) => void): this;
-    on(event: "reconnecting", listener: (e: { attempt: number; wait: number }) => void): this;
-    on(event: "nick in use", listener: (e: { nick: string }) => void): this;
-    on(event: "irc error", listener: (e: IrcErrorEvent) => void): this;
     on(event: string, listener: (...args: any[]) => void): this;
     once(event: string, listener: (...args: any[]) => void): this;
     off(event: string, listener: (...args: any[]) => void): this;

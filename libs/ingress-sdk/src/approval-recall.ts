@@ -6,17 +6,16 @@ import { approvalPromptText, type Dialect, type PendingApproval } from "@mom/ren
 export const DEFAULT_APPROVAL_WINDOW_MS = 300_000;
 
 /**
- * An approval this process did not show (it started since the prompt was posted), read back from
- * the channel's outbound events of the last `withinMs` (how long an approval may wait): who may
- * decide and the prompt's text. Undefined when the window holds no such approval, or it has ended.
- * The bus is the record of what was asked, so a restarted ingress judges a click as the one
- * that posted the prompt would have.
+ * The approvals of a channel still waiting for a decision, read back from its outbound events of
+ * the last `withinMs` (how long an approval may wait), by approval id: who may decide and the
+ * prompt's text. The bus is the record of what was asked, so a restarted ingress judges a click
+ * (or a typed code) as the one that posted the prompt would have.
  */
-export async function recallApproval(bus: Bus, adapter: string, channel: string, approvalId: string, withinMs: number, dialect: Dialect): Promise<PendingApproval | undefined> {
+export async function waitingApprovals(bus: Bus, adapter: string, channel: string, withinMs: number, dialect: Dialect): Promise<Map<string, PendingApproval>> {
   const { subjects } = bus;
   // A minute more for a server clock that is not this machine's.
   const since = new Date(Date.now() - withinMs - 60_000);
-  let pending: PendingApproval | undefined;
+  const waiting = new Map<string, PendingApproval>();
   const events = await readRange(bus, subjects.stream("OUT"), subjects.channel("out", { adapter, channelId: channel }), { time: since }, undefined, { leaveToExpire: true });
   for (const m of events) {
     let ev: OutboundEvent["event"] | undefined;
@@ -25,8 +24,8 @@ export async function recallApproval(bus: Bus, adapter: string, channel: string,
     } catch {
       continue; // not an event: the runner dead-letters it, and it asked nothing
     }
-    if (ev?.type === "approval_requested" && ev.approvalId === approvalId) pending = { channel, approvers: ev.approvers, text: approvalPromptText(ev, dialect) };
-    if (ev?.type === "approval_resolved" && ev.approvalId === approvalId) pending = undefined;
+    if (ev?.type === "approval_requested") waiting.set(ev.approvalId, { channel, approvers: ev.approvers, text: approvalPromptText(ev, dialect) });
+    if (ev?.type === "approval_resolved") waiting.delete(ev.approvalId);
   }
-  return pending;
+  return waiting;
 }

@@ -22,7 +22,7 @@ import {
 import pTimeout from "p-timeout";
 import type { Logger } from "pino";
 import type { AdapterSettings } from "./adapter-settings.js";
-import { DEFAULT_APPROVAL_WINDOW_MS, recallApproval } from "./approval-recall.js";
+import { DEFAULT_APPROVAL_WINDOW_MS, waitingApprovals } from "./approval-recall.js";
 import { EventDrawing, type RunDrawing } from "./event-drawing.js";
 import { inboundHistory } from "./inbound-history.js";
 import type { OutboundDrawing } from "./outbound-controller.js";
@@ -219,17 +219,27 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
     return refusal ? { refusal } : {};
   }
 
-  /**
-   * A prompt of before a restart, read back from the bus. Some platforms drop a click not answered
-   * within seconds, so a read that fails or takes over a second leaves the judging to the runner.
-   */
+  /** A prompt of before a restart, read back from the bus; undefined when that read failed (the runner judges the decision). */
   private async recalled(click: ApprovalClick, dialect: Dialect): Promise<PendingApproval | undefined> {
-    if (!click.channel) return undefined;
+    return click.channel ? (await this.waiting(click.channel, dialect))?.get(click.approvalId) : undefined;
+  }
+
+  async waitingApprovals(channel: string): Promise<string[]> {
+    const drawing = this.drawing;
+    if (!drawing) throw new Error("the ingress is not started");
+    return [...((await this.waiting(channel, drawing.dialect))?.keys() ?? [])];
+  }
+
+  /**
+   * The channel's approvals waiting for a decision, read back from the bus. Some platforms drop a
+   * click not answered within seconds, so a read that fails or takes over a second gives undefined.
+   */
+  private async waiting(channel: string, dialect: Dialect): Promise<Map<string, PendingApproval> | undefined> {
     try {
-      const read = recallApproval(this.bus, this.adapter, click.channel, click.approvalId, this.run.approvalWindowMs ?? DEFAULT_APPROVAL_WINDOW_MS, dialect);
+      const read = waitingApprovals(this.bus, this.adapter, channel, this.run.approvalWindowMs ?? DEFAULT_APPROVAL_WINDOW_MS, dialect);
       return await pTimeout(read, { milliseconds: 1000, message: "the read took over a second" });
     } catch (err) {
-      this.log.warn({ err, approvalId: click.approvalId }, "could not read the approval back from the bus; the runner judges the decision");
+      this.log.warn({ err, channel }, "could not read the channel's waiting approvals back from the bus; the runner judges the decision");
       return undefined;
     }
   }

@@ -79,6 +79,13 @@ export interface InboundPort {
    */
   decide(click: ApprovalClick, acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>): Promise<{ refusal?: string }>;
   /**
+   * The ids of the approvals asked in `channel` that still wait for a decision, read back from the
+   * bus (within `policy.approvalTimeoutSeconds`): what a typed code of before a restart may
+   * decide, where the answer does not name its prompt (`ApprovalCodes.decide`'s `recall`). Empty
+   * when the read fails or takes over a second (logged).
+   */
+  waitingApprovals(channel: string): Promise<string[]>;
+  /**
    * The platform reports later that a message it had accepted never reached the person (WhatsApp's
    * status webhooks): records `delivery.failed` for the answer it carried. False when the message
    * is not one of the answers this ingress drew.

@@ -25,8 +25,9 @@ const DERIVATIONS = 4;
  * SMS): 8 digits per prompt, so a code read off one prompt decides nothing else, and each decides
  * once. Kept by code and by the prompt's message id. Without `key` they are random and a restart
  * forgets them (the runner expires the approval). With `key` (a secret of the adapter's) a code is
- * derived from it, the channel and the approval id, so after a restart a typed answer that names
- * its prompt (`decide`'s `recall`) still decides; who may decide is then the shell's to say (it
+ * derived from it, the channel and the approval id, so after a restart a typed answer still
+ * decides the prompt it names or, where nothing names one, the waiting prompt of its chat whose
+ * code it is (`decide`'s `recall`); who may decide is then the shell's to say (it
  * reads the prompt back from the bus) and the runner's.
  */
 export class ApprovalCodes {
@@ -72,14 +73,15 @@ export class ApprovalCodes {
   }
 
   /**
-   * The approval a code decides, or the reply saying why it decides nothing. `prompt`: the prompt
-   * the answer replies to, when this process did not give its code (it started since): the code
-   * decides it if it is the one derived for it.
+   * The approval a code decides, or the reply saying why it decides nothing. `prompts`: the
+   * prompts the answer may reply to, when this process did not give its code (it started since):
+   * the code decides the one it was derived for.
    */
-  lookup(code: string, prompt?: PromptRef): Code | { refusal: string } {
+  lookup(code: string, prompts: PromptRef[] = []): Code | { refusal: string } {
     const c = this.codes.get(code);
     if (c) return c.spent ? { refusal: `The code ${code} was used already (${c.spent}): nothing was decided.` } : c;
-    if (prompt && this.key !== undefined && Array.from({ length: DERIVATIONS }, (_, n) => this.derive(prompt, n)).includes(code)) return { approvalId: prompt.approvalId, channel: prompt.channel };
+    const prompt = this.key === undefined ? undefined : prompts.find((p) => Array.from({ length: DERIVATIONS }, (_, n) => this.derive(p, n)).includes(code));
+    if (prompt) return { approvalId: prompt.approvalId, channel: prompt.channel };
     return { refusal: `No approval is waiting for the code ${code}: nothing was decided. Check the code in ${this.where}.` };
   }
 
@@ -93,19 +95,22 @@ export class ApprovalCodes {
    * A typed `approve <code>` / `deny <code>` -> the approval decision through `inbound.decide`.
    * Resolves with the line to send back when nothing was decided: the code is unknown or used
    * already, or `user` may not decide (the decision is sent, and refused by the runner). A decision
-   * made spends the code. `recall` names the prompt the answer replies to, read from the platform,
-   * for a code this process did not give (with `key`; asked only then).
+   * made spends the code. `recall` names the prompt the answer replies to, read from the platform
+   * (a mail's In-Reply-To), or the prompts it may reply to (those waiting in the chat it was typed
+   * in, `InboundPort.waitingApprovals`), for a code this process did not give (with `key`; asked
+   * only then).
    */
   async decide(
     inbound: { decide(click: ApprovalClick): Promise<{ refusal?: string }> },
     typed: { code: string; decision: ApprovalClick["decision"] },
     user: ApprovalClick["user"],
-    recall?: () => PromptRef | undefined,
+    recall?: () => PromptRef | PromptRef[] | undefined | Promise<PromptRef[]>,
   ): Promise<{ refusal?: string }> {
     const known = this.codes.get(typed.code) !== undefined;
-    const prompt = known || this.key === undefined ? undefined : recall?.();
-    const c = this.lookup(typed.code, prompt);
+    const prompts = known || this.key === undefined ? [] : [(await recall?.()) ?? []].flat();
+    const c = this.lookup(typed.code, prompts);
     if ("refusal" in c) return c;
+    const prompt = prompts.find((p) => p.approvalId === c.approvalId && p.channel === c.channel);
     const { refusal } = await inbound.decide({ approvalId: c.approvalId, decision: typed.decision, user, channel: c.channel, ...(prompt?.promptId && { prompt: { ref: prompt.promptId } }) });
     if (refusal) return { refusal };
     // A recalled prompt's approvers are not known here: whether `user` decided is the runner's to

@@ -66,6 +66,21 @@ describe("ApprovalCodes", () => {
     expect(await new ApprovalCodes().decide(inbound, { code: r, decision: "allow-once" }, carol, prompt)).toEqual({ refusal: expect.stringMatching(/^No approval is waiting/) });
   });
 
+  it("with a key, a code of before a restart typed where nothing names its prompt decides the waiting prompt of its chat it was given for, and nothing else", async () => {
+    const code = new ApprovalCodes("the prompt", { key: "k" }).issue("ap-2", "#team", "ap-2");
+    const after = new ApprovalCodes("the prompt", { key: "k" });
+    const clicks: unknown[] = [];
+    const inbound = { decide: async (click: unknown) => (clicks.push(click), {}) };
+    const ana = { id: "ana", username: "ana" };
+    const waiting = (channel: string, ...ids: string[]) => async () => ids.map((approvalId) => ({ approvalId, channel, promptId: approvalId }));
+    // Another chat's prompts, or this chat's others: nothing.
+    expect(await after.decide(inbound, { code, decision: "deny" }, ana, waiting("#other", "ap-2"))).toEqual({ refusal: expect.stringMatching(/^No approval is waiting/) });
+    expect(await after.decide(inbound, { code, decision: "deny" }, ana, waiting("#team", "ap-1", "ap-3"))).toEqual({ refusal: expect.stringMatching(/^No approval is waiting/) });
+    expect(clicks).toEqual([]);
+    expect(await after.decide(inbound, { code, decision: "deny" }, ana, waiting("#team", "ap-1", "ap-2", "ap-3"))).toEqual({});
+    expect(clicks).toEqual([{ approvalId: "ap-2", decision: "deny", user: ana, channel: "#team", prompt: { ref: "ap-2" } }]);
+  });
+
   it("decide: a typed code becomes the decision, which spends it; a refused person leaves it for an approver", async () => {
     const codes = new ApprovalCodes();
     const code = codes.issue("ap-1", "#team", "p-1");
