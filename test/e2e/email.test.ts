@@ -305,7 +305,7 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
     const platform = s.ingress!.shell.platform;
     expect(platform.problem?.()).toBeUndefined();
     await s.mail.stopImap();
-    await eventually(() => platform.problem?.()?.startsWith("IMAP disconnected since"), "the reported outage");
+    await eventually(() => platform.problem?.()?.startsWith("IMAP connection failing since"), "the reported outage");
     s.llm.enqueue({ text: "Through the outage." });
     const id = await s.mail.send({ from: MAIL.ana, to: MAIL.mom, subject: "outage", text: "still there?" });
     await sleep(500);

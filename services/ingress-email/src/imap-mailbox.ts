@@ -1,3 +1,4 @@
+import { FailureWatch } from "@mom/ingress-sdk";
 import { ImapFlow, type ImapFlowOptions } from "imapflow";
 import PQueue from "p-queue";
 import pRetry from "p-retry";
@@ -22,13 +23,15 @@ export class ImapMailbox {
   private client?: ImapFlow;
   private started = false;
   private stopped = false;
-  private down?: { since: string; why: string };
+  private readonly link: FailureWatch;
   /** Passes over the unseen messages: one at a time, and at most one waiting. */
   private readonly passes = new PQueue({ concurrency: 1 });
   private retry?: NodeJS.Timeout;
   private readonly abort = new AbortController();
 
-  constructor(private readonly o: MailboxOptions) {}
+  constructor(private readonly o: MailboxOptions) {
+    this.link = new FailureWatch("IMAP connection", o.log);
+  }
 
   /** Logs in and opens the folder; throws saying what failed. */
   async open(): Promise<void> {
@@ -47,8 +50,7 @@ export class ImapMailbox {
     client.on("exists", () => void this.sweep());
     client.on("close", () => this.lost(client));
     this.client = client;
-    if (this.down) this.o.log.info({ since: this.down.since }, "IMAP connected again");
-    this.down = undefined;
+    this.link.works();
     void this.sweep();
   }
 
@@ -58,17 +60,13 @@ export class ImapMailbox {
   }
 
   problem(): string | undefined {
-    return this.down && `IMAP disconnected since ${this.down.since}: ${this.down.why}`;
+    return this.link.problem();
   }
 
   private lost(client: ImapFlow): void {
     if (this.stopped || client !== this.client) return;
-    this.down = { since: new Date().toISOString(), why: client.byeReason ?? "connection closed" };
-    this.o.log.warn({ why: this.down.why }, "IMAP connection lost; connecting again");
-    const onFailedAttempt = ({ error, attemptNumber }: { error: Error; attemptNumber: number }) => {
-      if (this.down) this.down.why = error.message;
-      this.o.log.warn({ attempt: attemptNumber }, `IMAP reconnect failed: ${error.message}`);
-    };
+    this.link.failed(client.byeReason ?? "connection closed");
+    const onFailedAttempt = ({ error, attemptNumber }: { error: Error; attemptNumber: number }) => this.o.log.warn({ attempt: attemptNumber }, `IMAP reconnect failed: ${error.message}`);
     pRetry(() => this.open(), { retries: Infinity, minTimeout: 500, maxTimeout: 30_000, signal: this.abort.signal, onFailedAttempt }).catch(() => {}); // aborted by stop()
   }
 
