@@ -205,9 +205,10 @@ describe("ChannelWorker", () => {
         return new Promise<RunOutcome>(() => {});
       },
     } as unknown as ChannelAgent;
+    let asked = false;
     const w = new ChannelWorker({
       bus, ref, slot, store, ledger,
-      createAgent: async () => (await preparing, hanging),
+      createAgent: async () => ((asked = true), await preparing, hanging),
       log: pino({ level: "silent" }),
       runTimeoutMs: 60_000,
       runSlot: (fn) => fn(),
@@ -219,7 +220,8 @@ describe("ChannelWorker", () => {
       deadLetter: async () => {},
     });
     w.deliver(1, mention("m1"));
-    await until(() => ledger.calls.some((c) => c.startsWith("runStarting")));
+    // The run is in hand: its agent is being made.
+    await until(() => asked);
     slot.state = "draining";
     const released = w.release(0);
     await new Promise((r) => setTimeout(r, 20));
