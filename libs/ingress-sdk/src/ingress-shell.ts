@@ -239,7 +239,7 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
       const read = waitingApprovals(this.bus, this.adapter, channel, this.run.approvalWindowMs ?? DEFAULT_APPROVAL_WINDOW_MS, dialect);
       return await pTimeout(read, { milliseconds: 1000, message: "the read took over a second" });
     } catch (err) {
-      this.log.warn({ err, channel }, "could not read the channel's waiting approvals back from the bus; the runner judges the decision");
+      this.log.warn({ err, channel }, "could not read the channel's waiting approvals back from the bus: a click is judged by the runner alone, a typed code of before a restart decides nothing");
       return undefined;
     }
   }

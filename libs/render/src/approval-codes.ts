@@ -24,7 +24,8 @@ const DERIVATIONS = 4;
  * One-time codes for approvals decided by typing (a platform without buttons: a mail's reply, an
  * SMS): 8 digits per prompt, so a code read off one prompt decides nothing else, and each decides
  * once. Kept by code and by the prompt's message id. Without `key` they are random and a restart
- * forgets them (the runner expires the approval). With `key` (a secret of the adapter's) a code is
+ * forgets them (the runner expires the approval). With `key` (the adapter's; a secret where the
+ * code is what proves the answer came from whoever read the prompt, as a mail's) a code is
  * derived from it, the channel and the approval id, so after a restart a typed answer still
  * decides the prompt it names or, where nothing names one, the waiting prompt of its chat whose
  * code it is (`decide`'s `recall`); who may decide is then the shell's to say (it
