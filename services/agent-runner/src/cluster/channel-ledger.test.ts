@@ -79,12 +79,14 @@ describe("ChannelLedger", () => {
     expect(new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {}).interrupted?.runId).toBe("r1");
   });
 
-  it("says it is giving the channel up from the release on, so the record naming the next owner reads as no loss; a release that loses the race is one", async () => {
+  it("says it is giving the channel up from the release on, so the record naming the next owner reads as no loss and nothing more is written; a release that loses the race is a loss", async () => {
     const s = store(base);
     const l = new ChannelLedger(s.dir, "cli.x", s.now(), log, () => {});
     expect(l.releasing).toBe(false);
     const released = l.release("next", false);
     expect(l.releasing).toBe(true);
+    // From the release on, the channel's files are not ours to write.
+    expect(() => l.assertOwner()).toThrow(/was handed over by this runner/);
     await released;
     expect(l.releasing).toBe(true);
 

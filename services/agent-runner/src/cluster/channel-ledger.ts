@@ -67,6 +67,8 @@ export class ChannelLedger {
    */
   assertOwner(): void {
     if (this.lost) throw new ChannelLost(this.key);
+    // Given up here: nothing more is written, whether or not the record naming the next owner landed yet.
+    if (this.giving) throw new ChannelLost(this.key, "was handed over by this runner");
     const seen = this.dir.get(this.key);
     if (seen && seen.revision > this.v.revision && seen.record.owner !== this.v.record.owner) {
       this.lost = true;
