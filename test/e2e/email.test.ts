@@ -188,6 +188,24 @@ if (unavailable) process.stderr.write(`test/e2e/email.test.ts skipped: ${unavail
     ]);
   });
 
+  it("after a restart, a code in a reply to another mail of the thread (not the prompt) still decides the thread's waiting approval", async () => {
+    s.llm.enqueue(
+      { toolCalls: [{ name: "write", arguments: { label: "Note", path: "scratch/later.txt", content: "draft\n" } }] },
+      { toolCalls: [{ name: "edit", arguments: { label: "Finish", path: "scratch/later.txt", oldText: "draft", newText: "done" } }] },
+      { text: "The note is written." },
+    );
+    const ask = await s.mail.send({ from: MAIL.ana, to: MAIL.mom, subject: "Note", text: "write the note" });
+    const prompt = await answer(MAIL.carol, ask, (m) => /Approval needed/.test(m.text ?? ""));
+    const code = /"approve (\d{8})"/.exec(prompt.text ?? "")![1]!;
+    await s.stopIngress();
+    await s.startIngress();
+    // Carol answers Ana's first mail, which she was copied on, not the prompt.
+    const reply = await s.mail.send({ from: MAIL.carol, to: MAIL.mom, subject: "Re: Note", inReplyTo: ask, references: [ask], text: `approve ${code}` });
+    await answer(MAIL.ana, ask, (m) => /^The note is written\./.test(m.text ?? ""), 30_000);
+    const outcome = await answer(MAIL.carol, reply, (m) => /Allowed once/.test(m.text ?? ""));
+    expect(outcome.text?.trim()).toMatch(new RegExp(`^✓ Allowed once by @?${MAIL.carol.replace(".", "\\.")}\\.$`));
+  });
+
   it("a sender not on allowFrom is ignored and logged (and the mail marked seen)", async () => {
     const asked = s.llm.requests.length;
     const id = await s.mail.send({ from: MAIL.eve, to: MAIL.mom, subject: "hi", text: "answer me" });

@@ -105,7 +105,7 @@ export class ApprovalCodes {
     inbound: { decide(click: ApprovalClick): Promise<{ refusal?: string }> },
     typed: { code: string; decision: ApprovalClick["decision"] },
     user: ApprovalClick["user"],
-    recall?: () => PromptRef | PromptRef[] | undefined | Promise<PromptRef[]>,
+    recall?: () => PromptRef | PromptRef[] | undefined | Promise<PromptRef | PromptRef[] | undefined>,
   ): Promise<{ refusal?: string }> {
     const known = this.codes.get(typed.code) !== undefined;
     const prompts = known || this.key === undefined ? [] : [(await recall?.()) ?? []].flat();

@@ -79,7 +79,9 @@ export const emailIngress: IngressDefinition<typeof EmailSettings> = {
       const visible = new EmailReplyParser().parseReply(p.text ?? "").trim();
       const command = ApprovalCodes.read(visible);
       if (command) {
-        const { refusal } = await codes.decide(ctx.inbound, command, { id: from, username: from }, () => promptOf(p));
+        // A code in a reply to another mail of the thread decides the thread's waiting approval it was given for; the outcome answers this mail.
+        const recall = async () => promptOf(p) ?? (await ctx.inbound.waitingApprovals(channel)).map((approvalId) => ({ approvalId, channel, promptId: id }));
+        const { refusal } = await codes.decide(ctx.inbound, command, { id: from, username: from }, recall);
         if (refusal) await surface.send(channel, { replyTo: id }, refusal);
         return true;
       }
