@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { ApprovalCodes, type IngressDefinition, type PlatformContext } from "@mom/ingress-sdk";
+import { ApprovalCodes, type IngressDefinition, type PlatformContext, plainDialect } from "@mom/ingress-sdk";
 import { Client, type MessageEvent } from "irc-framework";
 import { chatOf, type IrcView, parseDecision, senderId, toPlatformMessage } from "./irc-inbound.js";
 import { IrcSettings } from "./irc-settings.js";
@@ -23,7 +23,7 @@ export const ircIngress: IngressDefinition<typeof IrcSettings> = {
     const where = `${s.host}:${s.port ?? (tls ? 6697 : 6667)}`;
     const client = new Client();
     // Derived from a key, so a code given before a restart still decides; said in the chat, they need no secret one.
-    const surface = new IrcSurface(client, s.lineBytes ?? 400, new ApprovalCodes("the approval prompt", { key: `${adapter}\n${s.host}\n${s.nick}` }));
+    const surface = new IrcSurface(client, plainDialect(s.lineBytes ?? 400), new ApprovalCodes("the approval prompt", { key: `${adapter}\n${s.host}\n${s.nick}` }));
     const view: IrcView = { get nick() { return client.user.nick; }, identity: s.identity ?? "nick", lower: (t) => client.caseLower(t) };
     let down: string | undefined = `not connected to ${where} yet`;
     let stopping = false;
@@ -115,7 +115,9 @@ function onLine(ctx: PlatformContext<IrcSettings>, client: Client, surface: IrcS
   if (client.caseLower(e.nick) === client.caseLower(client.user.nick)) return;
   const decision = parseDecision(e.message);
   if (decision) {
-    const waiting = async () => (await ctx.inbound.waitingApprovals(chatOf(e, view))).map((approvalId) => ({ approvalId, channel: chatOf(e, view), promptId: approvalId }));
+    // After a restart a code decides the waiting approval of this chat or of a joined channel it was given for.
+    const chats = [...new Set([chatOf(e, view), ...ctx.settings.channels.map(view.lower)])];
+    const waiting = async () => (await Promise.all(chats.map(async (channel) => (await ctx.inbound.waitingApprovals(channel)).map((approvalId) => ({ approvalId, channel, promptId: approvalId }))))).flat();
     return void surface.codes
       .decide(ctx.inbound, decision, { id: senderId(e, view), username: e.nick }, waiting)
       .then(({ refusal }) => refusal && client.notice(e.nick, refusal))

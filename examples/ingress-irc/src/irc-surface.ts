@@ -1,23 +1,21 @@
-import { type ApprovalCodes, type ChatSurface, plainDialect, type SharedFile } from "@mom/ingress-sdk";
+import type { ApprovalCodes, ChatSurface, Dialect, SharedFile } from "@mom/ingress-sdk";
 import type { Client } from "irc-framework";
 
 /**
- * Runs drawn as IRC lines. IRC has no edits, so there is no `edit`: the layout sends only the
- * final answer, cut by the SDK's splitMessage to `lineBytes` characters per piece at paragraph,
- * line and word boundaries; irc-framework then sends each line of a piece as one PRIVMSG and
- * breaks one that is still over `lineBytes` bytes (multi-byte text) between graphemes.
+ * Runs drawn as IRC lines, in `plainDialect(lineBytes)`. IRC has no edits, so there is no `edit`:
+ * the layout sends only the final answer, cut by the SDK's splitMessage to `lineBytes` characters
+ * per piece at paragraph, line and word boundaries; irc-framework then sends each line of a piece
+ * as one PRIVMSG and breaks one that is still over `lineBytes` bytes (multi-byte text) between
+ * graphemes.
  */
 export class IrcSurface implements ChatSurface {
-  readonly dialect;
   private sent = 0;
 
   constructor(
     private readonly client: Client,
-    lineBytes: number,
+    readonly dialect: Dialect,
     readonly codes: ApprovalCodes,
-  ) {
-    this.dialect = plainDialect(lineBytes);
-  }
+  ) {}
 
   /** IRC messages have no ids: a counter, for the layout's bookkeeping. */
   async post(channel: string, text: string): Promise<string> {
