@@ -5,6 +5,7 @@ import type { OutboundEvent } from "@mom/contracts";
 import type { Dialect, Ev, PendingApproval, PostHandling } from "@mom/render";
 import {
   type ApprovalClick,
+  approvalPromptText,
   DeliveryReceipts,
   DM_REFUSAL,
   InboundIntake,
@@ -221,22 +222,21 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
 
   /** A prompt of before a restart, read back from the bus; undefined when that read failed (the runner judges the decision). */
   private async recalled(click: ApprovalClick, dialect: Dialect): Promise<PendingApproval | undefined> {
-    return click.channel ? (await this.waiting(click.channel, dialect))?.get(click.approvalId) : undefined;
+    const asked = click.channel ? (await this.waiting(click.channel))?.get(click.approvalId) : undefined;
+    return asked && { channel: click.channel!, approvers: asked.approvers, text: approvalPromptText(asked, dialect) };
   }
 
   async waitingApprovals(channel: string): Promise<string[]> {
-    const drawing = this.drawing;
-    if (!drawing) throw new Error("the ingress is not started");
-    return [...((await this.waiting(channel, drawing.dialect))?.keys() ?? [])];
+    return [...((await this.waiting(channel))?.keys() ?? [])];
   }
 
   /**
    * The channel's approvals waiting for a decision, read back from the bus. Some platforms drop a
    * click not answered within seconds, so a read that fails or takes over a second gives undefined.
    */
-  private async waiting(channel: string, dialect: Dialect): Promise<Map<string, PendingApproval> | undefined> {
+  private async waiting(channel: string): Promise<Map<string, Ev<"approval_requested">> | undefined> {
     try {
-      const read = waitingApprovals(this.bus, this.adapter, channel, this.run.approvalWindowMs ?? DEFAULT_APPROVAL_WINDOW_MS, dialect);
+      const read = waitingApprovals(this.bus, this.adapter, channel, this.run.approvalWindowMs ?? DEFAULT_APPROVAL_WINDOW_MS);
       return await pTimeout(read, { milliseconds: 1000, message: "the read took over a second" });
     } catch (err) {
       this.log.warn({ err, channel }, "could not read the channel's waiting approvals back from the bus: a click is judged by the runner alone, a typed code of before a restart decides nothing");
