@@ -73,7 +73,7 @@ export class ApprovalReactions {
     const prompt = shown ?? (await this.recalled.remember(reaction.promptId, async () => (await recall()) ?? {}));
     if (!prompt.approvalId) return undefined;
     // A recalled prompt goes with the decision, so that it is closed with the outcome (its text as `recall` read it).
-    const text = shown ? undefined : (prompt as { text?: string }).text;
+    const text = shown ? undefined : this.recalled.get(reaction.promptId)?.text;
     const recalled = shown ? {} : { prompt: { ref: reaction.promptId, ...(text !== undefined && { text }) } };
     const { refusal } = await inbound.decide({ approvalId: prompt.approvalId, decision, user: reaction.user, channel: reaction.channel, ...recalled });
     return { ...(refusal && { refusal }), ...(prompt.thread && { thread: prompt.thread }) };
