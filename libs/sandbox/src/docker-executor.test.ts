@@ -89,6 +89,18 @@ describeDocker(`docker executor${engine ? "" : " (skipped: no Docker engine coul
     expect((await run(executor, "ps | grep -c 'sleep 77[7]' || true")).output.trim()).toBe("0");
   }, 60_000);
 
+  it("an abort made while the exec is being made, or just after it started, stops the command", async () => {
+    for (const wait of [0, 50, 150]) {
+      const ac = new AbortController();
+      const t0 = Date.now();
+      const running = run(executor, `setsid sleep 778.${wait} & sleep 779.${wait}`, { signal: ac.signal, timeoutMs: 30_000 });
+      setTimeout(() => ac.abort(), wait);
+      expect((await running).stopped).toBe("aborted");
+      expect(Date.now() - t0).toBeLessThan(15_000);
+    }
+    expect((await run(executor, "ps | grep -c 'sleep 77[89]' || true")).output.trim()).toBe("0");
+  }, 90_000);
+
   it("stops a fork bomb at the container's pids limit", async () => {
     const r = await run(executor, "bomb() { bomb | bomb & }; bomb; sleep 30", { timeoutMs: 2000 });
     expect(r.stopped).toBe("timeout");

@@ -170,6 +170,7 @@ export class DockerExecutor implements Executor {
       AttachStderr: true,
       Tty: false,
     });
+    if (req.signal?.aborted) return { exitCode: null, stopped: "aborted", outputBytes: 0 };
     const stream = await exec.start({ hijack: true, stdin: false });
     const timeoutMs = req.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
 
@@ -205,6 +206,8 @@ export class DockerExecutor implements Executor {
     const timer = setTimeout(() => stop("timeout"), timeoutMs);
     const onAbort = () => stop("aborted");
     req.signal?.addEventListener("abort", onAbort, { once: true });
+    // An abort while the exec was being made fired before anyone listened.
+    if (req.signal?.aborted) onAbort();
     try {
       await new Promise<void>((resolve) => {
         stream.on("end", resolve);

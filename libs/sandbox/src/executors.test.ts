@@ -91,6 +91,21 @@ describe.each(variants)("%s executor (pids cgroup: %s)", (type, withCgroup) => {
     expect(processesWith(`sleep ${tag}`)).toEqual([]);
   });
 
+  // A background job killed as soon as it was started: the abort can come while the command's
+  // cgroup is still being made, before the process exists.
+  it("an abort made right after the call stops the command", async () => {
+    const tag = `${type === "host" ? 905 : 906}.${withCgroup ? 1 : 2}23`;
+    const ac = new AbortController();
+    const started = Date.now();
+    const running = run(executor, `sleep ${tag}`, { signal: ac.signal, timeoutMs: 20_000 });
+    await Promise.resolve();
+    ac.abort();
+    const r = await running;
+    expect(r.stopped).toBe("aborted");
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(processesWith(`sleep ${tag}`)).toEqual([]);
+  });
+
   const cgroupBase = new Sandbox({ type }, dirs).cgroupBase;
   // Without the cgroup only the timeout bounds a fork bomb: not run on a shared machine.
   if (withCgroup) (cgroupBase ? it : it.skip)(`stops a fork bomb at the process limit${cgroupBase ? "" : " (skipped: no pids cgroup may be created here)"}`, async () => {

@@ -74,12 +74,17 @@ export async function commandProcesses(rootPid: number | undefined, marker: stri
 
 /** SIGKILLs every process of the command, again until none is left (a fork between scans is caught next round). */
 export async function killCommandTree(rootPid: number, marker: string): Promise<void> {
+  killGroup(rootPid); // also where there is no /proc to scan
+  await killScanned(rootPid, marker);
+}
+
+/** SIGKILLs the process group a detached command leads. */
+export function killGroup(rootPid: number): void {
   try {
-    process.kill(-rootPid, "SIGKILL"); // the process group, also where there is no /proc to scan
+    process.kill(-rootPid, "SIGKILL");
   } catch {
     // no such group any more
   }
-  await killScanned(rootPid, marker);
 }
 
 /**

@@ -4,7 +4,7 @@ import { cleanEnv, type CommandLimits, DEFAULT_EXEC_TIMEOUT_MS, type ExecRequest
 import { measureDir } from "./disk-usage.js";
 import { type CgroupLimits, type CommandCgroup, createCommandCgroup } from "./pids-cgroup.js";
 import { hasTool } from "./tools-on-path.js";
-import { killCommandTree, killMarkedProcesses } from "./process-tree.js";
+import { killCommandTree, killGroup, killMarkedProcesses } from "./process-tree.js";
 
 export interface RunProcessOptions {
   file: string;
@@ -103,8 +103,10 @@ function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise
     let killing: Promise<void> | undefined;
     let diskBytes: number | undefined;
     // Kills everything the command started (on abort, timeout, the output cap, and after it exits):
-    // the cgroup knows every process exactly; without one, the marker finds them.
-    const kill = () => (killing ??= cgroup ? killAll(cgroup) : child.pid ? killCommandTree(child.pid, marker).catch(() => {}) : Promise.resolve());
+    // the cgroup knows every process exactly; without one, the marker finds them. A kill is made
+    // once, so its process group goes too: a command killed before it joined its cgroup (an abort
+    // at once) is only there, and it has started nothing yet.
+    const kill = () => (killing ??= !child.pid ? Promise.resolve() : cgroup ? (killGroup(child.pid), killAll(cgroup)) : killCommandTree(child.pid, marker).catch(() => {}));
     const stop = (why: NonNullable<ExecResult["stopped"]>) => {
       stopped ??= why;
       void kill();
@@ -134,6 +136,8 @@ function runIn(o: RunProcessOptions, cgroup: CommandCgroup | undefined): Promise
     });
     const onAbort = () => stop("aborted");
     o.signal?.addEventListener("abort", onAbort, { once: true });
+    // An abort while the cgroup was being made fired before anyone listened.
+    if (o.signal?.aborted) onAbort();
 
     let settled = false;
     const finish = async () => {
