@@ -19,7 +19,7 @@ function program(): Command {
   const mom = strict(new Command("mom"), (t) => void process.stderr.write(t))
     .version(momVersion(), "-V, --version")
     .showHelpAfterError("(mom --help lists the commands)")
-    .description("mom: a chat agent (Slack, Discord, Telegram, WhatsApp, terminal) on NATS JetStream");
+    .description("mom: a chat agent (Slack, Discord, Telegram, WhatsApp, Matrix, e-mail, a terminal, and any ingress built on @mom/ingress-sdk) on NATS JetStream");
   mom.addHelpText(
     "after",
     "\nThe data dir: -d/--data DIR on every command, else $MOM_DATA, else ./data (up, runner, scheduler, events,\ndoctor, ingress and receipts also take it as their last argument). `mom <command> --help` explains one command.",
