@@ -1,6 +1,6 @@
 import { constants } from "node:fs";
 import { lchown, lstat, mkdir, open, readlink, realpath, type FileHandle } from "node:fs/promises";
-import { basename, dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { mayAccess, R_OK, type SandboxIdentity, unsearchableDir, W_OK, X_OK } from "./file-rights.js";
 import { inside, modeAt, type MountMode, type SandboxView } from "./view.js";
 
@@ -12,6 +12,8 @@ export class PathRefusedError extends Error {}
 // already; a symlink swapped in since is refused, not followed.
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+// O_DIRECTORY: a FIFO or device in a directory's place is refused by the kernel, never opened.
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK;
 
 /**
  * The file operations of read, write, edit, attach and scratch files, done by the runner on the
@@ -157,14 +159,31 @@ export class ConfinedFiles {
     }
     this.require(dir, join(real, rest), "rw");
     await this.requireRights(dir, real, W_OK | X_OK, "the directory");
-    const target = join(real, rest);
-    const first = await mkdir(target, { recursive: true });
-    // Hand every directory made here to the channel's uid (lchown: never through a link).
-    if (first && this.owner()) {
-      for (let d = target; inside(first, d); d = dirname(d)) {
-        await lchown(d, this.identity!.uid, this.identity!.gid).catch(() => {});
-        if (d === first) break;
+    // One directory at a time, each made inside the one opened and judged before it: a `mkdir -p`
+    // by name would follow a directory the channel swapped for a symlink since `realpath` (a
+    // background job can) and make directories wherever that points. The channel cannot move a
+    // directory out of its own mount, so one judged after it was opened stays where it was judged.
+    const names = rest.split(sep);
+    let parent = await this.openDir(dir, real, "rw", names[0]);
+    try {
+      for (const [i, name] of names.entries()) {
+        const at = `/proc/self/fd/${parent.fd}/${name}`;
+        const made = await mkdir(at).then(
+          () => true,
+          (err: NodeJS.ErrnoException) => {
+            if (err.code !== "EEXIST") throw new PathRefusedError(`${dir}: ${err.message.replace(at, name)}`);
+            return false;
+          },
+        );
+        // lchown: the name may have been swapped for a link since; never through it.
+        if (made && this.owner()) await lchown(at, this.identity!.uid, this.identity!.gid).catch(() => {});
+        if (i === names.length - 1) break;
+        const next = await this.openDir(dir, at, "rw", names[i + 1]);
+        await parent.close();
+        parent = next;
       }
+    } finally {
+      await parent.close();
     }
   }
 
@@ -203,12 +222,19 @@ export class ConfinedFiles {
   }
 
   private async openChecked(shown: string, real: string, flags: number, need: MountMode, created = false): Promise<FileHandle> {
+    // The file is opened by its name inside its directory, opened and judged first: opened by its
+    // whole path, a directory on the way that the channel swapped for a symlink since `realpath`
+    // would be followed, and the open itself (O_CREAT makes a file, a device acts on being opened)
+    // would happen outside the view before the check below could refuse it.
+    const dir = await this.openDir(shown, dirname(real), need, basename(real));
     let fh: FileHandle;
     try {
-      fh = await open(real, flags, 0o644);
+      fh = await open(`/proc/self/fd/${dir.fd}/${basename(real)}`, flags, 0o644);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ELOOP") throw new PathRefusedError(`${shown}: changed into a symlink while being opened; refused`);
       throw new PathRefusedError(`${shown}: ${(err as Error).message}`);
+    } finally {
+      await dir.close();
     }
     try {
       const st = await fh.stat();
@@ -220,6 +246,28 @@ export class ConfinedFiles {
       return fh;
     } catch (err) {
       await fh.close();
+      throw err;
+    }
+  }
+
+  /**
+   * The directory `path` (symlinks followed), judged by where the kernel says it is: the view must
+   * allow `need` there, or at its entry `child` when given (a file the caller opens in it).
+   */
+  private async openDir(shown: string, path: string, need: MountMode, child?: string): Promise<FileHandle> {
+    let dir: FileHandle;
+    try {
+      dir = await open(path, DIR_FLAGS);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new PathRefusedError(code === "ENOTDIR" ? `${shown}: ${basename(path)} is not a directory` : `${shown}: ${(err as Error).message.replace(path, shown)}`);
+    }
+    try {
+      const actual = await readlink(`/proc/self/fd/${dir.fd}`);
+      this.require(shown, child === undefined ? actual : join(actual, child), need);
+      return dir;
+    } catch (err) {
+      await dir.close();
       throw err;
     }
   }
