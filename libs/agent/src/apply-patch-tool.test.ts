@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Sandbox } from "@mom/sandbox";
 import { createApplyPatchTool } from "./apply-patch-tool.js";
 
-function setup() {
+function setup(settings: { maxOutputBytes?: number } = {}) {
   const root = mkdtempSync(join(tmpdir(), "mom-patch-"));
   const workspaceDir = join(root, "workspace");
   const cwd = join(workspaceDir, "channels", "cli", "local");
@@ -16,11 +16,11 @@ function setup() {
   writeFileSync(join(cwd, "a.txt"), "one\ntwo\nthree\n");
   writeFileSync(join(cwd, "b.txt"), "alpha\nbeta\ngamma\n");
   writeFileSync(join(other, "notes.txt"), "private\n");
-  const sandbox = new Sandbox({ type: "host" }, { dataDir: root, workspaceDir }).forChannel(cwd);
+  const sandbox = new Sandbox({ type: "host", ...settings }, { dataDir: root, workspaceDir }).forChannel(cwd);
   const tool = createApplyPatchTool(sandbox);
   const apply = (patch: string) => tool.execute("call-1", { patch }, undefined, undefined, undefined as never);
   const read = (f: string) => readFileSync(join(cwd, f), "utf8");
-  return { cwd, other, apply, read };
+  return { cwd, other, apply, read, sandbox };
 }
 
 const twoFiles = (bHunk: string) => `diff --git a/a.txt b/a.txt
@@ -73,5 +73,22 @@ describe("apply_patch", () => {
     await expect(t.apply("--- a/pipe.txt\n+++ b/pipe.txt\n@@ -1 +1 @@\n-x\n+y\n")).rejects.toThrow();
     await expect(t.apply("please change a.txt")).rejects.toThrow(/the patch has no hunks/);
     expect(t.read("a.txt")).toBe("one\ntwo\nthree\n");
+  });
+
+  // Each file may be as large as one read may return (sandbox.maxOutputBytes, 16 MiB), and the
+  // tool holds every file of the patch (its bytes, its text and the patched text) until it writes.
+  // Sparse files cost the channel no disk, and a patch of a few kilobytes can name hundreds of
+  // them: 200 files of 16 MiB were ~10 GB in the runner, past Node's heap, and the runner died with
+  // every channel's run. Here the cap is 1 MiB and the patch names eight files of 512 KiB.
+  it("refuses a patch whose files together are more than one read may return, before it holds them all", async () => {
+    const t = setup({ maxOutputBytes: 1024 * 1024 });
+    const names = Array.from({ length: 8 }, (_, i) => `sparse-${i}.bin`);
+    for (const n of names) execFileSync("truncate", ["-s", "512K", join(t.cwd, n)]);
+    const patch = names.map((n) => `--- a/${n}\n+++ b/${n}\n@@ -0,0 +1 @@\n+x\n`).join("");
+    await expect(t.apply(patch)).rejects.toThrow(/more than 1 MB .*in all.*split it/);
+    for (const n of names) expect(readFileSync(join(t.cwd, n)).subarray(0, 1)[0]).toBe(0);
+    // One patch within the cap still applies.
+    await t.apply(names.slice(0, 1).map((n) => `--- a/${n}\n+++ b/${n}\n@@ -0,0 +1 @@\n+x\n`).join(""));
+    expect(readFileSync(join(t.cwd, names[0]!), "utf8").slice(0, 2)).toBe("x\n");
   });
 });

@@ -1,5 +1,6 @@
 import type { ToolDefinition } from "@mariozechner/pi-coding-agent";
 import type { ChannelSandbox } from "@mom/sandbox";
+import { formatFileSize } from "@mom/store";
 import { applyPatch, parsePatch, type StructuredPatch } from "diff";
 import { dirname, isAbsolute, resolve } from "node:path";
 import Type from "typebox";
@@ -72,6 +73,21 @@ export function createApplyPatchTool(sandbox: ChannelSandbox): ToolDefinition<ty
       parsed = parsed.filter((p) => p.hunks.length > 0);
       if (parsed.length === 0) throw new Error("the patch has no hunks (expected `--- a/file`, `+++ b/file` and `@@ … @@` lines)");
       const changes: Change[] = [];
+      // Every file stays held (bytes, text, patched text) until all are written, so the files of
+      // one patch together get what one read may return: each alone may be that large, and a
+      // short patch can name hundreds of them (sparse files cost the channel no disk), which held
+      // at once would be gigabytes, more than the runner's heap.
+      let left = sandbox.executor.maxOutputBytes;
+      const readWithin = async (path: string, shown: string): Promise<Buffer> => {
+        const bytes = await files.readFile(path, left).catch((err: Error) => {
+          if (left < sandbox.executor.maxOutputBytes && /too large to read whole|grew past/.test(err.message)) {
+            throw new Error(`${shown}: the files of this patch are more than ${formatFileSize(sandbox.executor.maxOutputBytes)} in all, the most one call reads; split it into smaller patches. Nothing was changed.`);
+          }
+          throw err;
+        });
+        left -= bytes.length;
+        return bytes;
+      };
       for (const p of parsed) {
         // git writes a/ and b/ in front of the paths (and /dev/null for a side that does not exist).
         const side = (name: string | undefined, prefix: string) => !!name && (name.startsWith(prefix) || name.startsWith(NO_FILE));
@@ -82,7 +98,7 @@ export function createApplyPatchTool(sandbox: ChannelSandbox): ToolDefinition<ty
         if (from && from !== NO_FILE && from !== to) throw new Error(`${from} → ${to}: renaming files is not what apply_patch does; use bash (mv), then patch`);
         const path = isAbsolute(to) ? to : resolve(cwd, to);
         if (changes.some((c) => c.path === path)) throw new Error(`${to}: the patch changes it twice; make one diff per file`);
-        const before = from === NO_FILE ? undefined : await files.readFile(path);
+        const before = from === NO_FILE ? undefined : await readWithin(path, to);
         const old = before?.toString("utf8") ?? "";
         const after = applyPatch(old, p);
         if (after === false) throw new Error(`${to}: ${failingHunk(old, p)}. Nothing was changed.`);
