@@ -102,7 +102,10 @@ export class ChannelToolGate implements ToolGate {
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     try {
-      const value = await raceAbort(fn(combined), combined, () => (timeout.aborted ? `timed out after ${Math.round(timeoutMs / 1000)} s` : "aborted"));
+      // A stop may land while the receipts above are written (approved, started): then the tool is
+      // not called at all — one that ignores an aborted signal (a host tool, a background job's
+      // start) would otherwise still act after the run was stopped.
+      const value = await raceAbort(() => fn(combined), combined, () => (timeout.aborted ? `timed out after ${Math.round(timeoutMs / 1000)} s` : "aborted"));
       await receipt("tool.call.succeeded");
       return value;
     } catch (err) {
@@ -156,9 +159,13 @@ function firstLine(text: string): string {
   return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }
 
-/** Resolves or rejects with `p`, or rejects as soon as `signal` aborts (tools that ignore it). */
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal, why: () => string): Promise<T> {
+/**
+ * Calls `start` unless `signal` has already aborted, then resolves or rejects with its promise, or
+ * rejects as soon as `signal` aborts (tools that ignore it).
+ */
+function raceAbort<T>(start: () => Promise<T>, signal: AbortSignal, why: () => string): Promise<T> {
   if (signal.aborted) return Promise.reject(new Error(why()));
+  const p = start();
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(new Error(why()));
     signal.addEventListener("abort", onAbort, { once: true });
