@@ -31,7 +31,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const by = { id: "u1", username: "ann" };
 const HOST = hostname();
 
-function setup(limits: Partial<JobLimits> = {}, o: { runnerId?: string; state?: () => string | undefined } = {}) {
+function setup(limits: Partial<JobLimits> = {}, o: { runnerId?: string; state?: () => string | undefined; sandboxMade?: Promise<void> } = {}) {
   const store: ChannelStore = layout.channel({ adapter: "cli", channelId: `c${Math.random().toString(36).slice(2, 8)}` });
   const published: ChannelMessage[] = [];
   let executor: ReturnType<typeof channelSandbox>["executor"] | undefined;
@@ -39,6 +39,7 @@ function setup(limits: Partial<JobLimits> = {}, o: { runnerId?: string; state?: 
     ref: store.ref,
     store,
     executor: async () => {
+      await o.sandboxMade;
       await store.prepareFiles();
       return (executor ??= channelSandbox(sandbox, store).executor);
     },
@@ -128,6 +129,42 @@ describe("background jobs of one channel", () => {
     await expect(jobs.start("true", by)).rejects.toThrow("process start refused: this channel is being handed to another runner");
     state = undefined;
     await expect(jobs.start("  ", by)).rejects.toThrow("non-empty `command`");
+  }, 30_000);
+
+  it("a start still under way when the channel begins to be handed over, or when `stop jobs` comes, is waited for: refused, or killed; none runs on", async () => {
+    const token = `mom-job-late-${process.pid}`;
+    let state: string | undefined;
+    let sandboxMade!: () => void;
+    const { store, jobs } = setup({}, { state: () => state, sandboxMade: new Promise<void>((r) => (sandboxMade = r)) });
+    try {
+      // The model's `process start` is making the channel's sandbox when the drain begins: the slot
+      // leaves "owned" and the hand-over kills the channel's jobs.
+      const starting = jobs.start(`bash -c 'exec -a ${token}-a sleep 600'`, by);
+      state = "this channel is being handed to another runner; start the job again in a moment";
+      const killed = jobs.killAll({ kind: "moved", to: "r2" });
+      sandboxMade();
+      await expect(starting).rejects.toThrow("process start refused: this channel is being handed to another runner");
+      expect(await killed).toEqual([]);
+      expect(jobs.running()).toEqual([]);
+      expect(processesWith(`${token}-a`)).toEqual([]);
+      expect((await store.readRunningJobs()).running).toEqual([]);
+
+      // `stop jobs` while a start is being recorded: that job is one of those killed.
+      state = undefined;
+      let recorded!: () => void;
+      const gate = new Promise<void>((r) => (recorded = r));
+      const append = store.appendJobRecord.bind(store);
+      store.appendJobRecord = async (r) => (await gate, append(r));
+      const second = jobs.start(`bash -c 'exec -a ${token}-b sleep 600'`, by);
+      const stopJobs = jobs.killAll({ kind: "stop", by: "@ann" });
+      recorded();
+      const job = await second;
+      expect((await stopJobs).map((j) => j.id)).toEqual([job.id]);
+      expect(processesWith(`${token}-b`)).toEqual([]);
+    } finally {
+      sandboxMade();
+      await jobs.killAll({ kind: "tool" });
+    }
   }, 30_000);
 
   it("a job is stopped at its runtime limit, and the channel is told why", async () => {

@@ -75,6 +75,8 @@ export class ChannelJobs {
   private readonly jobs = new Map<string, Job>();
   /** Starts between the count check and the record: counted, so two at once cannot pass the limit. */
   private starting = 0;
+  /** Starts under way (making the sandbox, recording the job): killAll waits for them. */
+  private readonly startsInFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: ChannelJobsDeps) {}
 
@@ -85,7 +87,14 @@ export class ChannelJobs {
   }
 
   /** Starts `command`; throws an error the model can act on when it may not. */
-  async start(command: string, startedBy: { id: string; username: string }, replyTo?: string): Promise<JobView> {
+  start(command: string, startedBy: { id: string; username: string }, replyTo?: string): Promise<JobView> {
+    const started = this.startJob(command, startedBy, replyTo);
+    const tracked = started.catch(() => {}).finally(() => this.startsInFlight.delete(tracked));
+    this.startsInFlight.add(tracked);
+    return started;
+  }
+
+  private async startJob(command: string, startedBy: { id: string; username: string }, replyTo?: string): Promise<JobView> {
     if (!command.trim()) throw new Error("process start needs a non-empty `command`.");
     const refusal = this.deps.refusal();
     if (refusal) throw new Error(`process start refused: ${refusal}.`);
@@ -113,6 +122,13 @@ export class ChannelJobs {
         startedBy,
         ...(replyTo !== undefined && { replyTo }),
       });
+      // The channel may have begun to be handed over (or been lost) while the sandbox was made and
+      // the job recorded: its jobs were killed meanwhile, so this one must not run after them.
+      const late = this.deps.refusal();
+      if (late) {
+        await this.deps.store.appendJobRecord({ type: "ended", id, endedAt: new Date().toISOString() }).catch(() => {});
+        throw new Error(`process start refused: ${late}.`);
+      }
       const output = new OutputTail(outputKeptBytes);
       const abort = new AbortController();
       const job: Job = { id, execId, command, startedAt, startedBy, replyTo, output, polledTo: 0, abort, settled: Promise.resolve() };
@@ -158,6 +174,9 @@ export class ChannelJobs {
 
   /** Kills every running job (shutdown, hand-over, `stop jobs`, a lost channel) and waits until each has ended and its end is told. */
   async killAll(reason: KillReason): Promise<JobView[]> {
+    // A job still being started is not in the map yet: without this wait it would be missed and
+    // run on (after `stop jobs`, or here after the channel went to another runner).
+    while (this.startsInFlight.size > 0) await Promise.all([...this.startsInFlight]);
     const running = [...this.jobs.values()].filter((j) => !j.ended);
     for (const j of running) {
       j.killedFor ??= reason;
