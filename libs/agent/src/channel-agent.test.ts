@@ -177,6 +177,56 @@ describe("ChannelAgent", () => {
     agent.dispose();
   });
 
+  it("a stop during a compaction — at a run's end, or before the next prompt — aborts its summary call, and the prompt after it never runs", async () => {
+    const { store, agent } = await setup(small);
+    // As in the test above: the second run's answer crosses the compaction threshold.
+    const big = (i: number) => `output ${i}: ${"x".repeat(20_000)}`;
+    for (let i = 0; i < 5; i++) await store.appendLog({ ...entry(`b${i}`, big(i), "luigi"), isMention: false });
+    await store.appendLog(entry("q1", "@mom first question"));
+    small.setResponses([fauxAssistantMessage([fauxText("First answer.")])]);
+    await agent.run(entry("q1", "@mom first question"), () => {});
+    for (let i = 5; i < 9; i++) await store.appendLog({ ...entry(`b${i}`, big(i), "luigi"), isMention: false });
+
+    // A summary call that answers only once its signal aborts (as a provider's request does) or the test lets it.
+    let asked!: () => void;
+    let summaryAsked = new Promise<void>((r) => (asked = r));
+    let letSummariesEnd!: () => void;
+    const summariesEnd = new Promise<void>((r) => (letSummariesEnd = r));
+    const heldSummary = (_ctx: unknown, options: { signal?: AbortSignal } | undefined) => {
+      asked();
+      return new Promise<ReturnType<typeof fauxAssistantMessage>>((resolve) => {
+        const done = () => resolve(fauxAssistantMessage([fauxText("Summary.")]));
+        if (options?.signal?.aborted) return done();
+        options?.signal?.addEventListener("abort", done, { once: true });
+        void summariesEnd.then(done);
+      });
+    };
+    // Settles with the run, or says the run is still going after a bound no working stop comes near.
+    const stillGoing = <T>(p: Promise<T>) => Promise.race([p, new Promise<"still going">((r) => setTimeout(() => r("still going"), 5_000).unref())]);
+    try {
+      await store.appendLog(entry("q2", "@mom second question"));
+      small.setResponses([fauxAssistantMessage([fauxText("Second answer.")]), heldSummary, heldSummary]);
+      const second = agent.run(entry("q2", "@mom second question"), () => {});
+      await summaryAsked;
+      await agent.abort();
+      // The answer was made before the stop; the compaction after it is dropped (pi compacts before the next prompt).
+      expect(await stillGoing(second)).toMatchObject({ stopReason: "stop", finalText: "Second answer." });
+
+      summaryAsked = new Promise<void>((r) => (asked = r));
+      await store.appendLog(entry("q3", "@mom third question"));
+      small.setResponses([heldSummary, heldSummary, fauxAssistantMessage([fauxText("Third answer.")])]);
+      const events: OutboundEventBody[] = [];
+      const third = agent.run(entry("q3", "@mom third question"), (e) => events.push(e));
+      await summaryAsked; // the compaction pi makes before sending the prompt
+      await agent.abort();
+      expect(await stillGoing(third)).toMatchObject({ stopReason: "aborted", finalText: "" });
+      expect(events.find((e) => e.type === "compaction_end")).toMatchObject({ aborted: true });
+    } finally {
+      letSummariesEnd();
+      agent.dispose();
+    }
+  });
+
   it("caps what reaches the model from memory and skills, newest first with a note; a MEMORY.md that is a directory is reported and skipped", async () => {
     const problems: string[] = [];
     const { store, agent, layout } = await setup(faux, (p) => problems.push(...p));

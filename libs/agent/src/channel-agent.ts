@@ -181,6 +181,12 @@ export class ChannelAgent {
     session.agent.transformContext = async (messages, signal) => withNote(base ? await base(messages, signal) : messages, opts.receiptsNote?.());
     const agent = new ChannelAgent(opts, session, sessionManager, loader, context);
     self = agent;
+    // A stop that lands after run() last looked for one but before pi's own run has begun (the
+    // trigger's images being read, a compaction pi makes before sending the prompt) had nothing to
+    // abort: pi's run is aborted as it starts, before its first model call (its listeners are awaited).
+    session.agent.subscribe((event) => {
+      if (event.type === "agent_start" && agent.abortRequested) session.agent.abort();
+    });
     if (opts.modelAccess) {
       session.agent.streamFn = guardedStreamFn(session.agent.streamFn, opts.modelAccess, opts.resolved.modelRegistry, (why) => (agent.stoppedBecause = why));
       loader.compactWith = guardedCompaction(session.agent.streamFn, opts.resolved.modelRegistry);
@@ -335,6 +341,9 @@ export class ChannelAgent {
   async abort(): Promise<void> {
     if (!this.running) return;
     this.abortRequested = true;
+    // A compaction (after the run's answer, or before its prompt) is a model call pi's abort leaves
+    // running: the run would end only with it. Stopped, it is made again before the next prompt.
+    this.session.abortCompaction();
     await this.session.abort();
   }
 
