@@ -25,7 +25,8 @@ export interface AttachFile {
 export interface AttachOptions {
   /** config `attachments.maxBytes`: larger files are refused. */
   maxBytes: number;
-  send(file: AttachFile): Promise<void>;
+  /** `signal`: the call's; once it aborts (stop, timeout), the file must not be announced in the run. */
+  send(file: AttachFile, signal?: AbortSignal): Promise<void>;
 }
 
 /**
@@ -81,10 +82,10 @@ export function createAttachTool(o: { sandbox: ChannelSandbox; workspaceDir: str
       "Only files inside the workspace can be shared.",
     promptSnippet: "attach: share a workspace file with the channel",
     parameters,
-    async execute(_toolCallId, params) {
+    async execute(_toolCallId, params, signal) {
       if (!o.attach) throw new Error("attaching files is not available in this runner");
       const file = await readShareableFile({ sandbox: o.sandbox, workspaceDir: o.workspaceDir, maxBytes: o.attach.maxBytes, verb: "attach" }, params.path, params.title);
-      await o.attach.send(file);
+      await o.attach.send(file, signal);
       const { filename, bytes, path } = file;
       return {
         content: [{ type: "text", text: `Attached ${filename} (${formatFileSize(bytes.length)}); it is posted in the channel.` }],

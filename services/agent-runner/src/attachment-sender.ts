@@ -18,8 +18,8 @@ export interface AttachmentSenderDeps {
  * run's other events and carries the trigger's replyTo). Throws when no run is in progress or
  * the Object Store refuses the put; the tool turns that into an error the model sees.
  */
-export function attachmentSender(deps: AttachmentSenderDeps): (file: AttachFile) => Promise<void> {
-  return async (file) => {
+export function attachmentSender(deps: AttachmentSenderDeps): (file: AttachFile, signal?: AbortSignal) => Promise<void> {
+  return async (file, signal) => {
     const run = deps.active.current;
     if (!run) throw new Error("no run in progress: files can only be attached while answering a message");
     const objectKey = fileObjectName(deps.ref, file.filename);
@@ -27,6 +27,9 @@ export function attachmentSender(deps: AttachmentSenderDeps): (file: AttachFile)
       ...(file.mimeType !== undefined && { mimeType: file.mimeType }),
       ...(file.title !== undefined && { description: file.title }),
     });
+    // Stopped (or timed out) during the put: pi has given the call up and the run is ending, or has
+    // ended — an attachment now would be posted after the stop, after the run's run_ended.
+    if (signal?.aborted || deps.active.current !== run) throw new Error("aborted: the file was not attached");
     const { replyTo } = run.message;
     run.publisher.emit({
       type: "attachment",
