@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
-import { type ChannelAgent, type RunOutcome, ZERO_USAGE } from "@mom/agent";
+import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { Bus } from "@mom/bus";
 import { type ChannelMessage, createSubjects, type InterruptedRun, type OutboundEvent } from "@mom/contracts";
 import { type ChannelStore, WorkspaceLayout } from "@mom/store";
@@ -166,6 +166,63 @@ describe("ChannelWorker", () => {
     expect(existsSync(store.logFile)).toBe(false);
     expect(ledger.calls).toEqual([]);
     expect(runs).toEqual([]);
+  });
+
+  it("busy mode steer: a `stop` cancels a message steered into the run that pi had not delivered yet, as it cancels queued ones", async () => {
+    openSlot();
+    // As pi's session: a steered line waits for the end of the current turn; aborted first, it is left over.
+    let ended!: () => void;
+    const runEnds = new Promise<void>((r) => (ended = r));
+    let stopped = false;
+    const steered: RunTrigger[] = [];
+    const steering = {
+      ...agent,
+      async run(trigger: { id: string }): Promise<RunOutcome> {
+        runs.push(trigger.id);
+        if (runs.length > 1) return { stopReason: "stop", finalText: `answer to ${trigger.id}`, usage: ZERO_USAGE };
+        await runEnds;
+        return { stopReason: "aborted", finalText: "", usage: ZERO_USAGE, undelivered: steered.map(formatChatLine) };
+      },
+      async steer(trigger: RunTrigger) {
+        steered.push(trigger);
+        return true;
+      },
+      async abort() {
+        stopped = true;
+      },
+    } as unknown as ChannelAgent;
+    const w = new ChannelWorker({
+      bus, ref, slot, store, ledger,
+      createAgent: async () => steering,
+      log: pino({ level: "silent" }),
+      runTimeoutMs: 60_000,
+      runSlot: (fn) => fn(),
+      slotFree: () => true,
+      busyMode: "steer",
+      active: new ActiveRun(),
+      maxCrashes: 3,
+      publishRetryMs: 0,
+      deadLetter: async () => {},
+    });
+    w.deliver(1, mention("m1", "start the deploy"));
+    await until(() => runs.length === 1);
+    w.deliver(2, mention("m2", "and then tag the release"));
+    await until(() => steered.length === 1);
+    w.deliver(3, mention("m3", "stop"));
+    await until(() => stopped);
+    // Said while the stopped run is still ending: a request of its own, answered after it.
+    w.deliver(4, mention("m4", "what time is it?"));
+    await until(() => published.some((e) => e.event.type === "run_queued"));
+    ended();
+    await until(() => [2, 3, 4].every((seq) => ledger.calls.includes(`done ${seq}`)));
+    expect(steered.map((t) => t.id)).toEqual(["m2"]);
+    expect(runs).toEqual(["m1", "m4"]);
+    const ends = published.filter((e) => e.event.type === "run_ended").map((e) => e.event as { stopReason: string; errorMessage?: string; finalText: string });
+    expect(ends).toEqual([
+      expect.objectContaining({ stopReason: "aborted" }),
+      expect.objectContaining({ finalText: "answer to m4" }),
+      expect.objectContaining({ stopReason: "aborted", errorMessage: "cancelled by @ann before it started" }),
+    ]);
   });
 
   it("draining, a run past the grace is cut off and handed over; the next owner runs the message", async () => {

@@ -373,9 +373,20 @@ export class ChannelWorker {
    */
   private async steer(seq: number, run: QueuedRun, message: ChannelMessage): Promise<Later | undefined> {
     const agent = await this.agent;
+    // Stopped, the run is only ending: a message after the stop is a request of its own.
+    if (run.cancelledBy) return undefined;
     if (!agent || !(await agent.steer(this.runTrigger(message)))) return undefined;
     run.steered.push(message);
-    return { done: run.ended.then((undelivered) => (undelivered.includes(formatChatLine(this.runTrigger(message))) ? this.enqueue(seq, message) : undefined)) };
+    return {
+      done: run.ended.then((undelivered) => {
+        if (!undelivered.includes(formatChatLine(this.runTrigger(message)))) return undefined;
+        const item = this.enqueue(seq, message);
+        // A `stop` of the run it was steered into cancels it as it cancels queued ones (stop() could
+        // not reach it: it was in pi's queue, not this one); it must not run on its own after the stop.
+        if (run.cancelledBy) this.queued.at(-1)!.cancelledBy ??= run.cancelledBy;
+        return item;
+      }),
+    };
   }
 
   /** Aborts the running run and cancels queued ones. */
