@@ -62,12 +62,16 @@ describe("EventScheduler when NATS refuses", () => {
     expect(logs.filter((l) => l.msg === "could not publish the event; will retry").length).toBe(attempts.length - 1);
   });
 
-  it("gives up a periodic tick when the next one is due", async () => {
+  // A stream leader's election refuses every replica's publish alike for seconds: a tick given up
+  // then would be lost, not fired by another replica (test/chaos/scheduler-chaos.test.ts).
+  it("retries a periodic tick until it is published, then fires the ticks that fell due meanwhile, in order", async () => {
     const ids: string[] = [];
+    const published: string[] = [];
     let up = false;
     const { engine, clock, write } = setup(async (m) => {
       ids.push(m.id);
-      if (!up) throw new Error("timeout");
+      if (!up) throw new Error("no responders");
+      published.push(m.id);
       return { duplicate: false };
     });
     await engine.start();
@@ -75,12 +79,47 @@ describe("EventScheduler when NATS refuses", () => {
     await engine.rescan();
     clock.set(T0 + 2000);
     await waitFor(() => ids.length === 1, 2000, "the first attempt");
-    clock.advance(1000); // retry of 08:00:02 at 08:00:03 fails; 08:00:04 is next, so it is given up
-    await engine.idle();
+    for (let i = 0; i < 2; i++) {
+      clock.advance(1000); // 08:00:03, 08:00:04: 08:00:02 again (08:00:04 waits for it)
+      await engine.idle();
+    }
+    up = true;
+    clock.advance(1000); // 08:00:05: 08:00:02 goes through, then 08:00:04
+    await waitFor(() => published.length === 2, 2000, "the tick that fell due meanwhile");
+    clock.advance(1000);
+    await waitFor(() => published.length === 3, 2000, "the next tick on time");
+    const t = (s: string) => `p.json@2026-01-05T08:00:0${s}.000Z`;
+    expect(ids).toEqual([t("2"), t("2"), t("2"), t("2"), t("4"), t("6")]);
+    expect(published).toEqual([t("2"), t("4"), t("6")]);
+  });
+
+  it("skips a periodic tick that could not be published for over a minute, and carries on from now", async () => {
+    const ids: string[] = [];
+    const published: string[] = [];
+    let up = false;
+    const { engine, clock, write, logs } = setup(async (m) => {
+      ids.push(m.id);
+      if (!up) throw new Error("no responders");
+      published.push(m.id);
+      return { duplicate: false };
+    });
+    await engine.start();
+    write("p.json", { type: "periodic", channelId: "cli/local", text: "tick", schedule: "*/2 * * * * *", timezone: "UTC" });
+    await engine.rescan();
+    clock.set(T0 + 2000);
+    await waitFor(() => ids.length === 1, 2000, "the first attempt");
+    for (let i = 0; i < 62; i++) {
+      clock.advance(1000); // 08:01:03: 08:00:02 is 61 s overdue and skipped; 08:01:04 is tried next
+      await engine.idle();
+    }
     up = true;
     clock.advance(1000);
-    await waitFor(() => ids.includes("p.json@2026-01-05T08:00:04.000Z"), 2000, "the next tick");
-    expect(ids).toEqual(["p.json@2026-01-05T08:00:02.000Z", "p.json@2026-01-05T08:00:02.000Z", "p.json@2026-01-05T08:00:04.000Z"]);
+    await waitFor(() => published.length === 1, 2000, "the retried tick after the skip");
+    clock.advance(1000);
+    await waitFor(() => published.length === 2, 2000, "the next tick");
+    expect(new Set(ids)).toEqual(new Set(["p.json@2026-01-05T08:00:02.000Z", "p.json@2026-01-05T08:01:04.000Z", "p.json@2026-01-05T08:01:06.000Z"]));
+    expect(published).toEqual(["p.json@2026-01-05T08:01:04.000Z", "p.json@2026-01-05T08:01:06.000Z"]);
+    expect(logs.filter((l) => String(l.msg).startsWith("tick skipped:")).map((l) => l.tick)).toEqual(["2026-01-05T08:00:02.000Z"]);
   });
 });
 

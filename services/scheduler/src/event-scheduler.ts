@@ -542,11 +542,12 @@ export class EventScheduler {
       outcome = await this.o.publish(event.ref, message);
     } catch (err) {
       this.log.error({ err, file: shownName(e), channel: e.channel, msgId: message.id }, "could not publish the event; will retry");
+      // The same firing later, same msg-id: a periodic tick too, even when its next ticks fall
+      // due meanwhile. A NATS outage (a stream leader's election: "no responders" for seconds)
+      // fails every replica's publish alike, so a tick given up here is lost, not left to another
+      // replica. The ticks that fell due follow it in order (below); only a tick more than
+      // LATE_AFTER_MS overdue is skipped, with a log line (runDue).
       e.dueAt = now + this.retryMs;
-      if (event.type === "periodic") {
-        const following = event.cron.nextAfter(new Date(e.fireTime!));
-        if (following && following.getTime() <= e.dueAt) this.nextTick(e, event, now);
-      }
       return;
     }
     this.limit.record(e.channel!, now);
@@ -554,7 +555,12 @@ export class EventScheduler {
       { file: shownName(e), channel: e.channel, msgId: message.id, type: event.type, duplicate: outcome.duplicate, ...(lateMinutes && { lateMinutes }) },
       outcome.duplicate ? "event fired (already published by another replica)" : "event fired",
     );
-    if (event.type === "periodic") return this.nextTick(e, event, Math.max(now, e.fireTime!));
+    // The tick after this one, not the first after now: ticks that fell due while this one was
+    // published (a publish may wait out its whole timeout, and one task runs at a time) or
+    // retried fire next, each in turn, instead of being skipped unseen. Tick n+1 leaves a
+    // replica only once tick n is on the stream, which keeps an event's ticks in order there
+    // whichever replica's copy lands first (test/chaos/scheduler-chaos.test.ts).
+    if (event.type === "periodic") return this.nextTick(e, event, e.fireTime!);
     // Fired: remove the file, unless it was written again meanwhile (then it is a new event).
     e.fireTime = e.dueAt = undefined;
     try {
@@ -566,7 +572,10 @@ export class EventScheduler {
     }
   }
 
-  /** Periodic events never replay missed ticks: the next firing is the first tick after now. */
+  /**
+   * The first tick after `after`: after a firing, its own tick (ticks that fell due meanwhile follow
+   * in turn); after a skip (overdue, over budget), now: missed ticks are not replayed.
+   */
   private nextTick(e: Entry, event: Extract<ScheduledEvent, { type: "periodic" }>, after: number): void {
     const tick = event.cron.nextAfter(new Date(after));
     e.deferredLogged = false;
