@@ -9,6 +9,7 @@ import type { ChannelSandbox } from "@mom/sandbox";
 import type { ToolGate } from "@mom/tools";
 import { createApplyPatchTool } from "./apply-patch-tool.js";
 import { keepFullOutputIn } from "./full-output.js";
+import { scaleImagesOffThread } from "./read-image.js";
 import { gated } from "./gated-tools.js";
 import { sandboxedBash, sandboxedFileOperations } from "./sandboxed-tools.js";
 
@@ -56,7 +57,7 @@ export function createMomTools(sandbox: ChannelSandbox, scratchDir: string, gate
   const files = sandboxedFileOperations(sandbox);
   return [
     keepFullOutputIn(scratchDir, sandbox.files, createBashToolDefinition(cwd, { operations: sandboxedBash(sandbox) }) as AnyTool),
-    createReadToolDefinition(cwd, { operations: files.read }),
+    scaleImagesOffThread(createReadToolDefinition(cwd, { operations: files.read, autoResizeImages: false }) as AnyTool),
     createWriteToolDefinition(cwd, { operations: files.write }),
     createEditToolDefinition(cwd, { operations: files.edit }),
     createApplyPatchTool(sandbox) as AnyTool,
