@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Sandbox } from "@mom/sandbox";
@@ -91,4 +91,34 @@ describe("apply_patch", () => {
     await t.apply(names.slice(0, 1).map((n) => `--- a/${n}\n+++ b/${n}\n@@ -0,0 +1 @@\n+x\n`).join(""));
     expect(readFileSync(join(t.cwd, names[0]!), "utf8").slice(0, 2)).toBe("x\n");
   });
+
+  // The diff library tries a hunk at every line of the file, comparing up to all its lines at
+  // each, synchronously on the runner's event loop, which serves every channel. A 200,000-line
+  // file a command wrote and a 3 KB hunk of 1,000 of its lines that fits nowhere were 400 million
+  // comparisons (seconds; a 16 MB file, minutes) before the call failed.
+  it("gives up a hunk that would take the runner's event loop for seconds to fit", async () => {
+    const root = mkdtempSync(join(tmpdir(), "mom-patch-bwrap-"));
+    const workspaceDir = join(root, "workspace");
+    const cwd = join(workspaceDir, "channels", "cli", "local");
+    mkdirSync(cwd, { recursive: true });
+    const sandbox = new Sandbox({ type: "bwrap" }, { dataDir: root, workspaceDir }).forChannel(cwd);
+    const made = await sandbox.executor.exec({ command: "yes x | head -n 200000 > same.txt", onData: () => {} });
+    expect(made.exitCode).toBe(0);
+    const tool = createApplyPatchTool(sandbox);
+    const patch = `--- a/same.txt\n+++ b/same.txt\n@@ -1,1001 +1,1001 @@\n${" x\n".repeat(1000)}-y\n+z\n`;
+    let last = performance.now();
+    let stall = 0;
+    const tick = setInterval(() => {
+      stall = Math.max(stall, performance.now() - last);
+      last = performance.now();
+    }, 10);
+    const outcome = await tool.execute("call-1", { patch }, undefined, undefined, undefined as never).catch((err: Error) => err);
+    stall = Math.max(stall, performance.now() - last);
+    clearInterval(tick);
+    expect(outcome).toBeInstanceOf(Error);
+    expect((outcome as Error).message).toMatch(/^same\.txt: fitting the patch's hunks took more than 10,000,000 line comparisons .* Nothing was changed\.$/);
+    expect(stall).toBeLessThan(1000);
+    expect(readFileSync(join(cwd, "same.txt"), "utf8")).toBe("x\n".repeat(200000));
+    rmSync(root, { recursive: true, force: true });
+  }, 60_000);
 });

@@ -13,6 +13,15 @@ const parameters = Type.Object({
 
 const NO_FILE = "/dev/null";
 
+/**
+ * Most line comparisons one call may make to fit its hunks. The diff library looks for a hunk at
+ * every line of the file, comparing its lines at each, synchronously on the runner's event loop:
+ * a 3 KB hunk of 1,000 equal lines that does not fit a 16 MB file of such lines is 8 billion
+ * comparisons, minutes during which no channel is served. A hunk at its place (or moved a few
+ * thousand lines) takes a few thousand.
+ */
+export const MAX_LINE_COMPARISONS = 10_000_000;
+
 /** A diff's file name as a path: git's `a/` and `b/` prefixes and a timestamp after a tab go. */
 function pathOf(name: string | undefined, gitPrefixed: boolean): string | undefined {
   if (!name) return undefined;
@@ -25,10 +34,27 @@ function hunkHeader(h: StructuredPatch["hunks"][number]): string {
   return `@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`;
 }
 
+type Fit = (old: string, p: StructuredPatch) => string | false;
+
+/** applyPatch, all calls together held to MAX_LINE_COMPARISONS; past it, throws naming `shown` of the current file. */
+function boundedFit(): { fit: Fit; file(shown: string): void } {
+  let left = MAX_LINE_COMPARISONS;
+  let shown = "";
+  const compareLine = (_n: number, line: string | undefined, _op: string, content: string) => {
+    if (--left < 0) {
+      throw new Error(
+        `${shown}: fitting the patch's hunks took more than ${MAX_LINE_COMPARISONS.toLocaleString("en-US")} line comparisons (a long hunk of repeated lines in a long file?), so it was given up. Make hunks with fewer, more distinctive context lines, or change the file with bash. Nothing was changed.`,
+      );
+    }
+    return line === content;
+  };
+  return { fit: (old, p) => applyPatch(old, p, { compareLine }), file: (s) => (shown = s) };
+}
+
 /** Why a patch does not apply to `old`: the first hunk that does not fit, with where it expected what. */
-function failingHunk(old: string, p: StructuredPatch): string {
+function failingHunk(old: string, p: StructuredPatch, fit: Fit): string {
   for (let i = 0; i < p.hunks.length; i++) {
-    if (applyPatch(old, { ...p, hunks: p.hunks.slice(0, i + 1) }) === false) {
+    if (fit(old, { ...p, hunks: p.hunks.slice(0, i + 1) }) === false) {
       const h = p.hunks[i]!;
       const expected = h.lines.find((l) => l.startsWith(" ") || l.startsWith("-"))?.slice(1);
       return `hunk ${i + 1} of ${p.hunks.length} (${hunkHeader(h)}) does not apply${expected !== undefined ? `: the file has no ${JSON.stringify(expected.slice(0, 80))} near line ${h.oldStart}` : ""}`;
@@ -73,6 +99,7 @@ export function createApplyPatchTool(sandbox: ChannelSandbox): ToolDefinition<ty
       parsed = parsed.filter((p) => p.hunks.length > 0);
       if (parsed.length === 0) throw new Error("the patch has no hunks (expected `--- a/file`, `+++ b/file` and `@@ … @@` lines)");
       const changes: Change[] = [];
+      const { fit, file } = boundedFit();
       // Every file stays held (bytes, text, patched text) until all are written, so the files of
       // one patch together get what one read may return: each alone may be that large, and a
       // short patch can name hundreds of them (sparse files cost the channel no disk), which held
@@ -100,8 +127,9 @@ export function createApplyPatchTool(sandbox: ChannelSandbox): ToolDefinition<ty
         if (changes.some((c) => c.path === path)) throw new Error(`${to}: the patch changes it twice; make one diff per file`);
         const before = from === NO_FILE ? undefined : await readWithin(path, to);
         const old = before?.toString("utf8") ?? "";
-        const after = applyPatch(old, p);
-        if (after === false) throw new Error(`${to}: ${failingHunk(old, p)}. Nothing was changed.`);
+        file(to);
+        const after = fit(old, p);
+        if (after === false) throw new Error(`${to}: ${failingHunk(old, p, fit)}. Nothing was changed.`);
         const lines = p.hunks.flatMap((h) => h.lines);
         changes.push({ path, ...(before && { before }), after, added: lines.filter((l) => l.startsWith("+")).length, removed: lines.filter((l) => l.startsWith("-")).length });
       }
