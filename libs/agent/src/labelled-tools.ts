@@ -6,6 +6,7 @@ import {
   type ToolDefinition,
 } from "@mariozechner/pi-coding-agent";
 import type { ChannelSandbox } from "@mom/sandbox";
+import { formatFileSize } from "@mom/store";
 import type { ToolGate } from "@mom/tools";
 import { createApplyPatchTool } from "./apply-patch-tool.js";
 import { keepFullOutputIn } from "./full-output.js";
@@ -59,9 +60,43 @@ export function createMomTools(sandbox: ChannelSandbox, scratchDir: string, gate
     keepFullOutputIn(scratchDir, sandbox.files, createBashToolDefinition(cwd, { operations: sandboxedBash(sandbox) }) as AnyTool),
     scaleImagesOffThread(createReadToolDefinition(cwd, { operations: files.read, autoResizeImages: false }) as AnyTool),
     createWriteToolDefinition(cwd, { operations: files.write }),
-    createEditToolDefinition(cwd, { operations: files.edit }),
+    boundedEdit(cwd, sandbox),
     createApplyPatchTool(sandbox) as AnyTool,
   ].map((t) => withLabel(gate ? gated(t as AnyTool, gate) : (t as AnyTool)));
+}
+
+/**
+ * File bytes × edits one `edit` call may go over. pi's edit normalises the whole file once per
+ * edit (to count the matches) and then diffs all of it, synchronously on the runner's event loop,
+ * which serves every channel: 100 one-line edits of a 2 MB file held it for seconds, of a 16 MB
+ * file (what a read may return) for minutes. 4 MB is one edit of a 4 MB file, ten of 400 KB.
+ */
+export const MAX_EDIT_WORK_BYTES = 4 * 1024 * 1024;
+
+/** pi's edit, reading at most MAX_EDIT_WORK_BYTES / (the call's number of edits) of the file. */
+function boundedEdit(cwd: string, sandbox: ChannelSandbox): AnyTool {
+  const { edit } = sandboxedFileOperations(sandbox);
+  const tool = createEditToolDefinition(cwd, { operations: edit }) as AnyTool;
+  return {
+    ...tool,
+    execute(toolCallId, params: { path?: unknown; edits?: unknown[] }, signal, onUpdate, ctx) {
+      const n = Array.isArray(params?.edits) ? Math.max(1, params.edits.length) : 1;
+      const limit = Math.floor(MAX_EDIT_WORK_BYTES / n);
+      const shown = typeof params?.path === "string" ? params.path : "the file";
+      const readFile = async (p: string) => {
+        const { size } = await sandbox.files.readTail(p, 0);
+        if (size > limit) {
+          throw new Error(
+            n === 1
+              ? `${shown}: too large to edit (${formatFileSize(size)}; the edit tool takes files of at most ${formatFileSize(MAX_EDIT_WORK_BYTES)}). Use apply_patch or bash (sed).`
+              : `${shown}: too large for ${n} edits in one call (${formatFileSize(size)}; the edit tool goes over the whole file once per edit, so ${n} edits may take a file of at most ${formatFileSize(limit)}, one edit ${formatFileSize(MAX_EDIT_WORK_BYTES)}). Use apply_patch for many changes to a big file, or bash (sed).`,
+          );
+        }
+        return sandbox.files.readFile(p, limit);
+      };
+      return (createEditToolDefinition(cwd, { operations: { ...edit, readFile } }) as AnyTool).execute(toolCallId, params, signal, onUpdate, ctx);
+    },
+  };
 }
 
 export const MOM_TOOL_NAMES = ["bash", "read", "write", "edit", "apply_patch", "attach"];
