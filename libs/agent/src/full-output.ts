@@ -11,15 +11,23 @@ type AnyTool = ToolDefinition<any, any, any>;
  * sandbox that hides /tmp) can read it later: it is moved into `scratchDir` and every mention of
  * its old path in the result is rewritten. It is written through the channel's confined file
  * access, so a `scratch` the agent turned into a symlink cannot send it anywhere else. (The file
- * is at most the executor's output cap.)
+ * is at most the executor's output cap.) When it cannot be moved there, it is deleted all the same:
+ * the host's temp dir is outside every channel's disk limit and out of reach of its commands, so a
+ * channel that broke its `scratch` would otherwise leave up to 16 MB there per command, for good.
  */
 export function keepFullOutputIn(scratchDir: string, files: ConfinedFiles, tool: AnyTool): AnyTool {
-  const relocate = async (from: string, toolCallId: string): Promise<string> => {
-    await files.mkdir(scratchDir);
-    const to = join(scratchDir, `${tool.name}-${toolCallId.replace(/[^A-Za-z0-9_-]/g, "_")}-${basename(from)}`);
-    await files.writeFile(to, await readFile(from));
-    await unlink(from).catch(() => {});
-    return to;
+  /** The file's new path, or undefined (and why, in `note`) when it could not be kept. */
+  const relocate = async (from: string, toolCallId: string): Promise<{ to?: string; note: string }> => {
+    try {
+      await files.mkdir(scratchDir);
+      const to = join(scratchDir, `${tool.name}-${toolCallId.replace(/[^A-Za-z0-9_-]/g, "_")}-${basename(from)}`);
+      await files.writeFile(to, await readFile(from));
+      return { to, note: `Full output: ${to}` };
+    } catch (err) {
+      return { note: `Full output not kept: ${(err as Error).message}` };
+    } finally {
+      await unlink(from).catch(() => {});
+    }
   };
   const FULL_OUTPUT = /Full output: (\S+?)(?=\]|\s|$)/;
   return {
@@ -29,19 +37,20 @@ export function keepFullOutputIn(scratchDir: string, files: ConfinedFiles, tool:
         const result = await tool.execute(toolCallId, params, signal, onUpdate, ctx);
         const from = (result.details as { fullOutputPath?: string } | undefined)?.fullOutputPath;
         if (!from) return result;
-        const to = await relocate(from, toolCallId).catch(() => from);
+        const { to, note } = await relocate(from, toolCallId);
+        const { fullOutputPath: _, ...details } = result.details as { fullOutputPath?: string };
         return {
           ...result,
-          details: { ...(result.details as object), fullOutputPath: to },
-          content: result.content.map((c) => (c.type === "text" ? { ...c, text: c.text.split(from).join(to) } : c)),
+          details: { ...details, ...(to && { fullOutputPath: to }) },
+          content: result.content.map((c) => (c.type === "text" ? { ...c, text: c.text.split(`Full output: ${from}`).join(note) } : c)),
         };
       } catch (err) {
         // Failed commands (non-zero exit) arrive as errors whose message carries the output.
         const message = (err as Error)?.message ?? "";
         const from = FULL_OUTPUT.exec(message)?.[1];
         if (!from) throw err;
-        const to = await relocate(from, toolCallId).catch(() => from);
-        throw new Error(message.split(from).join(to));
+        const { note } = await relocate(from, toolCallId);
+        throw new Error(message.split(`Full output: ${from}`).join(note));
       }
     },
   };
