@@ -2,7 +2,7 @@ import type { ToolDefinition } from "@mariozechner/pi-coding-agent";
 import { randomBytes } from "node:crypto";
 import Type from "typebox";
 import { fetchPage, type FetchLimits } from "./fetch-page.js";
-import { pageText } from "./page-text.js";
+import { pageTextOffThread } from "./page-text.js";
 import type { WebPolicy } from "./url-policy.js";
 
 export const WEB_FETCH_TOOL_NAME = "web_fetch";
@@ -45,7 +45,7 @@ export function createWebFetchTool(opts: WebFetchOptions): ToolDefinition<typeof
     parameters: WebFetchParams,
     async execute(_toolCallId, params, signal) {
       const page = await fetchPage(String(params.url ?? ""), opts, opts, signal);
-      const { title, text } = pageText(page);
+      const { title, text } = await pageTextOffThread(page, opts.timeoutMs, signal);
       const cut = text.length > opts.maxChars;
       const shown = cut ? text.slice(0, opts.maxChars) : text;
       const nonce = randomBytes(6).toString("hex");

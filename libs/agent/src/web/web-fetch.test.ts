@@ -24,6 +24,7 @@ beforeAll(async () => {
     if (url.pathname === "/binary") return void res.writeHead(200, { "content-type": "image/png" }).end(Buffer.alloc(300));
     if (url.pathname === "/big") return void res.writeHead(200, { "content-type": "text/plain" }).end("x".repeat(1_000_000));
     if (url.pathname === "/hang") return; // never answers
+    if (url.pathname === "/nested") return void res.writeHead(200, { "content-type": "text/html" }).end(`<html><body>${"<div>x ".repeat(1000)}${"</div>".repeat(1000)}</body></html>`);
     if (url.pathname === "/redirect") return void res.writeHead(302, { location: url.searchParams.get("to")! }).end();
     if (url.pathname === "/loop") return void res.writeHead(302, { location: "/loop" }).end();
     if (url.pathname === "/missing") return void res.writeHead(404, { "content-type": "text/plain" }).end("no such page");
@@ -119,4 +120,24 @@ describe("web_fetch", () => {
     setTimeout(() => stop.abort(), 200);
     await expect(fetchText(`${base}/hang`, OPEN, stop.signal)).rejects.toThrow(/could not fetch/);
   });
+
+  // Parsing and Readability cost what the page's structure makes them cost, not its size: 1,000
+  // nested <div>s (14 KB) held the runner's event loop, which serves every channel, for 8 s here;
+  // 2,000 (30 KB) for a minute. Whoever controls a page a channel fetches chose that.
+  it("converts a page off the runner's event loop, and gives up one that takes longer than web.timeoutSeconds", async () => {
+    let last = performance.now();
+    let stall = 0;
+    const tick = setInterval(() => {
+      stall = Math.max(stall, performance.now() - last);
+      last = performance.now();
+    }, 10);
+    const outcome = await fetchText(`${base}/nested`, { ...OPEN, timeoutMs: 2_000 }).catch((e: Error) => e);
+    stall = Math.max(stall, performance.now() - last);
+    clearInterval(tick);
+    expect(outcome).toBeInstanceOf(Error);
+    expect((outcome as Error).message).toBe(`${base}/nested: the page could not be made readable: it took more than 2 s (web.timeoutSeconds; HTML too large or too deeply nested); not shown`);
+    expect(stall).toBeLessThan(1000);
+    // An ordinary page still comes through the same way.
+    expect((await fetchText(`${base}/article`)).text).toContain("twice as fast");
+  }, 120_000);
 });
