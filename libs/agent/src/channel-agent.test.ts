@@ -235,7 +235,8 @@ describe("ChannelAgent", () => {
     mkdirSync(join(store.dir, "MEMORY.md"), { recursive: true });
     const skillDir = join(store.skillsDir, "huge");
     mkdirSync(skillDir, { recursive: true });
-    writeFileSync(join(skillDir, "SKILL.md"), `---\nname: huge\ndescription: ${"d".repeat(200_000)}\n---\nbody\n`);
+    // Past the 1,024 characters a description may have, within the 8 KiB of front matter the runner parses.
+    writeFileSync(join(skillDir, "SKILL.md"), `---\nname: huge\ndescription: ${"d".repeat(6_000)}\n---\nbody\n`);
     await store.appendLog(entry("k1", "@mom hi"));
     let systemPrompt = "";
     faux.setResponses([
@@ -254,7 +255,7 @@ describe("ChannelAgent", () => {
       expect.arrayContaining([
         expect.stringMatching(/MEMORY\.md: 2700025 bytes, more than the 16384 a prompt takes; only its end is shown$/),
         expect.stringMatching(/MEMORY\.md: is a directory, not a regular file; memory skipped$/),
-        expect.stringMatching(/SKILL\.md: description of 200000 characters cut to 1024 in the prompt$/),
+        expect.stringMatching(/SKILL\.md: description of 6000 characters cut to 1024 in the prompt$/),
       ]),
     );
     agent.dispose();

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadMomSkills, SKILL_FILE_MAX_BYTES, SKILL_MAX_DEPTH } from "./skills.js";
+import { loadMomSkills, SKILL_FILE_MAX_BYTES, SKILL_FRONTMATTER_MAX_BYTES, SKILL_FRONTMATTER_MAX_TOTAL_BYTES, SKILL_MAX_DEPTH } from "./skills.js";
 
 const base = mkdtempSync(join(tmpdir(), "mom-skills-"));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -100,4 +100,45 @@ describe("loadMomSkills", () => {
       expect.arrayContaining([expect.stringMatching(/huge\/SKILL\.md: is \d+ bytes, more than the 262144/), expect.stringMatching(/more than 4 directories deep; not looked into/)]),
     );
   });
+
+  // Front matter is YAML, parsed synchronously on the runner's event loop, which serves every
+  // channel; the yaml library checks each key of a mapping against all the ones before it, so a
+  // mapping of n keys costs n². Four SKILL.md of 100 KB of "kN: v" lines (well under the 256 KB a
+  // SKILL.md may have) held the runner for seconds on every run of the channel that wrote them.
+  it("parses at most a few KB of front matter per skill, and a bounded amount per skills/", async () => {
+    const { ws, channel } = workspace();
+    const keys = (bytes: number) => {
+      let out = "";
+      for (let i = 0; out.length < bytes; i++) out += `k${i}: v\n`;
+      return out;
+    };
+    const bomb = (name: string) => `---\nname: ${name}\ndescription: slow\n${keys(100_000)}---\nx\n`;
+    for (const name of ["bomb-a", "bomb-b", "bomb-c", "bomb-d"]) put(join(channel, "skills"), name, bomb(name));
+    const bombFrontMatter = bomb("bomb-a").indexOf("\n---", 3) - 4;
+    put(join(channel, "skills"), "ok", skill("ok", "a usual skill"));
+    // Many skills of front matter just under the per-file bound: together past the total.
+    const each = SKILL_FRONTMATTER_MAX_BYTES - 200;
+    const many = Math.ceil(SKILL_FRONTMATTER_MAX_TOTAL_BYTES / each) + 3;
+    for (let i = 0; i < many; i++) put(join(channel, "skills"), `wide-${String(i).padStart(2, "0")}`, `---\nname: wide-${String(i).padStart(2, "0")}\ndescription: wide\n${keys(each - 60)}---\n`);
+    let last = performance.now();
+    let stall = 0;
+    const tick = setInterval(() => {
+      stall = Math.max(stall, performance.now() - last);
+      last = performance.now();
+    }, 10);
+    const { skills, problems } = await loadMomSkills(ws, channel);
+    stall = Math.max(stall, performance.now() - last);
+    clearInterval(tick);
+    expect(stall).toBeLessThan(500);
+    const names = skills.map((s) => s.name);
+    expect(names).toContain("ok");
+    expect(names.filter((n) => n.startsWith("bomb"))).toEqual([]);
+    expect(problems).toContain(`${join(channel, "skills", "bomb-a", "SKILL.md")}: its front matter is ${bombFrontMatter} bytes, more than the ${SKILL_FRONTMATTER_MAX_BYTES} the runner parses; skipped`);
+    const wide = names.filter((n) => n.startsWith("wide-"));
+    expect(wide.length).toBeGreaterThan(0);
+    expect(wide.length).toBeLessThan(many);
+    expect(problems).toContain(
+      `${join(channel, "skills", `wide-${String(wide.length).padStart(2, "0")}`, "SKILL.md")}: the front matter of the skills in ${join(channel, "skills")} is more than ${SKILL_FRONTMATTER_MAX_TOTAL_BYTES} bytes in all, the most the runner parses; skipped`,
+    );
+  }, 120_000);
 });

@@ -12,6 +12,15 @@ export interface LoadedSkills {
 export const SKILL_FILE_MAX_BYTES = 256 * 1024;
 /** Most bytes of SKILL.md files read below one `skills/`; skills past it are skipped. */
 export const SKILL_MAX_TOTAL_BYTES = 8 * 1024 * 1024;
+/**
+ * Most bytes of YAML front matter parsed for one SKILL.md, and for all of one `skills/`. The yaml
+ * library parses synchronously on the runner's event loop and checks each key of a mapping
+ * against all the ones before it: 100 KB of `kN: v` lines took 2 s, 240 KB 12 s, on every run.
+ * Even linear YAML costs ~1.5 ms per KB. The Agent Skills fields (a name of 64 characters, a
+ * description of 1,024, a short compatibility note, a little metadata) fit in a few hundred bytes.
+ */
+export const SKILL_FRONTMATTER_MAX_BYTES = 8 * 1024;
+export const SKILL_FRONTMATTER_MAX_TOTAL_BYTES = 128 * 1024;
 /** How deep below `skills/` a SKILL.md is looked for. */
 export const SKILL_MAX_DEPTH = 4;
 /** Most directory entries looked at below one `skills/` (the rest are not walked, and that is said). */
@@ -42,7 +51,7 @@ export async function loadMomSkills(workspaceDir: string, channelDir: string): P
     [channelDir, "channel"],
   ] as const) {
     const found: Skill[] = [];
-    await walkRoot({ root, source, found, problems, entries: 0, bytes: 0 });
+    await walkRoot({ root, source, found, problems, entries: 0, bytes: 0, frontmatterBytes: 0 });
     for (const s of found) byName.set(s.name, s);
   }
   return { skills: [...byName.values()], problems };
@@ -57,6 +66,8 @@ interface Walk {
   entries: number;
   /** SKILL.md bytes read so far. */
   bytes: number;
+  /** Front matter bytes parsed so far. */
+  frontmatterBytes: number;
 }
 
 /** Walks `skills/` beneath the root: each directory is opened once, relative to its parent's descriptor. */
@@ -157,6 +168,18 @@ async function load(w: Walk, dir: DirBeneath, file: string): Promise<boolean> {
     w.problems.push(`${filePath}: ${reason(err)}; skipped`);
     return true;
   }
+  // Where pi's parseFrontmatter takes its YAML from: after the opening `---`, up to a line `---`.
+  const end = text.startsWith("---") ? text.indexOf("\n---", 3) : -1;
+  const yamlBytes = end < 0 ? 0 : Buffer.byteLength(text.slice(4, end));
+  if (yamlBytes > SKILL_FRONTMATTER_MAX_BYTES) {
+    w.problems.push(`${filePath}: its front matter is ${yamlBytes} bytes, more than the ${SKILL_FRONTMATTER_MAX_BYTES} the runner parses; skipped`);
+    return true;
+  }
+  if (w.frontmatterBytes + yamlBytes > SKILL_FRONTMATTER_MAX_TOTAL_BYTES) {
+    w.problems.push(`${filePath}: the front matter of the skills in ${join(w.root, "skills")} is more than ${SKILL_FRONTMATTER_MAX_TOTAL_BYTES} bytes in all, the most the runner parses; skipped`);
+    return true;
+  }
+  w.frontmatterBytes += yamlBytes;
   let frontmatter: Record<string, unknown>;
   try {
     frontmatter = parseFrontmatter<Record<string, unknown>>(text).frontmatter;
