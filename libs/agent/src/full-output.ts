@@ -1,7 +1,8 @@
 import type { ToolDefinition } from "@mariozechner/pi-coding-agent";
 import type { ConfinedFiles } from "@mom/sandbox";
 import { readFile, unlink } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
 
 type AnyTool = ToolDefinition<any, any, any>;
 
@@ -29,7 +30,18 @@ export function keepFullOutputIn(scratchDir: string, files: ConfinedFiles, tool:
       await unlink(from).catch(() => {});
     }
   };
-  const FULL_OUTPUT = /Full output: (\S+?)(?=\]|\s|$)/;
+  const FULL_OUTPUT = /Full output: (\S+?)(?=\]|\s|$)/g;
+  /**
+   * pi's file, named in a failed command's error message, whose text starts with the command's
+   * own output: a command can print "Full output: <any path>" itself, and the runner would copy
+   * that file (another channel's log, config.json) into this channel's scratch/ and delete it.
+   * So only pi's note counts — the last one, after the output — and only a name pi makes
+   * (`<temp dir>/pi-bash-<16 random hex>.log`), which a command cannot know.
+   */
+  const piFile = (message: string): string | undefined => {
+    const last = [...message.matchAll(FULL_OUTPUT)].at(-1)?.[1];
+    return last && dirname(last) === tmpdir() && /^pi-[a-z]+-[0-9a-f]{16}\.log$/.test(basename(last)) ? last : undefined;
+  };
   return {
     ...tool,
     async execute(toolCallId, params, signal, onUpdate, ctx) {
@@ -47,7 +59,7 @@ export function keepFullOutputIn(scratchDir: string, files: ConfinedFiles, tool:
       } catch (err) {
         // Failed commands (non-zero exit) arrive as errors whose message carries the output.
         const message = (err as Error)?.message ?? "";
-        const from = FULL_OUTPUT.exec(message)?.[1];
+        const from = piFile(message);
         if (!from) throw err;
         const { note } = await relocate(from, toolCallId);
         throw new Error(message.split(`Full output: ${from}`).join(note));
