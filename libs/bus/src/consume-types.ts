@@ -31,6 +31,18 @@ export interface ConsumeOptions<S extends TSchema> {
    * redelivered.
    */
   ackWithNextWrite?: boolean;
+  /**
+   * Keeps delivery order through a lost pull: messages the server sent into a pull that never
+   * reached this process (its server died or froze, the consumer's leader changed) stay pending on
+   * the server until their ack wait runs out, while a new pull would get the messages after them at
+   * once. With this set, after a failed or cut pull (and when starting, for what a process that died
+   * held) the consumer is pulled again only once the last pull has expired and the server counts no
+   * more deliveries pending than this process holds, or else once their ack wait has run out: the
+   * server then redelivers them first, in order. For consumers whose handlers must see a channel's
+   * messages in order (an ingress drawing runs); pair it with a short `ackWaitMs` and
+   * `pullExpiresMs`, which bound that pause.
+   */
+  keepOrderThroughLostPulls?: boolean;
   /** Advanced: how long one pull request waits on the server (default 30 s, min 1 s). */
   pullExpiresMs?: number;
 }

@@ -281,4 +281,24 @@ describe("consume", () => {
     expect(done).toBe(true);
     expect(connectionOf(bus).nc.isClosed()).toBe(true);
   });
+
+  it("with keepOrderThroughLostPulls, what a process that died held comes before anything newer", async () => {
+    const { bus, subject } = await setup();
+    const opts = { ackWaitMs: 1000, maxInFlight: 8, keepOrderThroughLostPulls: true } as const;
+    // A process takes 1-3 and dies before acking them: the server holds them for their ack wait.
+    const dead = await buses.open({ namespace: bus.subjects.namespace });
+    const held: number[] = [];
+    await consumeItems(dead, (d) => (held.push(d.data.n), new Promise<void>(() => {})), opts);
+    for (let n = 1; n <= 3; n++) await bus.publish(subject, { n }, `m-${n}`);
+    await waitFor(() => held.length === 3);
+    await connectionOf(dead).nc.close();
+    for (let n = 4; n <= 5; n++) await bus.publish(subject, { n }, `m-${n}`);
+    // Pulling at once would get 4 and 5 first (1-3 come back only after the ack wait); the
+    // consumption waits for them instead, and the server redelivers them ahead of the new ones.
+    const got: number[] = [];
+    await consumeItems(bus, async (d) => void got.push(d.data.n), opts);
+    await waitFor(() => got.length === 5, 8000, "all five");
+    expect(got).toEqual([1, 2, 3, 4, 5]);
+    expect((bus as TestBus).logs.lines.some((l) => String(l.msg).startsWith("deliveries this process never got"))).toBe(true);
+  });
 });

@@ -61,6 +61,15 @@ export class PullConsumption<S extends TSchema> implements Consumption {
   private wake = this.newWake();
   private lastSeq = 0;
   private streamCreated?: string;
+  /** Messages pulled and not yet settled (running, or waiting for a slot). */
+  private held = 0;
+  /**
+   * A pull failed or was cut (or this process just started): the server may count deliveries this
+   * process never got. Only looked at with `keepOrderThroughLostPulls`.
+   */
+  private mayHaveLost = true;
+  /** When the last pull was asked for: until it expires the server may still send into it. */
+  private lastPullAt = 0;
 
   constructor(
     private readonly deps: ConsumptionDeps,
@@ -173,6 +182,11 @@ export class PullConsumption<S extends TSchema> implements Consumption {
         await this.waitForSlot();
         if (this.stopping) break;
         this.consumer ??= await this.prepare(true);
+        if (this.opts.keepOrderThroughLostPulls && this.mayHaveLost) {
+          await this.awaitLostDeliveries();
+          if (this.stopping) break;
+        }
+        this.lastPullAt = Date.now();
         const batch = await this.consumer.fetch({ max_messages: this.maxInFlight - this.inflight.size, expires: this.expiresMs });
         this.batch = batch;
         if (this.stopping) batch.stop();
@@ -182,6 +196,7 @@ export class PullConsumption<S extends TSchema> implements Consumption {
         if (this.stopping || this.deps.nc.isClosed()) break;
         failures++;
         this.consumer = undefined;
+        this.mayHaveLost = true;
         const retryInMs = Math.min(200 * 2 ** (failures - 1), 5000);
         this.log.warn({ err, retryInMs, failures }, "pulling messages failed; retrying");
         await Promise.race([sleep(retryInMs), this.wake]);
@@ -192,9 +207,37 @@ export class PullConsumption<S extends TSchema> implements Consumption {
     }
   }
 
+  /**
+   * After a lost pull: waits while the server counts deliveries pending that this process does not
+   * hold, until their ack wait has run out (they are redelivered before anything newer). Without
+   * this, a pull lost in a failover left its messages pending for the whole ack wait while newer
+   * ones were drawn: an ingress showed one answer below a dozen later ones of its chat, half a
+   * minute late (test/chaos/ingress-cluster-chaos.test.ts).
+   */
+  private async awaitLostDeliveries(): Promise<void> {
+    // Cleared first: a reconnect while this waits sets it again.
+    this.mayHaveLost = false;
+    // The last pull, lost or not, may still take messages on the server until it expires: only
+    // then is what the server counts pending final.
+    while (!this.stopping && Date.now() < this.lastPullAt + this.expiresMs) await sleep(Math.min(100, this.lastPullAt + this.expiresMs - Date.now()));
+    const info = await this.deps.jsm.consumers.info(this.spec.stream, this.spec.durable).catch(() => undefined);
+    // An answer with nothing missing, or a consumer created just now: pull at once.
+    if (info && info.num_ack_pending <= this.held) return;
+    // The server redelivers once the ack wait of what it sent has run out, which began before the
+    // pull was lost: one ack wait from now covers it, plus a moment for its expiry timer.
+    const waitMs = this.spec.ackWaitMs + 500;
+    this.log.warn(
+      { pending: info?.num_ack_pending, held: this.held, waitMs },
+      "deliveries this process never got (a pull lost with a server, or a process that died holding them) are pending: pulling again once they are redelivered, so they come before anything newer",
+    );
+    const until = Date.now() + waitMs;
+    while (!this.stopping && Date.now() < until) await sleep(Math.min(100, until - Date.now()));
+  }
+
   /** Takes a pulled message: keeps it alive, waits for a free slot, runs it (or returns it when stopping). */
   private async accept(msg: JsMsg): Promise<void> {
     this.lastSeq = Math.max(this.lastSeq, msg.seq);
+    this.held++;
     const keepAlive = setInterval(() => {
       try {
         msg.working();
@@ -206,6 +249,7 @@ export class PullConsumption<S extends TSchema> implements Consumption {
     await this.waitForSlot();
     if (this.stopping) {
       clearInterval(keepAlive);
+      this.held--;
       try {
         msg.nak();
       } catch {
@@ -215,6 +259,7 @@ export class PullConsumption<S extends TSchema> implements Consumption {
     }
     const job = processMessage(this.ctx, msg).finally(() => {
       clearInterval(keepAlive);
+      this.held--;
       this.inflight.delete(job);
       const wake = this.wakeUp;
       this.wake = this.newWake();
@@ -230,7 +275,10 @@ export class PullConsumption<S extends TSchema> implements Consumption {
     try {
       for await (const s of iter) {
         if (this.stopping) break;
-        if (s.type === "reconnect") this.batch?.stop();
+        if (s.type === "reconnect") {
+          this.mayHaveLost = true;
+          this.batch?.stop();
+        }
       }
     } catch {
       // connection closed

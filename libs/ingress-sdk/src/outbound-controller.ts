@@ -17,6 +17,19 @@ export interface OutboundDrawing {
 export const OUTBOUND_DRAWING = Symbol("mom.outbound-drawing");
 
 /**
+ * Each channel's events must be drawn in order, also through a NATS failover. A pull request the
+ * server keeps for a client that moved on (its server froze or died) swallows what is sent into it
+ * until it expires; those events are redelivered only after their ack wait, and meanwhile newer
+ * ones were drawn: answers showed up below later ones, half a minute late
+ * (test/chaos/ingress-cluster-chaos.test.ts). So: pulls expire after 2 s (a stale one swallows for
+ * at most that long), the ack wait is 5 s (30 s by default), and after a failed or cut pull the
+ * consumer is not pulled again while the server counts deliveries this process never got, until
+ * their ack wait is over and they come first (`keepOrderThroughLostPulls`). What comes twice (an
+ * ack lost with its server) is dropped by the presenter.
+ */
+const KEEP_ORDER = { keepOrderThroughLostPulls: true, ackWaitMs: 5000, pullExpiresMs: 2000 } as const;
+
+/**
  * An ingress's `mom.out.<adapter>.*` consumer: every event goes to its presenter. Channels draw
  * side by side; within a channel the presenter's queue keeps the order (handlers start in
  * delivery order). Starts at new events: a restarted ingress does not redraw old runs. An ingress
@@ -40,6 +53,7 @@ export class OutboundController {
             filterSubject: subjects.wildcard("out", ingress.adapter),
             stage: `ingress-${ingress.adapter}`,
             maxInFlight: 64,
+            ...KEEP_ORDER,
           }
         : {
             // One conversation: strictly one event at a time, as the terminal always drew it.
@@ -48,6 +62,7 @@ export class OutboundController {
             deliver: "new",
             filterSubject: subjects.channel("out", { adapter: ingress.adapter, channelId: ingress.channel }),
             stage: `ingress-${ingress.adapter}`,
+            ...KEEP_ORDER,
           },
   })
   draw(d: Delivery<OutboundEvent>): Promise<void> {

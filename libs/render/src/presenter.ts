@@ -103,6 +103,7 @@ export class Presenter<S, P = unknown> {
   /** Prompts of before a restart that a decision named (`recall`: a click, a reaction, a typed code's reply), closed once resolved. */
   private readonly recalled = new RecentMap<{ prompt: P; text?: string }>(1000);
   private readonly posted = new RecentIds(5000);
+  private readonly rejections = new RecentIds(5000);
   private closed = false;
 
   constructor(
@@ -154,7 +155,8 @@ export class Presenter<S, P = unknown> {
   private async apply(channel: string, e: OutboundEvent): Promise<void> {
     const ev = e.event;
     // A rejection is about a message: it has a run id of its own that never starts.
-    if (ev.type === "run_rejected") return this.layout.rejected(channel, ev);
+    // Once: a redelivery (an ack lost in a NATS failover) must not post the refusal again.
+    if (ev.type === "run_rejected") return this.rejections.add(e.runId) ? this.layout.rejected(channel, ev) : undefined;
     // So is a post: one event, never a run of this channel.
     if (ev.type === "post") return this.post(channel, e, ev);
     const accepted = this.tracker.accept(e);
