@@ -87,3 +87,63 @@ describe("mom up with a Telegram adapter, without a terminal", () => {
     }
   }, 150_000);
 });
+
+// One broken platform does not take the others down, and the terminal says why it is down: the
+// reason the ingress gave (its one `mom: …` line, in the log file) rather than only an exit code.
+describe("mom up with a working and two broken adapters", () => {
+  let llm: FakeLlm;
+  let telegram: FakeTelegram;
+  let dataDir: string;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    telegram = await startFakeTelegram();
+    dataDir = mkdtempSync(join(tmpdir(), "mom-up-broken-"));
+    writeFileSync(join(dataDir, "models.json"), JSON.stringify(llm.modelsJson()));
+    writeFileSync(
+      join(dataDir, "config.json"),
+      JSON.stringify({
+        model: "fake/fake-model",
+        nats: { namespace: `upb${process.pid}` },
+        adapters: {
+          cli: { type: "cli" },
+          tg: { type: "telegram", botToken: "env:MOM_TEST_TG_TOKEN", apiUrl: telegram.url },
+          tgbad: { type: "telegram", botToken: "999:not-the-token", apiUrl: telegram.url },
+          // Nothing listens on port 1.
+          dc: { type: "discord", botToken: "fake-discord-token", apiUrl: "http://127.0.0.1:1/api" },
+        },
+      }),
+    );
+  });
+  afterAll(async () => {
+    await llm.close();
+    await telegram.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("says in the terminal why each broken ingress exited, and the working one answers", async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, MOM_TEST_TG_TOKEN: telegram.token };
+    delete env.NATS_URL;
+    const up = spawn(process.execPath, [mom, "up", dataDir], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const out = new OutputCapture();
+    up.stdout.setEncoding("utf8").on("data", out.write);
+    up.stderr.setEncoding("utf8").on("data", out.write);
+    const exited = new Promise<number | null>((r) => up.once("exit", (code) => r(code)));
+    let started: number[] = [];
+    try {
+      await out.waitFor("mom is up", 60_000);
+      await out.waitFor(/mom: ingress tgbad exited \(code 1\) after [\d.]+ s: telegram adapter "tgbad": the bot token was refused \(getMe: [^\n]*401[^\n]*\); restarting it in 1 s \(restart 1\)/, 20_000);
+      await out.waitFor(/mom: ingress dc exited \(code 1\) after [\d.]+ s: discord adapter "dc": could not connect to Discord: [^\n]*ECONNREFUSED[^\n]*; restarting it in 1 s \(restart 1\)/, 20_000);
+
+      llm.enqueue({ text: "the good one works" });
+      telegram.say({ chat: dm, from: ana, text: "hi" });
+      expect(await eventually(() => telegram.botMessages(dm.id).some((m) => m.text?.startsWith("the good one works")), 30_000)).toBe(true);
+
+      started = descendants(up.pid!);
+      up.kill("SIGTERM");
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("timeout"), 20_000))]);
+      expect(code).toBe(0);
+    } finally {
+      for (const p of [up.pid!, ...started, ...descendants(up.pid!)]) if (alive(p)) process.kill(p, "SIGKILL");
+    }
+  }, 150_000);
+});

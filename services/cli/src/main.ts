@@ -164,6 +164,12 @@ main(process.argv.slice(2)).then(
     const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`mom: ${message}\n`);
     if (process.env.MOM_DEBUG) process.stderr.write(`${(err as Error)?.stack ?? ""}\n`);
-    process.exit(1);
+    // A service `mom up` started (an ingress) tells it why, for its terminal; its stderr goes to the log.
+    if (process.send && process.connected) {
+      setTimeout(() => process.exit(1), 1000);
+      process.send({ fatal: message }, () => process.exit(1));
+    } else {
+      process.exit(1);
+    }
   },
 );

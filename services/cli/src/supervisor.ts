@@ -67,10 +67,10 @@ export class Supervisor {
             if (this.stopping) return;
             const ranMs = Date.now() - startedAt;
             restarts++;
-            const error = new Error(`${service.name} exited (${ended}) after ${seconds(ranMs)}`);
+            const error = new Error(`${service.name} exited (${ended.how}) after ${seconds(ranMs)}${ended.reason ? `: ${ended.reason}` : ""}`);
             // It ran well for a while: start over from the shortest delay (this pRetry ends, the loop starts a new one).
             if (ranMs >= this.stableMs) {
-              this.opts.say(`mom: ${error.message}; restarting it`, { service: service.name, ended, ranMs, restarts });
+              this.opts.say(`mom: ${error.message}; restarting it`, { service: service.name, ended: ended.how, reason: ended.reason, ranMs, restarts });
               return;
             }
             throw error;
@@ -97,8 +97,12 @@ export class Supervisor {
     }
   }
 
-  /** Runs the service until its process ends; resolves how it ended. */
-  private runOnce(service: ChildService, again: boolean): Promise<string> {
+  /**
+   * Runs the service until its process ends; resolves how it ended, with the one-line reason the
+   * process gave for it (its `mom: …` error, sent over the IPC channel before it exits) when it
+   * gave one: the terminal says why an ingress stopped, not only its exit code.
+   */
+  private runOnce(service: ChildService, again: boolean): Promise<{ how: string; reason?: string }> {
     return new Promise((resolve) => {
       const child = spawn(process.execPath, service.args, {
         env: service.env,
@@ -106,17 +110,30 @@ export class Supervisor {
         detached: true,
       });
       this.running.set(service.name, child);
-      // Nothing is sent over the channel: it only tells the child when `mom up` is gone.
+      // The channel tells the child when `mom up` is gone, and brings back the reason it failed.
       child.channel?.unref();
+      let reason: string | undefined;
+      child.on("message", (m: unknown) => {
+        if (m && typeof m === "object" && typeof (m as { fatal?: unknown }).fatal === "string") reason = (m as { fatal: string }).fatal;
+      });
       if (again) this.opts.say(`mom: ${service.name} started again (pid ${child.pid})`, { service: service.name, pid: child.pid });
-      child.once("error", (err) => {
+      let ended: string | undefined;
+      const done = () => {
+        if (ended === undefined) return;
         this.running.delete(service.name);
-        resolve(`could not start: ${err.message}`);
+        resolve({ how: ended, ...(reason && { reason }) });
+        ended = undefined;
+      };
+      child.once("error", (err) => {
+        ended = `could not start: ${err.message}`;
+        done();
       });
       child.once("exit", (code, signal) => {
-        this.running.delete(service.name);
-        resolve(signal ? `signal ${signal}` : `code ${code}`);
+        ended = signal ? `signal ${signal}` : `code ${code}`;
+        // A message sent just before the exit may still be in the channel: "close" comes after it.
+        setTimeout(done, 500).unref();
       });
+      child.once("close", () => done());
     });
   }
 
