@@ -52,4 +52,32 @@ describe("mom up (built binary, own NATS, terminal chat)", () => {
     });
     expect(stillListening).toBe(false);
   }, 60_000);
+
+  // `adapters` declared without a cli entry (as `mom init --adapters telegram` wrote it): the runner
+  // dead-letters messages of an adapter that is not configured, so a terminal chat would answer nothing.
+  it("does not offer a terminal chat that nobody answers when config.json has no cli adapter, and says so", async () => {
+    const noCli = mkdtempSync(join(tmpdir(), "mom-up-nocli-"));
+    writeFileSync(join(noCli, "models.json"), JSON.stringify(llm.modelsJson()));
+    writeFileSync(join(noCli, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { namespace: `nocli${process.pid}` }, adapters: { mx: { type: "external", platform: "matrix" } } }));
+    const env = { ...process.env };
+    delete env.NATS_URL;
+    const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "up", noCli], { env, stdio: ["pipe", "pipe", "pipe"] });
+    const out = new OutputCapture();
+    child.stdout.setEncoding("utf8").on("data", out.write);
+    child.stderr.setEncoding("utf8").on("data", out.write);
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    try {
+      await out.waitFor("mom is up", 30_000);
+      expect(out.text).toMatch(/mom is up without a terminal chat \(model fake\/fake-model, [^\n]*\); config\.json's adapters \(mx\) have no "cli" one: add "cli": \{"type": "cli"\} to chat here\. SIGTERM or Ctrl-C stops it\./);
+      expect(out.text).not.toContain("Type a message");
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      // SIGTERM first: a SIGKILLed mom up would leave its nats-server (own process group) running.
+      if (child.exitCode === null) child.kill("SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (child.exitCode === null) child.kill("SIGKILL");
+      rmSync(noCli, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

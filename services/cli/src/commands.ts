@@ -40,9 +40,9 @@ function shutdownOn(closers: Closer[], done?: Promise<void>): Promise<never> {
   return shutdownWith({ closers: [...processClosers, ...closers], done });
 }
 
-function cliAdapterName(loaded: LoadedConfig): string {
-  const entry = Object.entries(loaded.config.adapters).find(([, a]) => a.type === "cli");
-  return entry?.[0] ?? "cli";
+/** The name of the `cli` adapter in config.json; none when `adapters` declares only other platforms. */
+function cliAdapterName(loaded: LoadedConfig): string | undefined {
+  return Object.entries(loaded.config.adapters).find(([, a]) => a.type === "cli")?.[0];
 }
 
 // os.userInfo() throws for a uid without a passwd entry (containers running as an arbitrary uid).
@@ -120,7 +120,16 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   // The web console too when config.json has a section for it; its login tokens are resolved now.
   const consoleLoaded = configFileHas(loaded, "console") ? loadConfig(dataDir, process.env, { console: true }) : undefined;
   const consoleAt = consoleLoaded && consoleAddress();
-  const chat = o.chat !== false && stdinCanChat();
+  // The runner answers only configured adapters: without a cli adapter, a terminal chat's messages
+  // would be dead-lettered unanswered, so there is none, and the start line says why.
+  const cliAdapter = cliAdapterName(loaded);
+  const chat = o.chat !== false && stdinCanChat() && cliAdapter !== undefined;
+  const headlessBecause =
+    o.chat === false
+      ? "--no-chat"
+      : cliAdapter === undefined && stdinCanChat()
+        ? `config.json's adapters (${Object.keys(loaded.config.adapters).join(", ")}) have no "cli" one: add "cli": {"type": "cli"} to chat here`
+        : "stdin is not a terminal";
   const unlock = await lockDataDir(loaded.paths.dataDir);
   mkdirSync(join(loaded.paths.dataDir, "logs"), { recursive: true });
   const logFile = join(loaded.paths.dataDir, "logs", "mom.log");
@@ -177,7 +186,7 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   }
   let ended: Promise<void> | undefined;
   if (chat) {
-    const cli = await terminalChat(cliAdapterName(loaded), loaded, url, serviceLogger(logger, "ingress-cli"));
+    const cli = await terminalChat(cliAdapter!, loaded, url, serviceLogger(logger, "ingress-cli"));
     closers.push(() => cli.close());
     ended = cli.ended;
   }
@@ -188,7 +197,7 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   process.stdout.write(
     chat
       ? `mom is up (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}). Type a message; /help lists the commands ("stop" aborts, /new starts afresh, /model), Ctrl-D quits.\n`
-      : `mom is up without a terminal chat (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}); ${o.chat === false ? "--no-chat" : "stdin is not a terminal"}. SIGTERM or Ctrl-C stops it.\n`,
+      : `mom is up without a terminal chat (model ${loaded.config.model}, NATS ${redactNatsUrl(url)}${ingressNote}, ${sandboxNote}, logs ${logFile}); ${headlessBecause}. SIGTERM or Ctrl-C stops it.\n`,
   );
   logger.info({ chat, ingresses, nats: redactNatsUrl(url) }, "mom up ready");
   // Does not hold the start up: an unreachable model is said now, not at the first message.
