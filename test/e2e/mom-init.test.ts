@@ -92,7 +92,8 @@ describe("mom init", () => {
     expect(first.out).toContain("Before `mom up`, set SLACK_BOT_TOKEN, SLACK_APP_TOKEN");
     expect(JSON.parse(readFileSync(join(data, "config.json"), "utf8"))).toEqual({
       model: "ollama/fake-model",
-      adapters: { slack: { type: "slack", botToken: "env:SLACK_BOT_TOKEN", appToken: "env:SLACK_APP_TOKEN" } },
+      // "besides the terminal": the terminal chat stays (an adapters list without cli would have none).
+      adapters: { cli: { type: "cli" }, slack: { type: "slack", botToken: "env:SLACK_BOT_TOKEN", appToken: "env:SLACK_APP_TOKEN" } },
     });
     expect(JSON.parse(readFileSync(join(data, "models.json"), "utf8")).providers.ollama.models[0].cost).toEqual({ input: 0.2, output: 0.6, cacheRead: 0, cacheWrite: 0 });
 

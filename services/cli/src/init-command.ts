@@ -212,7 +212,8 @@ export async function initCommand(o: InitOptions, io: InitIo): Promise<number> {
     const config: Record<string, unknown> = { model: `${provider}/${modelId}` };
     const envNeeded: string[] = [];
     if (adapters.length) {
-      const entries: Record<string, unknown> = {};
+      // Declaring adapters replaces the default cli entry: the terminal chat is kept explicitly.
+      const entries: Record<string, unknown> = { cli: { type: "cli" } };
       for (const a of adapters) {
         const { entry, env } = adapterEntry(a, phoneNumberId);
         entries[a] = entry;
