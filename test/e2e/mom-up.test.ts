@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { OutputCapture } from "../support/output-capture.js";
+import { alive, eventually } from "../support/processes.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -78,6 +79,43 @@ describe("mom up (built binary, own NATS, terminal chat)", () => {
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
       if (child.exitCode === null) child.kill("SIGKILL");
       rmSync(noCli, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  // Ctrl-C while `mom up` is still starting: its nats-server runs in a process group of its own (so
+  // a terminal's Ctrl-C does not reach it before the services are stopped); it must not outlive mom up.
+  it.each([
+    ["a Ctrl-C", 1],
+    ["two quick Ctrl-Cs", 2],
+  ])("%s while it starts: stops what has started, its nats-server included, and frees the data dir", async (_name, ctrlCs) => {
+    const early = mkdtempSync(join(tmpdir(), "mom-up-early-"));
+    writeFileSync(join(early, "models.json"), JSON.stringify(llm.modelsJson()));
+    writeFileSync(join(early, "config.json"), JSON.stringify({ model: "fake/fake-model", nats: { namespace: `early${process.pid}` } }));
+    const env = { ...process.env };
+    delete env.NATS_URL;
+    const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "up", "--no-chat", early], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const out = new OutputCapture();
+    child.stdout.setEncoding("utf8").on("data", out.write);
+    child.stderr.setEncoding("utf8").on("data", out.write);
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    const pidFile = join(early, "nats", "nats-server.pid");
+    let natsPid: number | undefined;
+    try {
+      // The moment its nats-server has written its pid: mom up is between starting it and being up.
+      expect(await eventually(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", 30_000, 5)).toBe(true);
+      natsPid = Number(readFileSync(pidFile, "utf8").trim());
+      child.kill("SIGINT");
+      if (ctrlCs === 2) setTimeout(() => child.kill("SIGINT"), 20);
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("timeout"), 10_000))]);
+      expect(code).toBe(130);
+      expect(out.text).not.toContain("mom is up");
+      expect(await eventually(() => !alive(natsPid!), 5000)).toBe(true);
+      expect(existsSync(join(early, "mom-up.lock"))).toBe(false);
+      expect(existsSync(join(early, "mom-up.pid"))).toBe(false);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+      if (natsPid && alive(natsPid)) process.kill(natsPid, "SIGKILL");
+      rmSync(early, { recursive: true, force: true });
     }
   }, 60_000);
 });

@@ -13,7 +13,7 @@ import { startLocalNats } from "./local-nats.js";
 import { Supervisor } from "./supervisor.js";
 import { announceLocalNats, explicitNatsUrl } from "./nats-target.js";
 
-import { type Closer, type StopReason, shutdownOn as shutdownWith } from "./shutdown.js";
+import { type Closer, EXIT, type StopReason, shutdownOn as shutdownWith } from "./shutdown.js";
 
 // Each command imports only the services it starts: a runner never loads Slack's or Discord's
 // client, and an ingress never loads the agent (tens of MB of RSS per process).
@@ -148,9 +148,34 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
   const supervisor = new Supervisor({ say });
   let childrenStopped: Promise<void> | undefined;
   let consoleNote = "";
+  // A Ctrl-C (or SIGTERM) while the services start: each step finishes, then what was started is
+  // stopped (the nats-server too, which is not in this process group) and nothing is left running.
+  // A second one does not wait.
+  let interrupted: StopReason | undefined;
+  let killNats = () => {};
+  const onSignalWhileStarting = (signal: StopReason) => {
+    if (interrupted) {
+      process.stderr.write("mom: stopping now\n");
+      supervisor.kill();
+      killNats();
+      forget();
+      void unlock();
+      process.exit(EXIT[interrupted]);
+    }
+    interrupted = signal;
+    process.stderr.write("mom: stopping what has started…\n");
+  };
+  const startSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+  const startHandlers = startSignals.map((signal) => [signal, () => onSignalWhileStarting(signal)] as const);
+  for (const [signal, handler] of startHandlers) process.on(signal, handler);
+  class Interrupted extends Error {}
+  const checkInterrupted = () => {
+    if (interrupted) throw new Interrupted();
+  };
+  let ended: Promise<void> | undefined;
   try {
     if (!url) {
-      nats = await startLocalNats(loaded.paths.dataDir);
+      nats = await startLocalNats(loaded.paths.dataDir, { onSpawn: (kill) => (killNats = kill) });
       if (nats.orphanStopped) process.stdout.write(`mom: stopped the nats-server (pid ${nats.orphanStopped}) that a \`mom up\` which did not quit had left running on ${loaded.paths.dataDir}/nats\n`);
       const local = nats;
       closers.push(() => local.stop());
@@ -158,15 +183,18 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
       forget = announceLocalNats(loaded, nats.url);
       closers.push(async () => forget());
     }
+    checkInterrupted();
     // The ingresses stop first (at the signal) and are waited for before NATS stops.
     closers.push(() => (childrenStopped ??= supervisor.stop()));
     const runnerLog = serviceLogger(logger, "agent-runner");
     const runner = await startRunner({ loaded, bus: busOptions(loaded, url, "agent-runner", runnerLog), logger: runnerLog });
     closers.push(() => runner.close());
+    checkInterrupted();
     // Event files (workspace/events/*.json) fire from the terminal too.
     const schedulerLog = serviceLogger(logger, "scheduler");
     const scheduler = await startScheduler({ loaded, logger: schedulerLog }, busOptions(loaded, url, "scheduler", schedulerLog));
     closers.push(() => scheduler.close());
+    checkInterrupted();
     if (consoleLoaded) {
       const consoleLog = serviceLogger(logger, "console");
       const { startConsole } = await import("@mom/console");
@@ -179,16 +207,22 @@ export async function up(dataDir: string, o: UpOptions = {}): Promise<never> {
     // Their /healthz and /metrics would all want the port of `mom up`'s: each gets a free one.
     if (process.env.MOM_HTTP_PORT || loaded.config.observability.httpPort !== undefined) childEnv.MOM_HTTP_PORT = "0";
     for (const name of ingresses) supervisor.start({ name: `ingress ${name}`, args: [momBin, "ingress", name, loaded.paths.dataDir], env: childEnv, outputFd: logFd });
+    if (chat) {
+      const cli = await terminalChat(cliAdapter!, loaded, url, serviceLogger(logger, "ingress-cli"));
+      closers.push(() => cli.close());
+      ended = cli.ended;
+    }
+    checkInterrupted();
   } catch (err) {
     await supervisor.stop();
     for (const c of closers.reverse()) await c();
+    if (interrupted) {
+      logger.info({ reason: interrupted }, "mom up stopped while starting");
+      process.exit(EXIT[interrupted]);
+    }
     throw err;
-  }
-  let ended: Promise<void> | undefined;
-  if (chat) {
-    const cli = await terminalChat(cliAdapter!, loaded, url, serviceLogger(logger, "ingress-cli"));
-    closers.push(() => cli.close());
-    ended = cli.ended;
+  } finally {
+    for (const [signal, handler] of startHandlers) process.off(signal, handler);
   }
   // The runner's warning goes to the log file here; a terminal user must see it too.
   const sandbox = new Sandbox(loaded.config.sandbox, loaded.paths).kind;

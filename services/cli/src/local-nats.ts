@@ -72,7 +72,7 @@ export interface LocalNats {
 }
 
 /** A private nats-server for `mom up`: loopback only, JetStream store and log under the data dir. */
-export async function startLocalNats(dataDir: string): Promise<LocalNats> {
+export async function startLocalNats(dataDir: string, o: { onSpawn?: (kill: () => void) => void } = {}): Promise<LocalNats> {
   const bin = findNatsServerBinary();
   if (!bin) throw new Error(NATS_INSTALL_HINT);
   const storeDir = join(dataDir, "nats");
@@ -86,6 +86,10 @@ export async function startLocalNats(dataDir: string): Promise<LocalNats> {
   const child: ChildProcess = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir, "-P", pidFile], {
     stdio: ["ignore", log, log],
     detached: true,
+  });
+  // A stop that cannot wait for the server to listen (a second Ctrl-C) can still kill it.
+  o.onSpawn?.(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });
   const deadline = Date.now() + 10_000;
   while (!(await listening(port))) {

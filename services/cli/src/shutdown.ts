@@ -18,7 +18,7 @@ export interface ShutdownOptions {
   say?: (line: string) => void;
 }
 
-const EXIT: Record<StopReason, number> = { SIGINT: 130, SIGTERM: 0, SIGHUP: 129, done: 0, "parent gone": 0 };
+export const EXIT: Record<StopReason, number> = { SIGINT: 130, SIGTERM: 0, SIGHUP: 129, done: 0, "parent gone": 0 };
 
 /** A terminal left in raw mode (a prompt for a hidden secret interrupted) is given back cooked. */
 export function restoreTerminal(): void {
