@@ -111,6 +111,21 @@ describe("mom init", () => {
     expect(existsSync(join(deaf, "config.json"))).toBe(false);
   }, 120_000);
 
+  // -y "asks nothing": a question without a default is an error naming the flag, not a prompt that
+  // waits on an open standard input (a script in a terminal would hang there).
+  it("-y does not ask a question that has no default, even with stdin open", async () => {
+    const data = join(dir, "yes");
+    const child = spawn(process.execPath, [mom, "init", "-d", data, "--provider", "anthropic", "--adapters", "none", "--no-check", "-y"], { stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (t: string) => (out += t));
+    child.stderr.setEncoding("utf8").on("data", (t: string) => (out += t));
+    const code = await Promise.race([new Promise((r) => child.once("close", r)), new Promise((r) => setTimeout(() => r("still waiting"), 10_000))]);
+    child.kill("SIGKILL");
+    expect(code).toBe(1);
+    expect(out).toBe("mom: -y asks nothing: give --setup-token or --api-key\n");
+    expect(existsSync(join(data, "config.json"))).toBe(false);
+  }, 30_000);
+
   it("stores an Anthropic setup-token as an auth profile (0600), checked like `mom auth add`", async () => {
     const data = join(dir, "anthropic");
     const bad = await momRun(["init", "-d", data, "--provider", "anthropic", "--setup-token", "sk-ant-api03-not-a-token", "--adapters", "none", "--no-check"]);

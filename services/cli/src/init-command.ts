@@ -135,7 +135,11 @@ export async function initCommand(o: InitOptions, io: InitIo): Promise<number> {
   const q = new Questions(io);
   try {
     const ask = (prompt: string, flag: string, fallback?: string, secret?: boolean) =>
-      o.yes && fallback !== undefined ? Promise.resolve(fallback) : q.ask(prompt, { flag, ...(fallback !== undefined && { fallback }), ...(secret && { secret }) });
+      o.yes
+        ? fallback !== undefined
+          ? Promise.resolve(fallback)
+          : Promise.reject(new CommandError(`-y asks nothing: give ${flag}`))
+        : q.ask(prompt, { flag, ...(fallback !== undefined && { fallback }), ...(secret && { secret }) });
     const known = getProviders() as string[];
 
     // The model: a pi-ai provider, or an OpenAI-compatible URL.
