@@ -12,6 +12,7 @@ import { channelsBucket } from "@mom/contracts";
 import type { FakeRequest } from "@mom/testing";
 import { appendFileSync, writeFileSync } from "node:fs";
 import { answering, expectExactlyOnceInOrder, RunnerCluster } from "../support/runner-cluster.js";
+import { sleep, until } from "../support/wait.js";
 
 const CHANNELS = 30;
 const MENTION_EVERY_MS = 200; // 5 mentions a second, round-robin over the channels
@@ -25,7 +26,6 @@ const STALL_BOUND_MS = 20_000; // the goal is 10 s (p99 over ten runs: 10.8 s); 
 // missed heartbeats and its recreation, on two busy cores). The answers' own bound stays 20 s.
 const READER_STALL_BOUND_MS = 40_000;
 const channel = (i: number) => `k${String(i).padStart(2, "0")}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The channel a model call answers: the newest "q <channel>:<n>" of its conversation (as answering() reads it). */
 function channelOfCall(req: FakeRequest): string | undefined {
@@ -36,16 +36,6 @@ function channelOfCall(req: FakeRequest): string | undefined {
     if (found) return found[1];
   }
   return undefined;
-}
-
-async function until<T>(what: string, get: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get().catch(() => undefined);
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await sleep(100);
-  }
 }
 
 interface Fault {

@@ -35,6 +35,7 @@ import { join } from "node:path";
 import { momBin } from "../support/ingress-process.js";
 import { OutputCapture } from "../support/output-capture.js";
 import { answer, answering, question, RunnerCluster } from "../support/runner-cluster.js";
+import { sleep, until } from "../support/wait.js";
 
 const ADAPTER = "tg";
 const CHATS = 8;
@@ -50,18 +51,7 @@ const people: TgUser[] = [
   { id: 2001, is_bot: false, first_name: "Ana", username: "ana" },
   { id: 2002, is_bot: false, first_name: "Bob", username: "bob" },
 ];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const WORKING = /^⏳ Working…/;
-
-async function until<T>(what: string, get: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get().catch(() => undefined);
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await sleep(100);
-  }
-}
 
 /** The Telegram ingress as deployed: `mom ingress tg <dataDir>`, its own process, killed and started again. */
 class IngressProc {

@@ -26,9 +26,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { OutputCapture } from "../support/output-capture.js";
+import { sleep, until } from "../support/wait.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Periodic events: `*\/N * * * * *` in UTC ticks at every whole second divisible by N (N divides 60). */
 const PERIODIC = [
@@ -52,16 +52,6 @@ interface Fault {
   name: string;
   at: number;
   note: string;
-}
-
-async function until<T>(what: string, get: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get().catch(() => undefined);
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await sleep(100);
-  }
 }
 
 /** Every ChannelMessage on the inbound stream, in stream order, with its sequence and the time it was stored. */

@@ -141,7 +141,7 @@ export class RunnerCluster {
   /** Starts one more `mom runner` process; resolves when it is ready. */
   async addRunner(): Promise<RunnerProc> {
     const name = `r${++this.count}`;
-    const env = { ...process.env, MOM_RUNNER_ID: name };
+    const env: NodeJS.ProcessEnv = { ...process.env, MOM_RUNNER_ID: name };
     delete env.NATS_URL;
     const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "runner", this.dataDir], { env, stdio: ["ignore", "ignore", "pipe"] });
     const err = new OutputCapture();
