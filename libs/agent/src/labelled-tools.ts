@@ -55,14 +55,55 @@ export function withLabel(tool: AnyTool): AnyTool {
  */
 export function createMomTools(sandbox: ChannelSandbox, scratchDir: string, gate?: ToolGate): AnyTool[] {
   const cwd = sandbox.executor.view.channelDir;
-  const files = sandboxedFileOperations(sandbox);
   return [
     keepFullOutputIn(scratchDir, sandbox.files, createBashToolDefinition(cwd, { operations: sandboxedBash(sandbox) }) as AnyTool),
-    scaleImagesOffThread(createReadToolDefinition(cwd, { operations: files.read, autoResizeImages: false }) as AnyTool),
-    createWriteToolDefinition(cwd, { operations: files.write }),
+    scaleImagesOffThread(boundedRead(cwd, sandbox)),
+    createWriteToolDefinition(cwd, { operations: sandboxedFileOperations(sandbox).write }),
     boundedEdit(cwd, sandbox),
     createApplyPatchTool(sandbox) as AnyTool,
   ].map((t) => withLabel(gate ? gated(t as AnyTool, gate) : (t as AnyTool)));
+}
+
+/**
+ * Most bytes of a text file `read` takes (images keep the sandbox's whole-file cap,
+ * `sandbox.maxOutputBytes`). pi's read splits the whole file into an array of lines, copies and
+ * joins it and splits it again, synchronously on the runner's event loop, which serves every
+ * channel, to show at most 2,000 lines or 50 KB of it: about 24 bytes of heap per line and 3 per
+ * byte. A 16 MiB file of newlines (what a command in the channel writes in a moment) held ~400 MB
+ * of heap and the loop for ~1 s per call; a 1 MiB one holds ~25 MB for a few tens of ms. Bigger
+ * files are read in parts with bash (sed -n, head, tail, grep), which runs in the sandbox.
+ */
+export const MAX_READ_TEXT_BYTES = 1024 * 1024;
+
+/** pi's read, refusing a text file bigger than MAX_READ_TEXT_BYTES before reading it. */
+function boundedRead(cwd: string, sandbox: ChannelSandbox): AnyTool {
+  const { read } = sandboxedFileOperations(sandbox);
+  const tool = createReadToolDefinition(cwd, { operations: read, autoResizeImages: false }) as AnyTool;
+  return {
+    ...tool,
+    execute(toolCallId, params: { path?: unknown }, signal, onUpdate, ctx) {
+      const shown = typeof params?.path === "string" ? params.path : "the file";
+      // pi sniffs the type first and then reads the whole file, as an image or as text.
+      let image = false;
+      const detectImageMimeType = async (p: string) => {
+        const mime = (await read.detectImageMimeType?.(p)) ?? null;
+        image = mime !== null;
+        return mime;
+      };
+      const readFile = async (p: string) => {
+        if (image) return read.readFile(p);
+        const { size } = await sandbox.files.readTail(p, 0);
+        if (size > MAX_READ_TEXT_BYTES) {
+          throw new Error(
+            `${shown}: too large for the read tool (${formatFileSize(size)}; it takes text files of at most ${formatFileSize(MAX_READ_TEXT_BYTES)}). Read parts of it with bash: sed -n '1,200p' ${shown}, head, tail or grep.`,
+          );
+        }
+        return sandbox.files.readFile(p, MAX_READ_TEXT_BYTES);
+      };
+      const bounded = createReadToolDefinition(cwd, { operations: { ...read, detectImageMimeType, readFile }, autoResizeImages: false }) as AnyTool;
+      return bounded.execute(toolCallId, params, signal, onUpdate, ctx);
+    },
+  };
 }
 
 /**
