@@ -129,7 +129,7 @@ describe("loadMomSkills", () => {
     const { skills, problems } = await loadMomSkills(ws, channel);
     stall = Math.max(stall, performance.now() - last);
     clearInterval(tick);
-    expect(stall).toBeLessThan(500);
+    expect(stall).toBeLessThan(1000); // unbounded, each bomb held it ~1.6 s
     const names = skills.map((s) => s.name);
     expect(names).toContain("ok");
     expect(names.filter((n) => n.startsWith("bomb"))).toEqual([]);
