@@ -144,6 +144,19 @@ describe("Presenter + MessageLayout", () => {
     expect(last.text).toBe("All **done**.\n\n✓ bash — Step 1: succeeded\n\n_📊 1,200 in · 34 out · $0.0015 · 2.1s_");
   });
 
+  it("close draws a redraw still waiting out the edit interval: the events it shows were acked, nobody else will draw them", async () => {
+    // An interval no test waits out: the redraw is pending when the ingress shuts down.
+    const { p, ops, emit } = setup({ interval: 60 * 60_000 });
+    await emit({ type: "run_started", trigger, model: "m" });
+    await emit(toolStart(1));
+    await emit(toolEnd(1));
+    expect(ops.filter((o) => o.op === "edit")).toEqual([]);
+    await p.close();
+    const edits = ops.filter((o) => o.op === "edit");
+    expect(edits).toHaveLength(1);
+    expect(edits[0]!.text).toContain("✓ Step 1 (5 ms)");
+  });
+
   it("receipt links: with the console's URL an answer with tool activity links to its run page; one without tools does not", async () => {
     const { ops, emit } = setup({ runUrl: (channel, runId) => consoleRunUrl("https://ops.example/", "slack", channel, runId) });
     await emit({ type: "run_started", trigger, model: "m" });

@@ -141,10 +141,18 @@ export class Presenter<S, P = unknown> {
     this.recalled.set(approvalId, { prompt: prompt.ref as P, ...(prompt.text !== undefined && { text: prompt.text }) });
   }
 
-  /** Stops timers and waits for queued platform calls. */
+  /**
+   * Stops timers and waits for queued platform calls. A redraw still waiting out the edit interval
+   * is made now: the events it shows were acked when handled, and the next process does not know
+   * the run's message, so a dropped redraw would leave the run shown as it was before them.
+   */
   async close(): Promise<void> {
     this.closed = true;
-    for (const r of this.live.values()) this.stopTimers(r);
+    for (const [runId, r] of this.live) {
+      const pending = r.timer !== undefined;
+      this.stopTimers(r);
+      if (pending) this.flush(runId, r);
+    }
     await this.queue.idle();
   }
 
@@ -261,16 +269,21 @@ export class Presenter<S, P = unknown> {
     run.timer = setTimeout(() => {
       run.timer = undefined;
       if (!this.live.has(runId) || this.closed) return;
-      run.flushQueued = true;
-      void this.queue
-        .push(run.channel, async () => {
-          run.flushQueued = false;
-          if (!this.live.has(runId)) return;
-          run.lastFlushAt = Date.now();
-          await this.layout.progress(run.channel, run.view, run.state as S);
-        })
-        .catch((err: unknown) => this.opts.log.error({ err, channel: run.channel, runId }, "progress update failed"));
+      this.flush(runId, run);
     }, delay);
+  }
+
+  /** Queues the run's redraw behind its channel's calls; it reads the latest view when it runs. */
+  private flush(runId: string, run: LiveRun<S>): void {
+    run.flushQueued = true;
+    void this.queue
+      .push(run.channel, async () => {
+        run.flushQueued = false;
+        if (!this.live.has(runId)) return;
+        run.lastFlushAt = Date.now();
+        await this.layout.progress(run.channel, run.view, run.state as S);
+      })
+      .catch((err: unknown) => this.opts.log.error({ err, channel: run.channel, runId }, "progress update failed"));
   }
 
   private startTyping(run: LiveRun<S>): void {
