@@ -71,6 +71,8 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
   private deliveries?: DeliveryReceipts;
   private unready?: () => void;
   private stopping = false;
+  /** Approval clicks being decided: shutdown waits for them (`beforeJetStreamDrain`). */
+  private readonly deciding = new Set<Promise<unknown>>();
 
   constructor(
     @Inject(Bus) private readonly bus: Bus,
@@ -162,6 +164,12 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
     this.stopping = true;
     await this.connection?.stop();
     await this.intake.idle();
+    // A click in hand may be past `acknowledge` (the platform told it was taken) but not yet on
+    // mom.ctl: left to NATS's drain, its publish would fail and the decision be lost.
+    if (this.deciding.size > 0) {
+      this.log.info({ decisions: this.deciding.size }, "stopping: finishing the approval decisions in hand");
+      await Promise.allSettled([...this.deciding]);
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -210,7 +218,17 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
     else throw new Error("the platform gave no way to answer a refused direct message (PlatformMessage.refuse)");
   }
 
-  async decide(click: ApprovalClick, acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>): Promise<{ refusal?: string }> {
+  decide(click: ApprovalClick, acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>): Promise<{ refusal?: string }> {
+    const deciding = this.decideNow(click, acknowledge);
+    this.deciding.add(deciding);
+    void deciding.then(
+      () => this.deciding.delete(deciding),
+      () => this.deciding.delete(deciding),
+    );
+    return deciding;
+  }
+
+  private async decideNow(click: ApprovalClick, acknowledge?: (verdict: { refusal?: string }) => Promise<unknown>): Promise<{ refusal?: string }> {
     const drawing = this.drawing;
     if (!drawing) throw new Error("the ingress is not started");
     const shown = drawing.approval(click.approvalId);
