@@ -27,17 +27,13 @@
 // MOM_CLUSTER_LOGS=<dir> keeps the runners', the ingress's and the servers' logs there (in
 // <dir>/ingress-chaos), with what each chat shows at the end (platform.json).
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { escapeChannelToken } from "@mom/contracts";
-import { type FakeTelegram, startFakeTelegram, type StoredTgMessage, type TgChat, type TgUser } from "@mom/testing";
-import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { type FakeTelegram, startFakeTelegram } from "@mom/testing";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { momBin } from "../support/ingress-process.js";
-import { OutputCapture } from "../support/output-capture.js";
-import { answer, answering, question, RunnerCluster } from "../support/runner-cluster.js";
+import { answering, RunnerCluster } from "../support/runner-cluster.js";
+import { ADAPTER, checkPlatform, IngressProc, type Mention, mentionRoundRobin, settleAnswers, tgAdapter, tgChats } from "../support/telegram-cluster.js";
 import { sleep, until } from "../support/wait.js";
 
-const ADAPTER = "tg";
 const CHATS = 8;
 const MENTION_EVERY_MS = 250; // 4 a second, round-robin: each chat every 2 s
 const MIN_ROUNDS = 6;
@@ -46,58 +42,7 @@ const FREEZE_MS = 15_000;
 /** After the last mention: answers drawn late (a consumer redelivering after its 30 s ack wait) still count. */
 const SETTLE_MS = 60_000;
 
-const chats: TgChat[] = Array.from({ length: CHATS }, (_, i) => ({ id: -1_000_100 - i, type: "supergroup", title: `team ${i}` }));
-const people: TgUser[] = [
-  { id: 2001, is_bot: false, first_name: "Ana", username: "ana" },
-  { id: 2002, is_bot: false, first_name: "Bob", username: "bob" },
-];
-const WORKING = /^⏳ Working…/;
-
-/** The Telegram ingress as deployed: `mom ingress tg <dataDir>`, its own process, killed and started again. */
-class IngressProc {
-  child?: ChildProcess;
-  out = new OutputCapture();
-  starts = 0;
-  constructor(
-    private readonly dataDir: string,
-    private readonly env: NodeJS.ProcessEnv,
-    private readonly logFile?: string,
-  ) {}
-
-  async start(): Promise<void> {
-    this.out = new OutputCapture();
-    const n = ++this.starts;
-    const child = spawn(process.execPath, [momBin, "ingress", ADAPTER, this.dataDir], { env: { ...process.env, ...this.env }, stdio: ["ignore", "pipe", "pipe"] });
-    this.child = child;
-    for (const s of [child.stdout!, child.stderr!]) {
-      s.setEncoding("utf8").on("data", this.out.write);
-      if (this.logFile) s.on("data", (chunk: string) => appendFileSync(this.logFile!, chunk));
-    }
-    if (this.logFile) appendFileSync(this.logFile, `--- ingress start ${n} at ${new Date().toISOString()}\n`);
-    const died = new Promise<never>((_, reject) => child.once("exit", (code, sig) => reject(new Error(`the ingress exited (${code ?? sig}) before it was ready:\n${this.out.text.slice(-4000)}`))));
-    died.catch(() => {});
-    await Promise.race([this.out.waitFor("telegram ingress receiving", 60_000), died]);
-  }
-
-  alive(): boolean {
-    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  async kill9(): Promise<void> {
-    const c = this.child;
-    if (!c || !this.alive()) return;
-    const exited = new Promise((r) => c.once("exit", r));
-    c.kill("SIGKILL");
-    await exited;
-  }
-}
-
-interface Mention {
-  chat: number;
-  n: number;
-  messageId: number;
-  at: number;
-}
+const chats = tgChats(CHATS);
 
 describe("a Telegram ingress process on a 3-node JetStream cluster under node faults and its own crash", () => {
   let c: RunnerCluster;
@@ -113,7 +58,7 @@ describe("a Telegram ingress process on a 3-node JetStream cluster under node fa
       {
         cluster: 3,
         logsSubdir: "ingress-chaos",
-        adapters: { [ADAPTER]: { type: "telegram", botToken: "env:MOM_TEST_TG_TOKEN", apiUrl: telegram.url, dm: "everyone" } },
+        adapters: tgAdapter(telegram),
       },
     );
     c.llm.setFallback(answering(200, 500));
@@ -143,20 +88,13 @@ describe("a Telegram ingress process on a 3-node JetStream cluster under node fa
     const started = Date.now();
 
     // People mention mom through the platform: updates the ingress polls.
-    const mentioning = (async () => {
-      const start = Date.now();
-      let k = 0;
-      for (let n = 1; n <= MAX_ROUNDS && (n <= MIN_ROUNDS || !faultsDone); n++) {
-        for (let i = 0; i < CHATS; i++, k++) {
-          const wait = start + k * MENTION_EVERY_MS - Date.now();
-          if (wait > 0) await sleep(wait);
-          const chat = chats[i]!;
-          const sent = telegram.say({ chat, from: people[k % people.length]!, ...telegram.mention(question(String(chat.id), n)) });
-          mentions.push({ chat: chat.id, n, messageId: sent.message_id, at: Date.now() });
-        }
-        rounds = n;
-      }
-    })();
+    const mentioning = mentionRoundRobin(telegram, chats, mentions, {
+      everyMs: MENTION_EVERY_MS,
+      minRounds: MIN_ROUNDS,
+      maxRounds: MAX_ROUNDS,
+      more: () => !faultsDone,
+      onRound: (n) => (rounds = n),
+    });
 
     const inject = (name: string, note: string) => {
       faults.push({ name, at: Date.now(), note });
@@ -242,113 +180,15 @@ describe("a Telegram ingress process on a 3-node JetStream cluster under node fa
     await mentioning;
     const mentionsEnd = Date.now();
 
-    // What each chat shows: every mention answered, once.
-    const expected = (chat: number, n: number) => answer(String(chat), n);
-    const carries = (m: StoredTgMessage, text: string) => m.versions.some((v) => new RegExp(`(^|\\s)${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?!\\d)`).test(v));
-    const missing = () => mentions.filter((m) => !telegram.botMessages(m.chat).some((b) => b.text?.startsWith(expected(m.chat, m.n))));
-    const settleDeadline = Date.now() + SETTLE_MS;
-    while (missing().length > 0 && Date.now() < settleDeadline) await sleep(250);
-    await sleep(3000); // an answer drawn twice would show now
-    const settledMs = Date.now() - mentionsEnd;
-
-    const problems: string[] = [];
-    const leftovers: string[] = [];
-    // Runs the killed ingress had opened (posted "Working…" as a reply to the mention) whose end the
-    // restarted one drew: it cannot know the progress message's id (a platform's, kept in the dead
-    // process's memory), so it posts the answer as a new message, not as a reply, and the progress
-    // message stays. A known limit (docs/scaling.md), counted and printed; anything else is a failure.
-    const crashCasualties: string[] = [];
-    const crashOrphans = new Set<string>();
-    const orphanFor = (chat: number, mention: number) =>
-      telegram.botMessages(chat).find((b) => b.message_id <= lastIdAtKill.get(chat)! && b.reply_to_message?.message_id === mention && WORKING.test(b.text ?? ""));
-    const byChat = new Map<number, { mentions: number; answers: number; queued: number; working: number; other: number }>();
-    for (const chat of chats) {
-      const shown = telegram.botMessages(chat.id, { includeDeleted: true });
-      const mine = mentions.filter((m) => m.chat === chat.id);
-      const row = { mentions: mine.length, answers: 0, queued: 0, working: 0, other: 0 };
-      byChat.set(chat.id, row);
-      let lastAnswerId = 0;
-      let lastN = 0;
-      for (const m of mine) {
-        const text = expected(chat.id, m.n);
-        const carrying = shown.filter((b) => carries(b, text));
-        const what = `chat ${chat.id} mention ${m.n} (message ${m.messageId}, sent ${m.at - started} ms in)`;
-        const seen = carrying.map((b) => `#${b.message_id}${b.deleted ? " deleted" : ""} reply to ${b.reply_to_message?.message_id ?? "-"}: ${JSON.stringify(b.versions.map((v) => v.split("\n")[0]))}`).join("; ");
-        // The other thing a crash can do: an answer the killed process had put on the platform but
-        // not yet acked (the few milliseconds between the platform's reply and the ack reaching
-        // NATS) is drawn again by the restarted one, which cannot know the message. Only a run that
-        // was going when the ingress died, whose first copy is the killed process's reply to the
-        // mention and whose second the restarted one's: anything else carrying an answer twice is
-        // a failure.
-        const [first, second] = carrying;
-        const crashCopy =
-          carrying.length === 2 &&
-          m.at <= killedAt &&
-          m.at > killedAt - 20_000 &&
-          first!.message_id <= lastIdAtKill.get(chat.id)! &&
-          first!.reply_to_message?.message_id === m.messageId &&
-          second!.message_id > lastIdAtKill.get(chat.id)! &&
-          second!.reply_to_message === undefined;
-        if (crashCopy) crashCasualties.push(`${what}: answered by the killed ingress (#${first!.message_id}) and again by the restarted one (#${second!.message_id})`);
-        if (carrying.length === 0) problems.push(`${what}: no answer on the platform`);
-        else if (carrying.length > 1 && !crashCopy) problems.push(`${what}: ${carrying.length} messages carry its answer: ${seen}`);
-        else {
-          const b = carrying[0]!;
-          if (b.deleted || !b.text?.startsWith(text)) problems.push(`${what}: its answer message does not end reading the answer: ${seen}`);
-          const orphan = orphanFor(chat.id, m.messageId);
-          if (orphan && m.at > killedAt - 20_000 && b.message_id > lastIdAtKill.get(chat.id)! && b.reply_to_message === undefined) {
-            crashCasualties.push(`${what}: progress #${orphan.message_id} left reading "Working…", answer #${b.message_id} posted on its own`);
-            crashOrphans.add(`${chat.id}:${orphan.message_id}`);
-          }
-          else if (b.reply_to_message?.message_id !== m.messageId) problems.push(`${what}: its answer does not reply to it: ${seen}`);
-          if (b.message_id < lastAnswerId) problems.push(`${what}: answered (#${b.message_id}) above the answer to mention ${lastN} (#${lastAnswerId})`);
-          lastAnswerId = b.message_id;
-          lastN = m.n;
-        }
-      }
-      for (const b of shown) {
-        if (b.deleted) continue;
-        const t = b.text ?? "";
-        if (/^a -?\d+:\d+/.test(t)) row.answers++;
-        else if (/^⏳ Queued/.test(t)) row.queued++;
-        else if (WORKING.test(t)) {
-          row.working++;
-          if (!crashOrphans.has(`${chat.id}:${b.message_id}`)) leftovers.push(`chat ${chat.id} #${b.message_id} reply to ${b.reply_to_message?.message_id ?? "-"} still reads ${JSON.stringify(t.split("\n")[0])}`);
-        } else {
-          row.other++;
-          problems.push(`chat ${chat.id} #${b.message_id}: a bot message that is none of answer, queued notice or progress: ${JSON.stringify(t.slice(0, 200))}`);
-        }
-      }
-    }
-
-    // Each channel's log: every inbound message once, every mention there.
-    const logs: string[] = [];
-    for (const chat of chats) {
-      const file = join(c.dataDir, "workspace/channels", ADAPTER, escapeChannelToken(String(chat.id)), "log.jsonl");
-      if (!existsSync(file)) {
-        logs.push(`chat ${chat.id}: no log.jsonl`);
-        continue;
-      }
-      const lines = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { id: string; isBot?: boolean });
-      const inbound = lines.filter((l) => !l.isBot).map((l) => l.id);
-      const twice = [...new Set(inbound.filter((id, i) => inbound.indexOf(id) !== i))];
-      if (twice.length) logs.push(`chat ${chat.id}: logged more than once: ${twice.join(", ")}`);
-      const absent = mentions.filter((m) => m.chat === chat.id && !inbound.includes(String(m.messageId))).map((m) => `${m.n} (message ${m.messageId})`);
-      if (absent.length) logs.push(`chat ${chat.id}: mentions not in log.jsonl: ${absent.join(", ")}`);
-    }
-
-    // The bus's view, to tell an ingress fault from a runner fault when something is off.
-    const busAnswers = c.answers();
-    const onBus = chats.map((ch) => {
-      const got = (busAnswers.get(String(ch.id)) ?? []).map((a) => a.text);
-      const want = mentions.filter((m) => m.chat === ch.id).map((m) => expected(ch.id, m.n));
-      return got.length === want.length && got.every((t, i) => t === want[i]) ? undefined : `chat ${ch.id} on the bus: ${JSON.stringify(got)}`;
-    }).filter(Boolean);
+    // What each chat shows: every mention answered, once (the checks are test/support's).
+    await settleAnswers(telegram, mentions, SETTLE_MS);
+    const settledMs = Date.now() - mentionsEnd - 3000;
+    const { problems, leftovers, logs, onBus, rows, crashCasualties } = checkPlatform(telegram, c, chats, mentions, started, { crash: { killedAt, lastIdAtKill } });
 
     const summary = [
       `ingress-cluster-chaos ${new Date().toISOString()}: ${rounds} rounds x ${CHATS} chats = ${mentions.length} mentions, one every ${MENTION_EVERY_MS} ms; all shown ${settledMs} ms after the last (test ${Math.round((Date.now() - started) / 1000)} s)`,
       ...faults.map((f) => `${Math.round((f.at - started) / 100) / 10} s: ${f.name}: ${f.note}`),
-      ...[...byChat].map(([id, r]) => `chat ${id}: ${r.mentions} mentions, ${r.answers} answers, ${r.queued} queued notices, ${r.working} left "Working…", ${r.other} other`),
+      ...rows,
       `runs the ingress's crash cut off (progress left "Working…" and the answer posted on its own, or the answer drawn by both processes): ${crashCasualties.length}`,
       ...crashCasualties,
       ...notes,

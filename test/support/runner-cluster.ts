@@ -138,10 +138,10 @@ export class RunnerCluster {
     return c;
   }
 
-  /** Starts one more `mom runner` process; resolves when it is ready. */
-  async addRunner(): Promise<RunnerProc> {
+  /** Starts one more `mom runner` process (with `extraEnv`, e.g. MOM_HTTP_PORT); resolves when it is ready. */
+  async addRunner(extraEnv: NodeJS.ProcessEnv = {}): Promise<RunnerProc> {
     const name = `r${++this.count}`;
-    const env: NodeJS.ProcessEnv = { ...process.env, MOM_RUNNER_ID: name };
+    const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv, MOM_RUNNER_ID: name };
     delete env.NATS_URL;
     const child = spawn(process.execPath, [join(root, "services/cli/bin/mom.js"), "runner", this.dataDir], { env, stdio: ["ignore", "ignore", "pipe"] });
     const err = new OutputCapture();

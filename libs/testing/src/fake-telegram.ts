@@ -237,6 +237,11 @@ export class FakeTelegram {
     return this.callbackAnswers.get(id)!;
   }
 
+  /** The update_id of the newest update made (by `say`, `click`, …); 0 before the first. */
+  get lastUpdateId(): number {
+    return this.nextUpdate - 1;
+  }
+
   message(chatId: number, messageId: number): StoredTgMessage | undefined {
     return this.messages.get(`${chatId}:${messageId}`);
   }

@@ -5,7 +5,7 @@ import type { Message } from "grammy/types";
 import { type BotIdentity, senderOf, type TelegramFile, toTelegramInbound } from "./telegram-inbound.js";
 import { TelegramSettings } from "./telegram-options.js";
 import { APPROVAL_BUTTON_PREFIX, TelegramSurface } from "./telegram-surface.js";
-import { getUpdatesHealth, startPolling, startWebhook, type UpdateSource } from "./telegram-updates.js";
+import { getUpdatesHealth, HeldUpdates, startPolling, startWebhook, type UpdateSource } from "./telegram-updates.js";
 
 /**
  * One Telegram bot: updates (getUpdates long polling, or a webhook) become messages of
@@ -28,6 +28,9 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
     bot.api.config.use(health.transformer);
     // 429 Too Many Requests: wait `retry_after` and retry, so coalesced edits and answers are never lost.
     bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 300 }));
+    // Long polling: the offset stays behind what is not stored on the bus yet (HeldUpdates says why).
+    const held = s.webhookUrl ? undefined : new HeldUpdates(log);
+    if (held) bot.api.config.use(held.transformer);
     try {
       await bot.init();
     } catch (err) {
@@ -35,7 +38,7 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
       throw new Error(`telegram adapter "${adapter}": ${why} (getMe: ${(err as Error).message})`, { cause: err });
     }
     const me: BotIdentity = { id: bot.botInfo.id, username: bot.botInfo.username };
-    bot.on("message", (c) => onMessage(ctx, bot, me, c.message));
+    bot.on("message", (c) => onMessage(ctx, bot, me, c.message, (handled) => held?.track(c.update.update_id, handled)));
     bot.on("callback_query:data", (c) => onButton(ctx, c));
     // A failing handler is logged; receiving goes on.
     bot.catch((err) => log.error({ err: err.error, updateId: err.ctx.update.update_id }, `telegram update handling failed: ${(err.error as Error)?.message ?? err.error}`));
@@ -45,7 +48,7 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
       editIntervalMs: 1500, // Telegram allows about one edit per second per chat
       typingIntervalMs: 4500, // "typing…" shows for 5 s
       async start() {
-        updates = s.webhookUrl ? await startWebhook(bot, { ...s, webhookUrl: s.webhookUrl, adapter }, log) : await startPolling(bot, s, log, health);
+        updates = s.webhookUrl ? await startWebhook(bot, { ...s, webhookUrl: s.webhookUrl, adapter }, log) : await startPolling(bot, s, log, health, held);
         return { bot: me.username, via: updates.describe };
       },
       stop: async () => updates?.stop(),
@@ -60,14 +63,18 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
   },
 };
 
-/** Not awaited by grammY beyond queueing: a slow download must not hold the other chats. */
-function onMessage(ctx: PlatformContext<TelegramSettings>, bot: Bot, me: BotIdentity, msg: Message): void {
+/**
+ * Not awaited by grammY beyond queueing: a slow download must not hold the other chats of the
+ * batch. `track` gets the handling, which holds Telegram's offset (and the next batch) behind it
+ * (HeldUpdates), so a message not stored yet is not confirmed to Telegram.
+ */
+function onMessage(ctx: PlatformContext<TelegramSettings>, bot: Bot, me: BotIdentity, msg: Message, track: (handled: Promise<unknown>) => void): void {
   if (msg.from?.id === me.id) return;
   const m = toTelegramInbound(msg, me, (f) => (max) => download(ctx.settings, bot, f, max));
   if (!m) return;
-  void ctx.inbound
-    .receive({ ...m, refuse: (text) => bot.api.sendMessage(msg.chat.id, text) })
-    .catch(() => {}); // logged by the shell; Telegram does not redeliver a polled update
+  const handled = ctx.inbound.receive({ ...m, refuse: (text) => bot.api.sendMessage(msg.chat.id, text) });
+  track(handled);
+  handled.catch(() => {}); // logged by the shell; with long polling Telegram sends it again (HeldUpdates)
 }
 
 /** getFile, then the bytes from the Bot API's file endpoint. */

@@ -32,8 +32,77 @@ export function getUpdatesHealth(log: Logger): { transformer: Transformer; probl
   };
 }
 
+/**
+ * Keeps Telegram's getUpdates offset behind every message not yet stored on the bus. A getUpdates
+ * call with `offset` confirms every earlier update, and Telegram then forgets them; grammY asks for
+ * the next batch as soon as its handlers return, and ours return at once (a chat's slow download
+ * must not hold the others), while `inbound.receive` may be retrying its publish through a NATS
+ * outage (two of three nodes down: JetStream stores nothing for as long). Without this, the offset
+ * ran ahead of what was stored, and a process that died then, or a publish that gave up, lost
+ * those messages for good (test/chaos/quorum-loss.test.ts). So each getUpdates waits until every
+ * update below its offset is handled, and asks again from the lowest that failed, if any (the
+ * intake and JetStream's msg-id drop the ones already stored when Telegram sends them again).
+ * While it waits nothing new is fetched: what people send meanwhile stays with Telegram. The price:
+ * the next batch is fetched only once this one is stored, so a file that takes long to download
+ * delays the messages that come after it (the messages of one batch are still handled at once).
+ */
+export class HeldUpdates {
+  private readonly pending = new Map<number, Promise<void>>();
+  private readonly failed = new Set<number>();
+  private stopping = false;
+
+  constructor(private readonly log: Logger) {}
+
+  /** `handled` settles once the update's message is stored (or refused, or known already); a rejection sends it again. */
+  track(updateId: number, handled: Promise<unknown>): void {
+    this.failed.delete(updateId);
+    const settled = handled.then(
+      () => void this.pending.delete(updateId),
+      () => {
+        this.pending.delete(updateId);
+        this.failed.add(updateId);
+      },
+    );
+    this.pending.set(updateId, settled);
+  }
+
+  /** At shutdown getUpdates no longer waits: it confirms only what is stored, the rest stays with Telegram for the next process. */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  /** The offset a getUpdates asking for `requested` may send. */
+  async offset(requested: number, signal?: { readonly aborted: boolean; addEventListener(type: "abort", listener: () => void, o?: { once?: boolean }): void }): Promise<number> {
+    const unsettled = () => [...this.pending].filter(([id]) => id < requested);
+    if (!this.stopping && unsettled().length > 0 && !signal?.aborted) {
+      const started = Date.now();
+      const loud = setTimeout(
+        () => this.log.warn({ updates: unsettled().map(([id]) => id) }, "holding Telegram updates whose messages are not stored yet: not confirming them to Telegram, and fetching no more, until they are"),
+        2000,
+      );
+      const aborted = new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve(), { once: true }));
+      await Promise.race([Promise.all(unsettled().map(([, p]) => p)), aborted]);
+      clearTimeout(loud);
+      if (Date.now() - started > 2000) this.log.info({ heldMs: Date.now() - started }, "held Telegram updates stored; fetching again");
+    }
+    const held = [...unsettled().map(([id]) => id), ...[...this.failed].filter((id) => id < requested)];
+    for (const id of held) this.failed.delete(id); // Telegram sends them again; they are tracked anew
+    if (held.length === 0) return requested;
+    const offset = Math.min(...held);
+    this.log.warn({ offset, requested }, "asking Telegram again for updates whose messages could not be stored");
+    return offset;
+  }
+
+  /** Installed outermost (last), so it waits once per call, not per retry of auto-retry. */
+  readonly transformer: Transformer = async (prev, method, payload, signal) => {
+    const p = payload as { offset?: number };
+    if (method === "getUpdates" && typeof p.offset === "number") payload = { ...payload, offset: await this.offset(p.offset, signal) };
+    return prev(method, payload, signal);
+  };
+}
+
 /** getUpdates long polling (the default): resolves once polling runs; rejects when it cannot start. */
-export async function startPolling(bot: Bot, opts: TelegramSettings, log: Logger, health?: { problem(): string | undefined }): Promise<UpdateSource> {
+export async function startPolling(bot: Bot, opts: TelegramSettings, log: Logger, health?: { problem(): string | undefined }, held?: HeldUpdates): Promise<UpdateSource> {
   let polling!: Promise<void>;
   await new Promise<void>((resolve, reject) => {
     polling = bot.start({ allowed_updates: [...ALLOWED_UPDATES], timeout: opts.pollTimeoutSeconds ?? 30, onStart: () => resolve() }).catch((err: unknown) => {
@@ -45,6 +114,7 @@ export async function startPolling(bot: Bot, opts: TelegramSettings, log: Logger
     describe: "long polling",
     problem: () => (bot.isRunning() ? health?.problem() : "Telegram long polling stopped"),
     async stop() {
+      held?.stop();
       await bot.stop().catch((err: unknown) => log.warn({ err }, "stopping telegram polling failed"));
       await polling.catch(() => {});
     },
