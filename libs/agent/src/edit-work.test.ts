@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Sandbox } from "@mom/sandbox";
 import { createMomTools } from "./labelled-tools.js";
+import { longestStall } from "@mom/testing";
 
 const roots: string[] = [];
 afterAll(() => roots.forEach((r) => rmSync(r, { recursive: true, force: true })));
@@ -20,22 +21,6 @@ function channel() {
   const run = (path: string, edits: { oldText: string; newText: string }[]) =>
     edit.execute("call-1", { label: "change", path, edits }, undefined, undefined, undefined as never).catch((err: Error) => err);
   return { dir, sandbox, run };
-}
-
-/** The longest the event loop was held while `work` ran, in ms. */
-async function longestStall<T>(work: () => Promise<T>): Promise<{ result: T; stall: number }> {
-  let last = performance.now();
-  let stall = 0;
-  const tick = setInterval(() => {
-    stall = Math.max(stall, performance.now() - last);
-    last = performance.now();
-  }, 10);
-  try {
-    const result = await work();
-    return { result, stall: Math.max(stall, performance.now() - last) };
-  } finally {
-    clearInterval(tick);
-  }
 }
 
 describe("edit", () => {

@@ -6,6 +6,7 @@ import { crc32, deflateSync } from "node:zlib";
 import { Sandbox } from "@mom/sandbox";
 import { createMomTools } from "./labelled-tools.js";
 import { imageDimensions } from "./read-image.js";
+import { longestStall } from "@mom/testing";
 
 /** A grey PNG of `width`×`height` black pixels: a few KB on disk, width×height×4 bytes once decoded. */
 function blackPng(width: number, height: number, rows = height): Buffer {
@@ -47,24 +48,6 @@ function channel() {
     return r.content as ({ type: "text"; text: string } | { type: "image"; data: string; mimeType: string })[];
   };
   return { plant, readImage };
-}
-
-/** The longest the event loop was held while `work` ran, in ms. */
-async function longestStall<T>(work: () => Promise<T>): Promise<{ result: T; stall: number }> {
-  let last = performance.now();
-  let stall = 0;
-  const tick = setInterval(() => {
-    const now = performance.now();
-    stall = Math.max(stall, now - last);
-    last = now;
-  }, 10);
-  try {
-    const result = await work();
-    stall = Math.max(stall, performance.now() - last);
-    return { result, stall };
-  } finally {
-    clearInterval(tick);
-  }
 }
 
 describe("read of an image the channel made", () => {
