@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { ToolDefinition } from "@mariozechner/pi-coding-agent";
+import { imageSize } from "image-size";
 
 type AnyTool = ToolDefinition<any, any, any>;
 
@@ -21,32 +22,14 @@ const SCALE_TIMEOUT_MS = 60_000;
 
 type Content = { type: "text"; text: string } | { type: "image"; data: string; mimeType: string };
 
-/** Width and height from a PNG, GIF, JPEG or WebP header; undefined when it cannot be read. */
-export function imageDimensions(b: Buffer): { width: number; height: number } | undefined {
-  if (b.length >= 24 && b.readUInt32BE(0) === 0x89504e47 && b.toString("latin1", 12, 16) === "IHDR") return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
-  if (b.length >= 10 && b.toString("latin1", 0, 3) === "GIF") return { width: b.readUInt16LE(6), height: b.readUInt16LE(8) };
-  if (b.length >= 30 && b.toString("latin1", 0, 4) === "RIFF" && b.toString("latin1", 8, 12) === "WEBP") {
-    const kind = b.toString("latin1", 12, 16);
-    if (kind === "VP8 ") return { width: b.readUInt16LE(26) & 0x3fff, height: b.readUInt16LE(28) & 0x3fff };
-    if (kind === "VP8L") return { width: 1 + (b[21]! | ((b[22]! & 0x3f) << 8)), height: 1 + ((b[22]! >> 6) | (b[23]! << 2) | ((b[24]! & 0x0f) << 10)) };
-    if (kind === "VP8X") return { width: 1 + b.readUIntLE(24, 3), height: 1 + b.readUIntLE(27, 3) };
+/** Width and height from an image's header (image-size: PNG, GIF, JPEG, WebP and more); undefined when it cannot be read. */
+export function imageDimensions(b: Uint8Array): { width: number; height: number } | undefined {
+  try {
+    const { width, height } = imageSize(b);
+    return width && height ? { width, height } : undefined;
+  } catch {
     return undefined;
   }
-  if (b.length >= 4 && b[0] === 0xff && b[1] === 0xd8) {
-    // JPEG: walk the segments to the frame header (SOF0–SOF15 but DHT, JPG and DAC).
-    let at = 2;
-    while (at + 9 <= b.length) {
-      if (b[at] !== 0xff) return undefined;
-      const marker = b[at + 1]!;
-      if (marker === 0xff) {
-        at++;
-        continue;
-      }
-      if (marker >= 0xc0 && marker <= 0xcf && ![0xc4, 0xc8, 0xcc].includes(marker)) return { width: b.readUInt16BE(at + 7), height: b.readUInt16BE(at + 5) };
-      at += 2 + b.readUInt16BE(at + 2);
-    }
-  }
-  return undefined;
 }
 
 let running = 0;
@@ -94,7 +77,7 @@ export function scaleImagesOffThread(read: AnyTool): AnyTool {
       const rest = nl < 0 ? "" : head.text.slice(nl);
       const size = imageDimensions(Buffer.from(image.data.slice(0, 64 * 1024), "base64"));
       const omitted = (why: string) => ({ ...result, content: [{ type: "text" as const, text: `Read image file [${image.mimeType}]\n[Image omitted: ${why}]${rest}` }] });
-      if (!size) return omitted("its size could not be read from the file (not a PNG, JPEG, GIF or WebP mom can decode).");
+      if (!size) return omitted("its size could not be read from the file (not an image whose header mom can read).");
       const pixels = size.width * size.height;
       if (pixels > MAX_DECODED_PIXELS) {
         return omitted(
