@@ -92,11 +92,7 @@ describe("two scheduler replicas on a 3-node JetStream cluster under replica and
     child.stderr!.setEncoding("utf8").on("data", err.write);
     if (logsDir) child.stderr!.on("data", (chunk: string) => appendFileSync(join(logsDir, `${name}.log`), chunk));
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-    const lines = () =>
-      err.text
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = () => err.jsonLines();
     const r = { name, child, err, exited, lines };
     replicas.push(r);
     return r;

@@ -27,11 +27,7 @@ function startReplica(dataDir: string): Replica {
   const err = new OutputCapture();
   child.stderr!.setEncoding("utf8").on("data", err.write);
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-  const lines = () =>
-    err.text
-      .split("\n")
-      .filter((l) => l.startsWith("{"))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = () => err.jsonLines();
   return { child, err, exited, lines };
 }
 

@@ -17,6 +17,14 @@ export class OutputCapture {
     return this.waitFor(new RegExp(`${escaped}[\\s\\S]*\\n {2}[\\d,]+ in · `), timeoutMs);
   }
 
+  /** The JSON log lines written so far (a service's pino output), parsed. */
+  jsonLines(): Record<string, unknown>[] {
+    return this.text
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
   async waitFor(pattern: string | RegExp, timeoutMs = 15_000): Promise<void> {
     const matches = () => (typeof pattern === "string" ? this.text.includes(pattern) : pattern.test(this.text));
     const deadline = Date.now() + timeoutMs;
