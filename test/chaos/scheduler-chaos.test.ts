@@ -61,8 +61,10 @@ async function inbound(bus: Bus): Promise<Array<ChannelMessage & { seq: number; 
   const v = validator(ChannelMessage);
   const out: Array<ChannelMessage & { seq: number; storedAt: number }> = [];
   for (let seq = info.state.first_seq; info.state.messages > 0 && seq <= info.state.last_seq; seq++) {
+    // The stream deletes nothing: a sequence that cannot be read is a fault of its own, told apart
+    // from a tick that was never published.
     const m = await bus.storedMessage("IN", seq);
-    if (!m) continue;
+    if (!m) throw new Error(`sequence ${seq} of ${info.state.first_seq}..${info.state.last_seq} of the inbound stream could not be read (${info.state.messages} messages)`);
     const r = parsePayload(v, m.data);
     if (!r.ok) throw new Error(`not a ChannelMessage at ${seq}: ${r.reason}`);
     out.push({ ...r.value, seq, storedAt: m.time.getTime() });

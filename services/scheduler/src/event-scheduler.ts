@@ -547,7 +547,9 @@ export class EventScheduler {
       // fails every replica's publish alike, so a tick given up here is lost, not left to another
       // replica. The ticks that fell due follow it in order (below); only a tick more than
       // LATE_AFTER_MS overdue is skipped, with a log line (runDue).
-      e.dueAt = now + this.retryMs;
+      // From the failure, not from `now`: a publish can wait out its whole timeout (a frozen node),
+      // and a retry counted from before it would come at once.
+      e.dueAt = this.clock.now() + this.retryMs;
       return;
     }
     this.limit.record(e.channel!, now);
