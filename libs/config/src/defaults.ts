@@ -9,7 +9,7 @@ export function defaultConfig(): MomConfig {
     adapters: { cli: { type: "cli" } },
     sandbox: { type: "auto" },
     runner: { idleEvictMinutes: 30, maxConcurrentRuns: 16, runTimeoutMinutes: 30, leaseSeconds: 20, shutdownGraceSeconds: 20, maxCrashes: 3, publishRetrySeconds: 90, listChannels: false, jobs: { maxPerChannel: 4, maxRuntimeMinutes: 60, outputKeptBytes: 64 * 1024 } },
-    attachments: { maxBytes: 20 * 1024 * 1024 },
+    attachments: { maxBytes: 20 * 1024 * 1024, downloadSeconds: 120 },
     scheduler: { graceMinutes: 60, maxQueuedPerChannel: 100, maxPerMinutePerChannel: 10, watch: "events", pollIntervalMs: 2000 },
     channels: {},
     tools: { settings: {} },

@@ -47,7 +47,7 @@ describe("loadConfig", () => {
       adapters: { cli: { type: "cli", admins: ["alice"], dm: ["alice", "bob"], busy: "steer" }, "cli-2": { type: "cli", dm: "none" } },
       sandbox: { type: "bwrap", network: true, env: { GIT_AUTHOR_NAME: "mom" }, shared: ["skills"], sharedWriters: ["cli/local", "cli-2/ops"], maxOutputBytes: 1000, maxProcesses: 64 },
       runner: { idleEvictMinutes: 5, maxConcurrentRuns: 2, runTimeoutMinutes: 10, leaseSeconds: 10, shutdownGraceSeconds: 5, maxCrashes: 2, publishRetrySeconds: 30, listChannels: true, jobs: { maxPerChannel: 2, maxRuntimeMinutes: 5, outputKeptBytes: 1000 } },
-      attachments: { maxBytes: 1024 },
+      attachments: { maxBytes: 1024, downloadSeconds: 30 },
       scheduler: { graceMinutes: 0, maxQueuedPerChannel: 5, maxPerMinutePerChannel: 2, watch: "poll", pollIntervalMs: 500 },
       channels: { "cli/local": { model: "fake/other", thinkingLevel: "low" }, "slack-acme/C0A34FL8PMH": {} },
       policy: {

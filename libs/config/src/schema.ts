@@ -260,6 +260,7 @@ export const ObservabilityConfig = Type.Object(
 export const AttachmentsConfig = Type.Object(
   {
     maxBytes: positiveInt("Largest file an ingress may hand to mom, and the attach tool may send"),
+    downloadSeconds: positiveInt("How long an ingress waits for one file someone sent to download; one that takes longer reaches mom as not available (default 120)"),
   },
   closed,
 );

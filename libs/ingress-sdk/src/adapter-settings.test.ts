@@ -23,7 +23,7 @@ describe("adapterSettings", () => {
   it("takes an external adapter's settings, resolves env: secrets, and keeps the common fields apart", () => {
     const loaded = configWith({ home: { type: "external", platform: "matrix", admins: ["@ana:x"], dm: "none", settings: { homeserverUrl: "https://m.example", accessToken: "env:MX_TOKEN" } } });
     const got = adapterSettings(matrix, loaded, "home", { MX_TOKEN: "syt_secret" });
-    expect(got).toEqual({ adapter: "home", access: { admins: ["@ana:x"], dm: "none" }, maxAttachmentBytes: loaded.config.attachments.maxBytes, settings: { homeserverUrl: "https://m.example", accessToken: "syt_secret" } });
+    expect(got).toEqual({ adapter: "home", access: { admins: ["@ana:x"], dm: "none" }, maxAttachmentBytes: loaded.config.attachments.maxBytes, attachmentDownloadMs: 120_000, settings: { homeserverUrl: "https://m.example", accessToken: "syt_secret" } });
   });
 
   it("names the file, the JSON path and what was expected for each bad or missing setting", () => {

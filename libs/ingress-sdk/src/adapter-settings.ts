@@ -1,5 +1,5 @@
 import { ConfigError, type LoadedConfig, schemaChecker } from "@mom/config";
-import { DEFAULT_MAX_ATTACHMENT_BYTES } from "@mom/render";
+import { DEFAULT_ATTACHMENT_DOWNLOAD_MS, DEFAULT_MAX_ATTACHMENT_BYTES } from "@mom/render";
 import type { Static, TSchema } from "typebox";
 import type { IngressDefinition } from "./platform.js";
 
@@ -14,6 +14,8 @@ export interface AdapterSettings<T> {
   adapter: string;
   access: AdapterAccess;
   maxAttachmentBytes: number;
+  /** config `attachments.downloadSeconds`, in ms (default 120 s). */
+  attachmentDownloadMs?: number;
   settings: T;
 }
 
@@ -51,6 +53,7 @@ export function adapterSettings<S extends TSchema>(def: IngressDefinition<S>, lo
     adapter: name,
     access: { ...(access.admins && { admins: access.admins }), ...(access.dm !== undefined && { dm: access.dm }) },
     maxAttachmentBytes: loaded.config.attachments.maxBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES,
+    attachmentDownloadMs: (loaded.config.attachments.downloadSeconds ?? DEFAULT_ATTACHMENT_DOWNLOAD_MS / 1000) * 1000,
     settings: raw as Static<S>,
   };
 }

@@ -25,4 +25,25 @@ describe("downloadFile", () => {
       await new Promise((resolve) => server.close(resolve));
     }
   });
+
+  it("stops when its signal aborts, whether the server has not answered or is sending the body", async () => {
+    const server = createServer((req, res) => {
+      if (req.url === "/trickle") {
+        res.writeHead(200, { "content-type": "application/octet-stream" });
+        res.write("a");
+      } // "/silent": never answers
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      for (const path of ["/silent", "/trickle"]) {
+        const giveUp = new AbortController();
+        setTimeout(() => giveUp.abort(), 200);
+        await expect(downloadFile(`${base}${path}`, 100, { signal: giveUp.signal })).rejects.toThrow(/abort/i);
+      }
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 });

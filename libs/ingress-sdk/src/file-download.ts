@@ -13,6 +13,8 @@ export interface DownloadOptions {
   mimeType?: string;
   /** Why a successful response is still not the file (a sign-in page), or undefined when it is. */
   refuse?(res: Response): string | undefined;
+  /** Ends the download (the shell's, when it took too long: IncomingFile.download's `signal`). */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -20,7 +22,7 @@ export interface DownloadOptions {
  * saying why it cannot be had: the HTTP status, too large, or what `refuse` says.
  */
 export async function downloadFile(url: string, maxBytes: number, o: DownloadOptions = {}): Promise<Downloaded> {
-  const res = await fetch(url, o.token ? { headers: { authorization: `Bearer ${o.token}` } } : {});
+  const res = await fetch(url, { ...(o.token && { headers: { authorization: `Bearer ${o.token}` } }), ...(o.signal && { signal: o.signal }) });
   const refused = res.ok ? o.refuse?.(res) : undefined;
   if (refused) {
     await res.body?.cancel();

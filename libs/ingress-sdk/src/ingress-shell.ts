@@ -15,6 +15,7 @@ import {
   busReceipts,
   consoleRunUrl,
   decideApproval,
+  DEFAULT_ATTACHMENT_DOWNLOAD_MS,
   importAttachment,
   mayDirectMessage,
   postRecord,
@@ -193,7 +194,7 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
   }
 
   private async publish(m: PlatformMessage): Promise<void> {
-    const { access, maxAttachmentBytes } = this.run.adapter;
+    const { access, maxAttachmentBytes, attachmentDownloadMs } = this.run.adapter;
     if (m.isDirect && !m.sender.isBot && !mayDirectMessage(m.sender.id, access)) {
       this.log.info({ chat: m.channelId, user: m.sender.id }, "direct message refused (dm policy)");
       const refuse = m.refuse ?? ((text: string) => this.post(m.channelId, text));
@@ -204,7 +205,7 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
     const ref = { adapter: this.adapter, channelId: m.channelId };
     const attachments = [];
     for (const f of files) {
-      const a = await importAttachment(f, ref, { files: this.bus, maxBytes: maxAttachmentBytes });
+      const a = await importAttachment(f, ref, { files: this.bus, maxBytes: maxAttachmentBytes, timeoutMs: attachmentDownloadMs ?? DEFAULT_ATTACHMENT_DOWNLOAD_MS });
       if (a.note) this.log.warn({ chat: m.channelId, file: f.filename }, `${this.run.definition.platform} file not brought in: ${a.note}`);
       attachments.push(a);
     }

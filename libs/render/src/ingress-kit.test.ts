@@ -37,6 +37,16 @@ describe("ingress kit", () => {
     expect(s.put).toHaveLength(1);
   });
 
+  it("gives up on a download that takes longer than timeoutMs, and tells the download to stop", async () => {
+    const s = sink();
+    let signal: AbortSignal | undefined;
+    const stalled = { filename: "slow.bin", size: 5, download: (_max: number, sig?: AbortSignal) => ((signal = sig), new Promise<never>(() => {})) };
+    const got = await importAttachment(stalled, ref, { files: s.files, maxBytes: 10, timeoutMs: 300 });
+    expect(got).toEqual({ filename: "slow.bin", localPath: "", size: 5, note: "not downloaded: it took longer than 0.3 s (attachments.downloadSeconds)" });
+    expect(signal?.aborted).toBe(true);
+    expect(s.put).toHaveLength(0);
+  });
+
   it("reads a download up to the limit", async () => {
     const res = (body: string, headers: Record<string, string> = {}, status = 200) => new Response(body, { status, headers });
     expect((await readDownload(res("hello", { "content-type": "text/plain; charset=utf-8" }), 10))).toEqual({ bytes: new TextEncoder().encode("hello"), mimeType: "text/plain" });

@@ -4,6 +4,7 @@ import { type Bus, fileObjectName } from "@mom/bus";
 import type { Attachment, ChannelMessage, ChannelRef, ControlMessage } from "@mom/contracts";
 import { endSpan, metrics, SpanKind, startSpan, traceparentOf } from "@mom/observability";
 import { formatSizeOverLimit, guessMimeType } from "@mom/store";
+import pTimeout from "p-timeout";
 import type { Logger } from "pino";
 import { ChannelQueue } from "./channel-queue.js";
 import type { Dialect } from "./dialect.js";
@@ -13,6 +14,8 @@ import type { PendingApproval } from "./presenter.js";
 
 /** config `attachments.maxBytes` when an ingress is started without it. */
 export const DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
+/** config `attachments.downloadSeconds`'s default. */
+export const DEFAULT_ATTACHMENT_DOWNLOAD_MS = 120_000;
 
 /**
  * The Nats-Msg-Id of an inbound message. Platform ids are unique per chat on some platforms
@@ -62,12 +65,15 @@ export function mayDirectMessage(userId: string, policy: DmPolicy): boolean {
 /** The one line a refused direct message gets. */
 export const DM_REFUSAL = "Sorry, I only take direct messages from people my admins have allowed. You can mention me in a channel instead.";
 
-/** A file someone sent, as the platform describes it; `download` fetches at most `maxBytes`. */
+/**
+ * A file someone sent, as the platform describes it; `download` fetches at most `maxBytes`, and
+ * stops when `signal` aborts (the download took too long: it is given up on either way).
+ */
 export interface IncomingFile {
   filename: string;
   size?: number;
   mimeType?: string;
-  download(maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }>;
+  download(maxBytes: number, signal?: AbortSignal): Promise<{ bytes: Uint8Array; mimeType?: string }>;
 }
 
 /** Thrown by a download that cannot or may not be done; its message is what the agent is told. */
@@ -76,14 +82,19 @@ export class FileRefused extends Error {}
 /**
  * Brings a file into the files bucket and describes it for the ChannelMessage. A file over
  * `maxBytes` or one that cannot be downloaded is listed with a `note` saying why, so the agent
- * knows it was sent. Never throws.
+ * knows it was sent. A download is given up on after `timeoutMs`: the chat's later messages wait
+ * for this one (per-chat order), and a platform's file server that stalls must not hold them for
+ * long (fetch alone waits five minutes for headers, and forever for a body that trickles). Never throws.
  */
-export async function importAttachment(file: IncomingFile, ref: ChannelRef, deps: { files: Pick<Bus, "putFile">; maxBytes: number }): Promise<Attachment> {
+export async function importAttachment(file: IncomingFile, ref: ChannelRef, deps: { files: Pick<Bus, "putFile">; maxBytes: number; timeoutMs?: number }): Promise<Attachment> {
   const mimeType = file.mimeType?.split(";")[0]?.trim() || guessMimeType(file.filename);
   const base: Attachment = { filename: file.filename, localPath: "", ...(file.size !== undefined && { size: file.size }), ...(mimeType && { mimeType }) };
   if (file.size !== undefined && file.size > deps.maxBytes) return { ...base, note: `too large: ${formatSizeOverLimit(file.size, deps.maxBytes)}` };
+  const giveUp = new AbortController();
+  const seconds = Math.round((deps.timeoutMs ?? 0) / 100) / 10;
   try {
-    const got = await file.download(deps.maxBytes);
+    const tooLong = new FileRefused(`not downloaded: it took longer than ${seconds} s (attachments.downloadSeconds)`);
+    const got = await pTimeout(file.download(deps.maxBytes, giveUp.signal), { milliseconds: deps.timeoutMs ?? Number.POSITIVE_INFINITY, message: tooLong });
     if (got.bytes.length > deps.maxBytes) return { ...base, size: got.bytes.length, note: `too large: ${formatSizeOverLimit(got.bytes.length, deps.maxBytes)}` };
     const type = mimeType ?? got.mimeType;
     const objectKey = fileObjectName(ref, file.filename);
@@ -91,6 +102,8 @@ export async function importAttachment(file: IncomingFile, ref: ChannelRef, deps
     return { ...base, size: got.bytes.length, objectKey, ...(type && { mimeType: type }) };
   } catch (err) {
     return { ...base, note: (err as Error).message };
+  } finally {
+    giveUp.abort();
   }
 }
 

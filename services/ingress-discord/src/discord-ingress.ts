@@ -121,7 +121,7 @@ async function convert(client: Client, api: DiscordApi, people: Directory, chann
     isMention: !msg.author.bot && (isDirect || botMentioned),
     isDirect,
     ...(replyTo && { replyTo }),
-    files: [...msg.attachments.values()].map((a) => ({ filename: a.name, size: a.size, ...(a.contentType && { mimeType: a.contentType }), download: (max: number) => downloadFile(a.url, max) })),
+    files: [...msg.attachments.values()].map((a) => ({ filename: a.name, size: a.size, ...(a.contentType && { mimeType: a.contentType }), download: (max: number, signal?: AbortSignal) => downloadFile(a.url, max, { signal }) })),
     refuse: (refusal) => api.send(msg.channelId, { content: refusal, replyTo: msg.id }),
   };
 }

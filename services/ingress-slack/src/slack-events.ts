@@ -83,7 +83,7 @@ export class SlackEvents {
       filename: f.name || f.title || f.id || "file",
       ...(f.size !== undefined && { size: f.size }),
       ...(f.mimetype && { mimeType: f.mimetype }),
-      download: (max: number) => downloadSlackFile(f, this.ctx.settings.botToken, max),
+      download: (max: number, signal?: AbortSignal) => downloadSlackFile(f, this.ctx.settings.botToken, max, signal),
     }));
     return { ...message, files, refuse: (text) => this.client.chat.postMessage({ channel: ev.channel, text }) };
   }
