@@ -1,9 +1,10 @@
-import { closeSync, constants, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync } from "node:fs";
+import { closeSync, constants, lchownSync, lstatSync, mkdirSync, openSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
-import { lchown, lstat, readdir } from "node:fs/promises";
+import { lchown, lstat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type Dockerode from "dockerode";
 import { BwrapExecutor, bwrapAvailable, DEFAULT_TMP_BYTES } from "./bwrap-executor.js";
+import { someEntries, someEntriesSync } from "./dir-entries.js";
 import { DockerExecutor } from "./docker-executor.js";
 import { ConfinedFiles } from "./confined-files.js";
 import { type CommandLimits, DEFAULT_MAX_OUTPUT_BYTES, type Executor, type ExecutorKind } from "./executor.js";
@@ -346,10 +347,9 @@ function adopt(path: string, user: { uid: number; gid: number }, keep: ReadonlyS
   }
   const deep = top.uid === 0;
   const stack: Array<[string, number]> = [[path, 0]];
-  let seen = 0;
-  while (stack.length > 0 && seen < ADOPT_MAX_ENTRIES) {
+  let listed = 1;
+  while (stack.length > 0) {
     const [p, depth] = stack.pop()!;
-    seen++;
     let st;
     try {
       st = lstatSync(p);
@@ -365,24 +365,22 @@ function adopt(path: string, user: { uid: number; gid: number }, keep: ReadonlyS
       }
     }
     if (st.isDirectory() && (deep || depth === 0)) {
-      try {
-        for (const name of readdirSync(p)) stack.push([join(p, name), depth + 1]);
-      } catch {
-        // unreadable: left as it is
-      }
+      const names = someEntriesSync(p, ADOPT_MAX_ENTRIES - listed); // none when unreadable: left as it is
+      listed += names.length;
+      for (const name of names) stack.push([join(p, name), depth + 1]);
     }
   }
 }
 
-/** The direct entries of `dir` that root owns, handed to `user` (except `keep`); never follows a link. */
+/** The direct entries of `dir` that root owns (at most ADOPT_MAX_ENTRIES), handed to `user` (except `keep`); never follows a link. */
 async function adoptEntries(dir: string, user: { uid: number; gid: number }, keep: ReadonlySet<string>): Promise<void> {
-  const names = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(
-    names.map(async (name) => {
-      const p = join(dir, name);
-      if (keep.has(p)) return;
-      const st = await lstat(p).catch(() => undefined);
-      if (st?.uid === 0) await lchown(p, user.uid, user.gid).catch(() => {});
-    }),
-  );
+  const paths = (await someEntries(dir, ADOPT_MAX_ENTRIES)).map((name) => join(dir, name)).filter((p) => !keep.has(p));
+  for (let at = 0; at < paths.length; at += 1000) {
+    await Promise.all(
+      paths.slice(at, at + 1000).map(async (p) => {
+        const st = await lstat(p).catch(() => undefined);
+        if (st?.uid === 0) await lchown(p, user.uid, user.gid).catch(() => {});
+      }),
+    );
+  }
 }
