@@ -1,5 +1,5 @@
 import { FailureWatch, type IngressDefinition, metrics } from "@mom/ingress-sdk";
-import type { IStorageProvider, MatrixClient } from "matrix-bot-sdk";
+import type { MatrixClient } from "matrix-bot-sdk";
 import { resolve } from "node:path";
 import { createMatrixClient, routeSdkLogs } from "./matrix-client.js";
 import { MatrixEvents } from "./matrix-events.js";
@@ -8,6 +8,7 @@ import { MediaDownloads } from "./matrix-media.js";
 import { MatrixSettings } from "./matrix-options.js";
 import { RoomFacts } from "./matrix-rooms.js";
 import { loadMatrixSdk } from "./matrix-sdk.js";
+import { SyncStore } from "./matrix-store.js";
 import { MatrixSurface } from "./matrix-surface.js";
 
 const SYNC_PATH = "/_matrix/client/v3/sync";
@@ -25,7 +26,7 @@ export const matrixIngress: IngressDefinition<typeof MatrixSettings> = {
     const { settings: s, log, adapter } = ctx;
     const sdk = await loadMatrixSdk();
     routeSdkLogs(sdk, log);
-    const storage: IStorageProvider = !s.store || s.store === "memory" ? new sdk.MemoryStorageProvider() : new sdk.SimpleFsStorageProvider(resolve(s.store));
+    const storage = new SyncStore(!s.store || s.store === "memory" ? undefined : resolve(s.store));
     const rateLimited = () => metrics.platformRateLimits.inc({ adapter });
     // matrix-bot-sdk retries a failing sync forever, with a back-off, while the client stays "started".
     const sync = new FailureWatch("matrix sync", log);

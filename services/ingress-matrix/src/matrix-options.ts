@@ -13,7 +13,7 @@ export const MatrixSettings = Type.Object(
       Type.String({
         minLength: 1,
         expected: 'a file path such as /data/matrix-home.json, or "memory"',
-        description: 'Where the sync token is kept across restarts (matrix-bot-sdk SimpleFsStorageProvider); "memory" (default): only for the life of the process',
+        description: 'Where the sync token is kept across restarts (a JSON file, replaced whole on each change); "memory" (default): only for the life of the process',
       }),
     ),
     editIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 60_000, description: "Shortest time between two edits of a run's progress message (default 2000)" })),
