@@ -1,15 +1,9 @@
-import { waitOutRateLimits } from "@mom/ingress-sdk";
+import { FailureWatch, waitOutRateLimits } from "@mom/ingress-sdk";
 import type { IStorageProvider, MatrixClient } from "matrix-bot-sdk";
 import type { Logger } from "pino";
+import type { MatrixEvents } from "./matrix-events.js";
 import type { MatrixEvent } from "./matrix-inbound.js";
 import type { MatrixSdk } from "./matrix-sdk.js";
-
-/** What the sync loop hands over; each is awaited before the sync token moves past its event. */
-export interface SyncHandlers {
-  invite(roomId: string, event: MatrixEvent): Promise<void>;
-  joined(roomId: string): Promise<void>;
-  event(roomId: string, event: MatrixEvent): Promise<void>;
-}
 
 const DEFAULT_RETRY_AFTER_MS = 1000;
 
@@ -19,6 +13,9 @@ export function retryAfterMs(err: unknown): number | undefined {
   if (e?.errcode !== "M_LIMIT_EXCEEDED" && e?.statusCode !== 429) return undefined;
   return typeof e.retryAfterMs === "number" && e.retryAfterMs >= 0 ? e.retryAfterMs : DEFAULT_RETRY_AFTER_MS;
 }
+
+/** The client, with what the ingress adds to it. */
+export type MomMatrixClient = MatrixClient & { handlers?: MatrixEvents; readonly sync: FailureWatch; limited(waitMs: number, path: string): void };
 
 /**
  * matrix-bot-sdk's SynchronousMatrixClient: events are handed over one by one and awaited, and
@@ -34,51 +31,68 @@ export function createMatrixClient(
     homeserverUrl: string;
     accessToken: string;
     storage: IStorageProvider;
-    rateLimited: (waitMs: number) => void;
-    /** Each request's outcome once rate limits are waited out: undefined, or why it failed. */
-    observe?: (path: string, failure: string | undefined) => void;
+    rateLimited: () => void;
     log: Logger;
   },
-): MatrixClient & { handlers?: SyncHandlers } {
-  class MomMatrixClient extends sdk.SynchronousMatrixClient {
+): MomMatrixClient {
+  class Client extends sdk.SynchronousMatrixClient {
     /** Set once the handlers can be built (they need the client): before `start`. */
-    handlers?: SyncHandlers;
+    handlers?: MatrixEvents;
+    /** matrix-bot-sdk retries a failing sync forever, with a back-off, while the client stays "started". */
+    readonly sync = new FailureWatch("matrix sync", o.log);
+    private stopping = false;
 
     constructor() {
       super(new sdk.MatrixClient(o.homeserverUrl, o.accessToken, o.storage));
       this.persistTokenAfterSync = true;
     }
 
+    override stop(): void {
+      this.stopping = true;
+      super.stop();
+    }
+
+    /** Once stopping, a sync response is not taken: the token stays where it was, and the next start syncs from there. */
+    private running(): MatrixEvents {
+      if (this.stopping) throw new Error("the matrix ingress is stopping");
+      return this.handlers!;
+    }
+
     protected override onRoomInvite(roomId: string, event: MatrixEvent): Promise<void> {
-      return this.handlers!.invite(roomId, event);
+      return this.running().invite(roomId, event);
     }
 
     protected override onRoomJoin(roomId: string): Promise<void> {
-      return this.handlers!.joined(roomId);
+      return this.running().joined(roomId);
     }
 
     protected override onRoomEvent(roomId: string, event: MatrixEvent): Promise<void> {
-      return this.handlers!.event(roomId, event);
+      return this.running().event(roomId, event);
     }
 
-    override async doRequest(...args: Parameters<MatrixClient["doRequest"]>): Promise<any> {
+    protected override async doSync(token: string): Promise<any> {
       try {
-        const result = await waitOutRateLimits(() => super.doRequest(...args), {
-          retryAfterMs,
-          limited: (waitMs) => {
-            o.log.warn({ waitMs, method: args[0], path: args[1] }, "matrix rate limit (429): waiting as the homeserver asks");
-            o.rateLimited(waitMs);
-          },
-        });
-        o.observe?.(args[1], undefined);
-        return result;
+        const response = await super.doSync(token);
+        this.sync.works();
+        return response;
       } catch (err) {
-        o.observe?.(args[1], describeFailure(err));
+        // The long poll in flight when stopping ends with the connection; that is no failure.
+        if (!this.stopping) this.sync.failed(describeFailure(err));
         throw err;
       }
     }
+
+    override doRequest(...args: Parameters<MatrixClient["doRequest"]>): Promise<any> {
+      return waitOutRateLimits(() => super.doRequest(...args), { retryAfterMs, limited: (waitMs) => this.limited(waitMs, args[1]) });
+    }
+
+    /** A 429 waited out (a request of the client's, or a media download): logged and counted. */
+    limited(waitMs: number, path: string): void {
+      o.log.warn({ waitMs, path }, "matrix rate limit (429): waiting as the homeserver asks");
+      o.rateLimited();
+    }
   }
-  return new MomMatrixClient();
+  return new Client();
 }
 
 /** A failed request in a few words: matrix-bot-sdk's MatrixError ("M_…: why"), the status of a response without one, or the network error. */
@@ -91,13 +105,8 @@ export function describeFailure(err: unknown): string {
 export function routeSdkLogs(sdk: MatrixSdk, log: Logger): void {
   const child = log.child({ lib: "matrix-bot-sdk" });
   const text = (parts: unknown[]) => parts.map((p) => (typeof p === "string" ? p : p instanceof Error ? p.message : JSON.stringify(p))).join(" ");
-  sdk.LogService.setLogger({
-    trace: () => {},
-    debug: (module: string, ...parts: unknown[]) => child.debug({ module }, text(parts)),
-    info: (module: string, ...parts: unknown[]) => child.debug({ module }, text(parts)),
-    warn: (module: string, ...parts: unknown[]) => child.warn({ module }, text(parts)),
-    error: (module: string, ...parts: unknown[]) => child.warn({ module }, text(parts)),
-  });
+  const at = (level: "debug" | "warn") => (module: string, ...parts: unknown[]) => child[level]({ module }, text(parts));
+  sdk.LogService.setLogger({ trace: () => {}, debug: at("debug"), info: at("debug"), warn: at("warn"), error: at("warn") });
   sdk.LogService.setLevel(sdk.LogLevel.INFO);
   // Every failed request is logged there at error, expected ones too (a room without encryption
   // state is a 404); the ingress logs the failures that matter itself.

@@ -1,6 +1,5 @@
 import { ApprovalReactions, type PlatformContext } from "@mom/ingress-sdk";
-import type { IStorageProvider, MatrixClient } from "matrix-bot-sdk";
-import type { SyncHandlers } from "./matrix-client.js";
+import type { MomMatrixClient } from "./matrix-client.js";
 import { type BotIdentity, localpart, type MatrixEvent, relationOf, threadOf, toMatrixInbound } from "./matrix-inbound.js";
 import type { MediaDownloads } from "./matrix-media.js";
 import type { MatrixSettings } from "./matrix-options.js";
@@ -9,44 +8,30 @@ import { APPROVAL_FIELD, type MatrixSurface } from "./matrix-surface.js";
 
 export interface MatrixEventsDeps {
   ctx: PlatformContext<MatrixSettings>;
-  client: MatrixClient;
+  client: MomMatrixClient;
   me: BotIdentity;
   rooms: RoomFacts;
   media: MediaDownloads;
   surface: MatrixSurface;
-  storage: IStorageProvider;
 }
-
-/** Why a sync response is not taken: the token stays where it was, and the next start syncs from there. */
-export class Stopping extends Error {}
 
 /**
  * What the sync loop delivers, turned into what mom does: invites accepted, encrypted rooms
  * refused, messages handed to the shell, reactions on approval prompts decided. Each handler is
  * awaited by the sync loop, so a failure (NATS away) leaves the sync token before the event.
  */
-export class MatrixEvents implements SyncHandlers {
+export class MatrixEvents {
   /** Without a stored sync token the first sync brings recent history: that is not answered again. */
   ignoreBefore?: number;
-  private stopped = false;
   private readonly refused = new Set<string>();
 
   constructor(private readonly d: MatrixEventsDeps) {}
-
-  stop(): void {
-    this.stopped = true;
-  }
-
-  private running(): void {
-    if (this.stopped) throw new Stopping("the matrix ingress is stopping");
-  }
 
   private old(ev: MatrixEvent): boolean {
     return this.ignoreBefore !== undefined && ev.origin_server_ts < this.ignoreBefore;
   }
 
   async invite(roomId: string, ev: MatrixEvent): Promise<void> {
-    this.running();
     const log = this.d.ctx.log.child({ room: roomId, inviter: ev.sender });
     if (this.d.ctx.settings.autoJoin === false) return void log.info("matrix invite not accepted (autoJoin is off)");
     try {
@@ -59,12 +44,10 @@ export class MatrixEvents implements SyncHandlers {
   }
 
   async joined(roomId: string): Promise<void> {
-    this.running();
     if (await this.d.rooms.isEncrypted(roomId)) await this.refuseEncrypted(roomId);
   }
 
   async event(roomId: string, ev: MatrixEvent): Promise<void> {
-    this.running();
     if (ev.type === "m.room.member") this.d.rooms.membersChanged(roomId);
     if (ev.type === "m.room.encryption" || ev.type === "m.room.encrypted") {
       this.d.rooms.encryptionOn(roomId);
@@ -110,12 +93,12 @@ export class MatrixEvents implements SyncHandlers {
   /** The room is told once (remembered in the store, so a restart does not say it again) and the refusal is logged. */
   private async refuseEncrypted(roomId: string): Promise<void> {
     const key = `mom.e2ee_refused.${roomId}`;
-    if (this.refused.has(roomId) || (await this.d.storage.readValue(key))) return;
+    if (this.refused.has(roomId) || (await this.d.client.storageProvider.readValue(key))) return;
     this.refused.add(roomId);
     this.d.ctx.log.warn({ room: roomId }, "matrix room is end-to-end encrypted: refused (this ingress does not decrypt)");
     try {
       await this.d.client.sendNotice(roomId, E2EE_REFUSAL);
-      await this.d.storage.storeValue(key, "1");
+      await this.d.client.storageProvider.storeValue(key, "1");
     } catch (err) {
       this.d.ctx.log.warn({ err, room: roomId }, `could not tell an encrypted matrix room it is refused: ${(err as Error).message}`);
     }

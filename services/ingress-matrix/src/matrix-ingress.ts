@@ -1,4 +1,4 @@
-import { FailureWatch, type IngressDefinition, metrics } from "@mom/ingress-sdk";
+import { type IngressDefinition, metrics } from "@mom/ingress-sdk";
 import type { MatrixClient } from "matrix-bot-sdk";
 import { resolve } from "node:path";
 import { createMatrixClient, routeSdkLogs } from "./matrix-client.js";
@@ -10,8 +10,6 @@ import { RoomFacts } from "./matrix-rooms.js";
 import { loadMatrixSdk } from "./matrix-sdk.js";
 import { SyncStore } from "./matrix-store.js";
 import { MatrixSurface } from "./matrix-surface.js";
-
-const SYNC_PATH = "/_matrix/client/v3/sync";
 
 /**
  * One Matrix bot account over matrix-bot-sdk: rooms it is in are channels `<adapter>/<room id>`,
@@ -27,23 +25,12 @@ export const matrixIngress: IngressDefinition<typeof MatrixSettings> = {
     const sdk = await loadMatrixSdk();
     routeSdkLogs(sdk, log);
     const storage = new SyncStore(!s.store || s.store === "memory" ? undefined : resolve(s.store));
-    const rateLimited = () => metrics.platformRateLimits.inc({ adapter });
-    // matrix-bot-sdk retries a failing sync forever, with a back-off, while the client stays "started".
-    const sync = new FailureWatch("matrix sync", log);
-    let stopping = false;
-    const client = createMatrixClient(sdk, {
-      ...s,
-      storage,
-      rateLimited,
-      log,
-      // The long poll in flight when stopping ends with the connection; that is no failure.
-      observe: (path, failure) => !stopping && path === SYNC_PATH && (failure === undefined ? sync.works() : sync.failed(failure)),
-    });
+    const client = createMatrixClient(sdk, { ...s, storage, rateLimited: () => metrics.platformRateLimits.inc({ adapter }), log });
     const me = await identify(client, s, adapter);
     const rooms = new RoomFacts(client, log);
     me.displayName = await rooms.displayName(me.userId);
     const surface = new MatrixSurface(client);
-    const events = new MatrixEvents({ ctx, client, me, rooms, media: new MediaDownloads(s.homeserverUrl, s.accessToken, rateLimited), surface, storage });
+    const events = new MatrixEvents({ ctx, client, me, rooms, media: new MediaDownloads(client), surface });
     client.handlers = events;
     return {
       surface,
@@ -58,11 +45,9 @@ export const matrixIngress: IngressDefinition<typeof MatrixSettings> = {
         return { user: me.userId, store: s.store ?? "memory" };
       },
       async stop() {
-        stopping = true;
-        events.stop();
         client.stop();
       },
-      problem: () => sync.problem(),
+      problem: () => client.sync.problem(),
     };
   },
 };

@@ -1,5 +1,5 @@
 import { FileRefused, readDownload, waitOutRateLimits } from "@mom/ingress-sdk";
-import { retryAfterMs } from "./matrix-client.js";
+import { type MomMatrixClient, retryAfterMs } from "./matrix-client.js";
 
 /**
  * Downloads of `mxc://` media, streamed and cut off past the size limit (matrix-bot-sdk's
@@ -10,23 +10,19 @@ import { retryAfterMs } from "./matrix-client.js";
 export class MediaDownloads {
   private authenticated = true;
 
-  constructor(
-    private readonly homeserverUrl: string,
-    private readonly accessToken: string,
-    private readonly rateLimited: (waitMs: number) => void,
-  ) {}
+  constructor(private readonly client: MomMatrixClient) {}
 
   download(mxc: string, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
     const m = /^mxc:\/\/([^/]+)\/([^/?#]+)$/.exec(mxc);
     if (!m) return Promise.reject(new FileRefused(`not a media URI: ${mxc}`));
     const serverAndId = `${encodeURIComponent(m[1]!)}/${encodeURIComponent(m[2]!)}`;
-    return waitOutRateLimits(() => this.fetch(serverAndId, maxBytes), { retryAfterMs, limited: this.rateLimited });
+    return waitOutRateLimits(() => this.fetch(serverAndId, maxBytes), { retryAfterMs, limited: (waitMs) => this.client.limited(waitMs, mxc) });
   }
 
   private async fetch(serverAndId: string, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
     for (;;) {
       const path = this.authenticated ? "client/v1/media" : "media/v3";
-      const res = await fetch(`${this.homeserverUrl.replace(/\/+$/, "")}/_matrix/${path}/download/${serverAndId}`, { headers: { authorization: `Bearer ${this.accessToken}` } });
+      const res = await fetch(`${this.client.homeserverUrl.replace(/\/+$/, "")}/_matrix/${path}/download/${serverAndId}`, { headers: { authorization: `Bearer ${this.client.accessToken}` } });
       if (res.ok) return readDownload(res, maxBytes);
       const err = await failure(res);
       if (!this.authenticated || err.errcode !== "M_UNRECOGNIZED") throw err;
