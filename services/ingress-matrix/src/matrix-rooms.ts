@@ -14,8 +14,8 @@ export const E2EE_REFUSAL =
  * other member), whether it is encrypted (`m.room.encryption` state), and people's display names.
  */
 export class RoomFacts {
-  private readonly members = new RecentMap<{ count: number }>(5_000);
-  private readonly encrypted = new RecentMap<{ on: boolean }>(5_000);
+  private readonly members = new RecentMap<number>(5_000);
+  private readonly encrypted = new RecentMap<boolean>(5_000);
   private readonly names = new RecentMap<{ name?: string }>(5_000);
 
   constructor(
@@ -25,20 +25,18 @@ export class RoomFacts {
 
   async isDirect(roomId: string): Promise<boolean> {
     if (this.client.dms.isDm(roomId)) return true;
-    const known = await this.members.remember(roomId, async () => ({ count: (await this.client.getJoinedRoomMembers(roomId)).length }));
-    return known.count === 2;
+    return (await this.members.remember(roomId, async () => (await this.client.getJoinedRoomMembers(roomId)).length)) === 2;
   }
 
-  async isEncrypted(roomId: string): Promise<boolean> {
-    const known = await this.encrypted.remember(roomId, async () => {
+  isEncrypted(roomId: string): Promise<boolean> {
+    return this.encrypted.remember(roomId, async () => {
       try {
-        return { on: !!(await this.client.getRoomStateEvent(roomId, "m.room.encryption", ""))?.algorithm };
+        return !!(await this.client.getRoomStateEvent(roomId, "m.room.encryption", ""))?.algorithm;
       } catch (err) {
         if (!notFound(err)) throw err;
-        return { on: false };
+        return false;
       }
     });
-    return known.on;
   }
 
   /** Membership changed: counted again on the next message. */
@@ -48,7 +46,7 @@ export class RoomFacts {
 
   /** Encryption was turned on (it cannot be turned off). */
   encryptionOn(roomId: string): void {
-    this.encrypted.set(roomId, { on: true });
+    this.encrypted.set(roomId, true);
   }
 
   /** A person's display name (their global profile), or undefined when they have none or it cannot be read. */

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { IFilterInfo, IStorageProvider } from "matrix-bot-sdk";
 
@@ -21,12 +21,7 @@ export class SyncStore implements IStorageProvider {
   constructor(private readonly file?: string) {
     if (!file) return;
     mkdirSync(dirname(file), { recursive: true });
-    let text = "";
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-    }
+    const text = existsSync(file) ? readFileSync(file, "utf8") : "";
     // A blank file (left by SimpleFsStorageProvider's crash) is read as it read it: nothing stored.
     if (text.trim()) Object.assign(this.data, JSON.parse(text));
   }

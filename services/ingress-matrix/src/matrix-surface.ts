@@ -6,9 +6,6 @@ import { MATRIX_MESSAGE_LIMIT } from "./matrix-options.js";
 // approval id in its content, so a reaction still reaches the runner after the ingress restarted.
 export const APPROVAL_FIELD = "mom.approval";
 
-/** A person as a pill: a link to their user id, which Matrix clients show as their name. */
-const pill = (userId: string) => `[${userId}](https://matrix.to/#/${userId})`;
-
 /**
  * Each message goes out as Markdown in `body` and as HTML in `formatted_body` (Matrix clients
  * render `org.matrix.custom.html`, which covers everything Markdown produces).
@@ -17,7 +14,8 @@ export const matrixDialect = markdownDialect({
   limit: MATRIX_MESSAGE_LIMIT,
   // The prompt gets a line saying how to decide.
   promptLimit: MATRIX_MESSAGE_LIMIT - ApprovalReactions.howTo.length - 2,
-  mention: pill,
+  // A person as a pill: a link to their user id, which Matrix clients show as their name.
+  mention: (userId) => `[${userId}](https://matrix.to/#/${userId})`,
 });
 
 /** The user ids a text pings (its pills), for `m.mentions`. */
