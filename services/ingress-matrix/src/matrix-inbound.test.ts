@@ -47,6 +47,14 @@ describe("matrix inbound", () => {
     expect(m?.text).toBe("@mom stop");
   });
 
+  it("a pill's name is rewritten where it stands as a word, not inside a longer word before it", () => {
+    const pill = (id: string, name: string) => `<a href="https://matrix.to/#/${id}">${name}</a>`;
+    expect(pillsAsUsernames("Edit the file, Ed", `Edit the file, ${pill("@ed:example.org", "Ed")}`)).toBe("Edit the file, @ed");
+    expect(pillsAsUsernames("momentum matters, mom", `momentum matters, ${pill("@mom:example.org", "mom")}`)).toBe("momentum matters, @mom");
+    // A name that is nowhere a word of the body (a client that wrote it otherwise) leaves the body as it is.
+    expect(pillsAsUsernames("Edit it", `Edit it ${pill("@ed:example.org", "Ed")}`)).toBe("Edit it");
+  });
+
   it("files: the filename, size and type, downloaded by their mxc URI; a body other than the filename is the caption; an encrypted file is not taken", async () => {
     const withCaption = toMatrixInbound("!r:x", ev({ msgtype: "m.image", body: "look at this", filename: "cat.png", url: "mxc://x/abc", info: { size: 3, mimetype: "image/png" } }), bot, { isDirect: true }, media);
     expect(withCaption).toMatchObject({ text: "look at this", files: [{ filename: "cat.png", size: 3, mimeType: "image/png" }], isMention: true, isDirect: true });

@@ -32,6 +32,9 @@ export function relationOf(content: Record<string, unknown>): Relation {
   return r && typeof r === "object" ? (r as Relation) : {};
 }
 
+/** `name` as a word: not inside a longer one (letters, digits, `_`); `$1` is what stands before it. */
+const asWord = (name: string, flags: string) => new RegExp(`(^|[^\\p{L}\\p{N}_])${RegExp.escape(name)}(?=$|[^\\p{L}\\p{N}_])`, flags);
+
 /** The localpart of `@ana:example.org`: "ana". */
 export function localpart(userId: string): string {
   return /^@([^:]+):/.exec(userId)?.[1] ?? userId;
@@ -53,7 +56,7 @@ export function pillsAsUsernames(body: string, html: string | undefined): string
     const [, id, name] = m;
     const at = `@${localpart(decodeURIComponent(id!))}`;
     if (out.startsWith(`${name}: `)) out = `${at} ${out.slice(name!.length + 2)}`;
-    else out = out.replace(name!, at);
+    else out = out.replace(asWord(name!, "u"), (_, before: string) => `${before}${at}`);
   }
   return out;
 }
@@ -81,7 +84,7 @@ export function mentionsBot(content: Record<string, unknown>, bot: BotIdentity):
   if (body.toLowerCase().includes(bot.userId.toLowerCase())) return true;
   if (html.includes(`matrix.to/#/${bot.userId}`) || html.includes(`matrix.to/#/${encodeURIComponent(bot.userId)}`)) return true;
   const name = bot.displayName?.trim();
-  return !!name && new RegExp(`(^|[^\\p{L}\\p{N}_])${RegExp.escape(name)}($|[^\\p{L}\\p{N}_])`, "iu").test(body);
+  return !!name && asWord(name, "iu").test(body);
 }
 
 /**
