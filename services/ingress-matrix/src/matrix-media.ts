@@ -1,4 +1,4 @@
-import { FileRefused, readDownload, waitOutRateLimits } from "@mom/ingress-sdk";
+import { type Downloaded, FileRefused, readDownload, waitOutRateLimits } from "@mom/ingress-sdk";
 import { type MomMatrixClient, retryAfterMs } from "./matrix-client.js";
 
 /**
@@ -12,14 +12,14 @@ export class MediaDownloads {
 
   constructor(private readonly client: MomMatrixClient) {}
 
-  download(mxc: string, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
+  download(mxc: string, maxBytes: number): Promise<Downloaded> {
     const m = /^mxc:\/\/([^/]+)\/([^/?#]+)$/.exec(mxc);
     if (!m) return Promise.reject(new FileRefused(`not a media URI: ${mxc}`));
     const serverAndId = `${encodeURIComponent(m[1]!)}/${encodeURIComponent(m[2]!)}`;
     return waitOutRateLimits(() => this.fetch(serverAndId, maxBytes), { retryAfterMs, limited: (waitMs) => this.client.limited(waitMs, mxc) });
   }
 
-  private async fetch(serverAndId: string, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
+  private async fetch(serverAndId: string, maxBytes: number): Promise<Downloaded> {
     for (;;) {
       const path = this.authenticated ? "client/v1/media" : "media/v3";
       const res = await fetch(`${this.client.homeserverUrl.replace(/\/+$/, "")}/_matrix/${path}/download/${serverAndId}`, { headers: { authorization: `Bearer ${this.client.accessToken}` } });
