@@ -49,6 +49,9 @@ describe("matrix sync store", () => {
     const blank = join(dir, "blank.json");
     writeFileSync(blank, "");
     expect(new SyncStore(blank).getSyncToken()).toBeNull();
+    const broken = join(dir, "broken.json");
+    writeFileSync(broken, '{"syncToken": "s4');
+    expect(() => new SyncStore(broken)).toThrow(`the matrix store ${broken} is not JSON`);
   });
 
   it("without a file, in memory only", () => {

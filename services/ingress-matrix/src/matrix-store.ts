@@ -22,8 +22,12 @@ export class SyncStore implements IStorageProvider {
     if (!file) return;
     mkdirSync(dirname(file), { recursive: true });
     const text = existsSync(file) ? readFileSync(file, "utf8") : "";
-    // A blank file (left by SimpleFsStorageProvider's crash) is read as it read it: nothing stored.
-    if (text.trim()) Object.assign(this.data, JSON.parse(text));
+    try {
+      // A blank file (left by SimpleFsStorageProvider's crash) is read as it read it: nothing stored.
+      if (text.trim()) Object.assign(this.data, JSON.parse(text));
+    } catch (err) {
+      throw new Error(`the matrix store ${file} is not JSON (${(err as Error).message}): fix or remove it`, { cause: err });
+    }
   }
 
   setSyncToken(syncToken: string | null): void {
