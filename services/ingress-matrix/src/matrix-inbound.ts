@@ -105,7 +105,7 @@ export function fileOf(content: Record<string, unknown>, fallbackName: string, m
   if (!mxc?.startsWith("mxc://")) return undefined;
   const info = (content.info && typeof content.info === "object" ? content.info : {}) as { size?: unknown; mimetype?: unknown };
   const filename = str(content.filename) || str(content.body) || fallbackName;
-  const download = (max: number) => media.download(mxc, max);
+  const download = (max: number, signal?: AbortSignal) => media.download(mxc, max, signal);
   return { filename, ...(typeof info.size === "number" && { size: info.size }), ...(typeof info.mimetype === "string" && { mimeType: info.mimetype }), download };
 }
 

@@ -12,17 +12,17 @@ export class MediaDownloads {
 
   constructor(private readonly client: MomMatrixClient) {}
 
-  download(mxc: string, maxBytes: number): Promise<Downloaded> {
+  download(mxc: string, maxBytes: number, signal?: AbortSignal): Promise<Downloaded> {
     const m = /^mxc:\/\/([^/]+)\/([^/?#]+)$/.exec(mxc);
     if (!m) return Promise.reject(new FileRefused(`not a media URI: ${mxc}`));
     const serverAndId = `${encodeURIComponent(m[1]!)}/${encodeURIComponent(m[2]!)}`;
-    return waitOutRateLimits(() => this.fetch(serverAndId, maxBytes), { retryAfterMs, limited: (waitMs) => this.client.limited(waitMs, mxc) });
+    return waitOutRateLimits(() => this.fetch(serverAndId, maxBytes, signal), { retryAfterMs, limited: (waitMs) => this.client.limited(waitMs, mxc) });
   }
 
-  private async fetch(serverAndId: string, maxBytes: number): Promise<Downloaded> {
+  private async fetch(serverAndId: string, maxBytes: number, signal: AbortSignal | undefined): Promise<Downloaded> {
     for (;;) {
       const path = this.authenticated ? "client/v1/media" : "media/v3";
-      const res = await fetch(`${this.client.homeserverUrl.replace(/\/+$/, "")}/_matrix/${path}/download/${serverAndId}`, { headers: { authorization: `Bearer ${this.client.accessToken}` } });
+      const res = await fetch(`${this.client.homeserverUrl.replace(/\/+$/, "")}/_matrix/${path}/download/${serverAndId}`, { headers: { authorization: `Bearer ${this.client.accessToken}` }, signal });
       if (res.ok) return readDownload(res, maxBytes);
       const err = await failure(res);
       if (!this.authenticated || err.errcode !== "M_UNRECOGNIZED") throw err;
