@@ -93,6 +93,32 @@ describe("InboundIntake (the inbound steps every ingress shares)", () => {
     expect(intake.take("a", "1", handle)).toBe(false); // handled now: a third delivery is a duplicate
   });
 
+  it("a redelivery while the message is still being handled waits for that handling, and fails with it", async () => {
+    const intake = new InboundIntake("Test", quiet);
+    let store!: () => void;
+    let fail!: (err: Error) => void;
+    const first = intake.handle("a", "1", () => new Promise<void>((resolve) => (store = resolve)));
+    const again = intake.handle("a", "1", async () => {
+      throw new Error("a redelivery is not handled twice");
+    });
+    let settled = false;
+    void again.then(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(settled).toBe(false); // not "known already" while the first is not stored
+    store();
+    expect(await first).toBe(true);
+    expect(await again).toBe(false);
+    expect(await intake.handle("a", "1", async () => {})).toBe(false); // stored: known at once
+
+    const failing = intake.handle("a", "2", () => new Promise<void>((_, reject) => (fail = reject)));
+    const resent = intake.handle("a", "2", async () => {});
+    await new Promise((r) => setTimeout(r, 10)); // the chat's queue has started it
+    fail(new Error("NATS unreachable"));
+    await expect(failing).rejects.toThrow("NATS unreachable");
+    await expect(resent).rejects.toThrow("NATS unreachable");
+    expect(await intake.handle("a", "2", async () => {})).toBe(true); // forgotten: the next delivery is handled
+  });
+
   it("catches a chat up ahead of what comes later, skipping messages taken already, and stops when told", async () => {
     const intake = new InboundIntake("Test", quiet);
     const done: string[] = [];

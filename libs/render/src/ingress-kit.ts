@@ -182,6 +182,8 @@ export async function decideApproval(
 export class InboundIntake {
   private readonly queue = new ChannelQueue();
   private readonly seen = new RecentIds();
+  /** Handlings not settled yet, by chat and id: a redelivery meanwhile waits for its outcome. */
+  private readonly inFlight = new Map<string, Promise<boolean>>();
 
   constructor(
     private readonly platform: string,
@@ -198,12 +200,15 @@ export class InboundIntake {
 
   /**
    * Like `take`, for a caller that waits: resolves true once `handle` is done, false when `id` was
-   * taken already; rejects with `handle`'s error (logged here, the id forgotten).
+   * taken already; rejects with `handle`'s error (logged here, the id forgotten). An `id` taken but
+   * not handled yet resolves false only once that handling is done, and rejects if it fails: a
+   * platform's redelivery (a webhook re-sent because its answer was late) must not be confirmed
+   * before the message it carries is stored.
    */
   handle(chat: string, id: string, handle: () => Promise<unknown>): Promise<boolean> {
     const key = `${chat}:${id}`;
-    if (!this.seen.add(key)) return Promise.resolve(false);
-    return this.queue.push(chat, handle).then(
+    if (!this.seen.add(key)) return this.inFlight.get(key)?.then(() => false) ?? Promise.resolve(false);
+    const handling = this.queue.push(chat, handle).then(
       () => true,
       (err: unknown) => {
         this.seen.delete(key);
@@ -211,6 +216,10 @@ export class InboundIntake {
         throw err;
       },
     );
+    this.inFlight.set(key, handling);
+    const settled = () => void this.inFlight.delete(key);
+    handling.then(settled, settled);
+    return handling;
   }
 
   /**
