@@ -61,6 +61,8 @@ export type { EventSurface, IngressDefinition, InboundPort, PlatformConnection, 
 // What platforms with webhooks or hand-written API clients need: an HTTP server for the posts,
 // rate limits waited out, files fetched (behind a token).
 export { replyText, serveWebhook, type WebhookServer, type WebhookServerOptions } from "./webhook-server.js";
+// The platform's acknowledgement (a webhook's 200, a polling offset) held until what it delivered is stored.
+export { type AbortSignalLike, HeldAcknowledgements, type HoldOptions, WEBHOOK_ACK_WITHIN_MS, whenStored } from "./held-acks.js";
 export { backoffMs, waitOutRateLimits } from "./rate-limits.js";
 export { type Downloaded, downloadFile, type DownloadOptions } from "./file-download.js";
 export { type RunningIngress, runIngress, startConfiguredIngress, startIngress, type StartIngressOptions } from "./start-ingress.js";

@@ -52,9 +52,11 @@ export interface InboundPort {
   /**
    * Hands one platform message to mom: once per (channel, id), in order per channel, after the
    * DM policy, with its files in the Object Store, published with the msg-id rule. Resolves true
-   * once handled (published, or refused by policy), false for a message already taken. Rejects
-   * when it could not be handled (logged by the shell; the id is forgotten, so the platform's
-   * redelivery is handled again): a webhook may answer the platform with an error then.
+   * once handled (published, or refused by policy), false for a message already taken (once that
+   * handling is done, if it still goes on). Rejects when it could not be handled (logged by the
+   * shell; the id is forgotten, so the platform's redelivery is handled again). A platform that
+   * acknowledges deliveries acknowledges one only once this settled (`whenStored`,
+   * `HeldAcknowledgements`), and asks for it again when it rejected.
    */
   receive(message: PlatformMessage): Promise<boolean>;
   /**
