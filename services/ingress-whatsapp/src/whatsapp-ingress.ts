@@ -1,4 +1,4 @@
-import { type IngressDefinition, parseApprovalButton, type PlatformConnection, type PlatformContext, type PlatformMessage, type WebhookServer } from "@mom/ingress-sdk";
+import { type IngressDefinition, parseApprovalButton, type PlatformConnection, type PlatformContext, type PlatformMessage, type WebhookServer, whenStored } from "@mom/ingress-sdk";
 import { GraphApi, WINDOW_CLOSED } from "./graph-api.js";
 import { WhatsAppSettings } from "./whatsapp-options.js";
 import { WhatsAppSurface, WindowClosedError } from "./whatsapp-surface.js";
@@ -43,8 +43,8 @@ export const whatsappIngress: IngressDefinition<typeof WhatsAppSettings> = {
   },
 };
 
-/** A verified webhook body: sends WhatsApp reports failed, and each message behind the earlier ones of its sender. */
-function onPost(ctx: Ctx, api: GraphApi, surface: WhatsAppSurface, body: unknown): void {
+/** A verified webhook body: sends WhatsApp reports failed, and each message behind the earlier ones of its sender; settles once all are stored. */
+function onPost(ctx: Ctx, api: GraphApi, surface: WhatsAppSurface, body: unknown): Promise<void> {
   for (const f of failedDeliveries(body)) {
     const why = f.errors.some((e) => e.code === WINDOW_CLOSED)
       ? new WindowClosedError(f.recipient).message
@@ -52,12 +52,10 @@ function onPost(ctx: Ctx, api: GraphApi, surface: WhatsAppSurface, body: unknown
     ctx.log.error({ messageId: f.messageId, to: f.recipient, errors: f.errors }, why);
     void ctx.inbound.undelivered(f.messageId, why);
   }
-  for (const w of webhookMessages(body)) {
-    if (w.phoneNumberId && w.phoneNumberId !== ctx.settings.phoneNumberId) continue;
-    surface.wrote(w.message.from, Number(w.message.timestamp) * 1000 || Date.now());
-    // Logged by the shell; Meta has its 200 already, and a post it re-sends is handled again.
-    void ctx.inbound.receiveInTurn(w.message.from, w.message.id, () => convert(ctx, api, surface, w)).catch(() => {});
-  }
+  const ours = webhookMessages(body).filter((w) => !w.phoneNumberId || w.phoneNumberId === ctx.settings.phoneNumberId);
+  for (const w of ours) surface.wrote(w.message.from, Number(w.message.timestamp) * 1000 || Date.now());
+  // Meta forgets a post answered 200 and re-sends one answered otherwise, for days: 200 only once stored.
+  return whenStored(ours.map((w) => ctx.inbound.receiveInTurn(w.message.from, w.message.id, () => convert(ctx, api, surface, w))));
 }
 
 /** In the message's turn: the read receipt, then an approval tap or the message to publish. */

@@ -10,9 +10,9 @@ const MAX_BODY = "1mb";
 
 /**
  * The one route Meta calls: GET to verify the URL, POST (signed) with changes; `accept` takes a
- * post whose signature checked out, parsed, after Meta has its 200. Resolves once listening.
+ * post whose signature checked out, parsed, and its rejection is answered with its `status`.
  */
-export function startWebhookServer(s: WhatsAppSettings, log: Logger, accept: (body: unknown) => void): Promise<WebhookServer> {
+export function startWebhookServer(s: WhatsAppSettings, log: Logger, accept: (body: unknown) => Promise<void>): Promise<WebhookServer> {
   /** Meta's handshake: echo `hub.challenge` when `hub.verify_token` is ours. */
   const verify = (q: URLSearchParams, res: ServerResponse) => {
     const mode = q.get("hub.mode");
@@ -36,7 +36,7 @@ export function startWebhookServer(s: WhatsAppSettings, log: Logger, accept: (bo
       log.warn({ err }, "signed webhook post is not JSON");
       return replyText(res, 400, "not JSON");
     }
-    accept(body);
+    await accept(body);
     replyText(res, 200, "ok");
   };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {

@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startRunner, type RunningService } from "@mom/agent-runner";
+import { Bus, busOptions } from "@mom/bus";
+import { createLogger, loadConfig } from "@mom/config";
+import { type FakeLlm, type FakeRequest, type FakeWhatsApp, freePort, spawnNatsServer, startFakeLlm, startFakeWhatsApp, type TestNats } from "@mom/testing";
+import { rmSync } from "node:fs";
+import { writeTestDataDir } from "../support/data-dir.js";
+import { inboundMessages } from "../support/inbound.js";
+import { ingressProcess, momBin } from "../support/ingress-process.js";
+import { sleep, until } from "../support/wait.js";
+
+// Meta forgets a webhook post it got a 200 for, and re-sends one that failed or timed out, for
+// days. So the WhatsApp ingress (`mom ingress wa`, its own process) answers a post only once its
+// messages are stored on the bus. With NATS down (nothing can be stored) a post is answered 503
+// after WEBHOOK_ACK_WITHIN_MS, never 200; Meta's re-send, held while the first store still
+// retries, dies with the ingress (kill -9); once NATS and the ingress are back, the next re-send
+// is answered 200 and the message is on the bus once and answered once. A post answered 503 whose
+// store lands afterwards is not stored or answered twice when Meta re-sends it (msg-id dedupe).
+
+const ADAPTER = "wa";
+const ANA = { waId: "4917000000201", name: "Ana Lopez" };
+/** The SDK's WEBHOOK_ACK_WITHIN_MS. */
+const ACK_WITHIN_MS = 5000;
+/** Long enough for a post to be answered 503, its re-send held, and the ingress killed meanwhile. */
+const NATS_DOWN_MS = ACK_WITHIN_MS + 4000;
+
+/** The marker of the person's text, answered back: `answer <marker>`. */
+function answering(req: FakeRequest) {
+  const asked = [...JSON.stringify(req.messages).matchAll(/ask (\w+)/g)].at(-1)?.[1];
+  return { text: asked ? `answer ${asked}` : "nothing asked" };
+}
+
+describe("WhatsApp ingress: a webhook post is answered 200 only once its messages are stored", () => {
+  let nats: TestNats;
+  let llm: FakeLlm;
+  let whatsapp: FakeWhatsApp;
+  let dataDir: string;
+  let bus: Bus;
+  let runner: RunningService;
+  let ingress: ReturnType<typeof ingressProcess>;
+
+  beforeAll(async () => {
+    nats = await spawnNatsServer();
+    llm = await startFakeLlm();
+    llm.setFallback(answering);
+    whatsapp = await startFakeWhatsApp();
+    const port = await freePort();
+    whatsapp.webhookUrl = `http://127.0.0.1:${port}/webhook`;
+    const adapter = { type: "whatsapp", accessToken: "env:WA_TOKEN", appSecret: "env:WA_SECRET", verifyToken: whatsapp.verifyToken, phoneNumberId: whatsapp.phoneNumberId, apiUrl: whatsapp.url, webhookPort: port };
+    dataDir = writeTestDataDir("mom-e2e-wa-ack-", nats, llm, { adapters: { [ADAPTER]: adapter }, log: { level: "info" } });
+    const env = { WA_TOKEN: whatsapp.accessToken, WA_SECRET: whatsapp.appSecret };
+    const loaded = loadConfig(dataDir, env, { adapters: [ADAPTER] });
+    const logger = createLogger("e2e-wa-ack", { level: "warn" });
+    bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
+    await bus.provision();
+    runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
+    ingress = ingressProcess({ args: () => [momBin, "ingress", ADAPTER, dataDir], env: () => ({ ...env, NATS_URL: "" }), ready: "whatsapp ingress receiving" });
+    await ingress.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await ingress?.kill?.();
+    await runner?.close();
+    await bus?.drain();
+    await whatsapp?.close();
+    await llm?.close();
+    await nats?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const answers = (id: string) => whatsapp.sentTo(ANA.waId).filter((m) => m.context === id && m.text?.startsWith("answer "));
+  const stored = async (id: string) => (await inboundMessages(bus)).filter((m) => m.channelId === ANA.waId && m.id === id).length;
+  /** Meta's re-send: the webhook's status, or "no answer" when the connection died. */
+  const resend = (id: string) => whatsapp.redeliver(id).catch(() => "no answer" as const);
+
+  it("NATS down: 503, not 200; the ingress killed while Meta's re-send waits; back up: the re-send is answered 200, stored once, answered once", async () => {
+    const hello = await whatsapp.say(ANA, { text: "ask hello" });
+    expect(hello.status).toBe(200);
+    await until("the answer to hello", async () => answers(hello.id).length === 1, 30_000);
+
+    const outage = nats.restart!(NATS_DOWN_MS);
+    await sleep(200);
+    const t0 = Date.now();
+    const during = await whatsapp.say(ANA, { text: "ask during" });
+    expect({ status: during.status, afterMs: Date.now() - t0 >= ACK_WITHIN_MS - 200 }).toEqual({ status: 503, afterMs: true });
+    // Meta posts it again: its first store still retries, so this post waits for it too, and the
+    // ingress dies meanwhile — a zone outage takes the pod with it.
+    const held = resend(during.id);
+    await sleep(1000);
+    await ingress.kill!();
+    expect(await held).toBe("no answer");
+    await outage;
+
+    await ingress.start();
+    const statuses: Array<number | string> = [];
+    await until("a re-send answered 200", async () => {
+      statuses.push(await resend(during.id));
+      return statuses.at(-1) === 200;
+    }, 30_000);
+    await until("the answer to the message of the outage", async () => answers(during.id).length > 0, 30_000);
+    expect(await resend(during.id)).toBe(200); // a later re-send of Meta's: known already
+    await sleep(2000); // an answer drawn twice would show by now
+    expect({ stored: await stored(during.id), answered: answers(during.id).length }).toEqual({ stored: 1, answered: 1 });
+  }, 120_000);
+
+  it("a post answered 503 whose store lands afterwards: Meta's re-send, to this process or after a kill -9, is answered 200 and changes nothing", async () => {
+    const outage = nats.restart!(ACK_WITHIN_MS + 1500);
+    await sleep(200);
+    const late = await whatsapp.say(ANA, { text: "ask late" });
+    expect(late.status).toBe(503);
+    await outage;
+    // The handling went on after the 503 and stores the message once NATS is back.
+    await until("the message of the 503 stored", async () => (await stored(late.id)) === 1, 30_000);
+    expect(await resend(late.id)).toBe(200);
+    await ingress.kill!();
+    await ingress.start();
+    expect(await resend(late.id)).toBe(200); // a new process: JetStream's duplicate window drops the copy
+    await until("the answer to it", async () => answers(late.id).length > 0, 30_000);
+    await sleep(2000);
+    expect({ stored: await stored(late.id), answered: answers(late.id).length }).toEqual({ stored: 1, answered: 1 });
+  }, 120_000);
+});
