@@ -1,5 +1,5 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { downloadFile, type IngressDefinition, metrics, parseApprovalButton, type PlatformContext } from "@mom/ingress-sdk";
+import { downloadFile, type IngressDefinition, metrics, parseApprovalButton, type PlatformContext, whenStored } from "@mom/ingress-sdk";
 import { Bot, type Context, GrammyError } from "grammy";
 import type { Message } from "grammy/types";
 import { type BotIdentity, senderOf, type TelegramFile, toTelegramInbound } from "./telegram-inbound.js";
@@ -38,7 +38,12 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
       throw new Error(`telegram adapter "${adapter}": ${why} (getMe: ${(err as Error).message})`, { cause: err });
     }
     const me: BotIdentity = { id: bot.botInfo.id, username: bot.botInfo.username };
-    bot.on("message", (c) => onMessage(ctx, bot, me, c.message, (handled) => held?.track(c.update.update_id, handled)));
+    bot.on("message", (c) => {
+      const handled = onMessage(ctx, bot, me, c.message);
+      // Polling: the offset waits for it (HeldUpdates); webhook: the post's answer does.
+      if (handled && held) held.track(c.update.update_id, handled);
+      else if (handled) return whenStored([handled]);
+    });
     bot.on("callback_query:data", (c) => onButton(ctx, c));
     // A failing handler is logged; receiving goes on.
     bot.catch((err) => log.error({ err: err.error, updateId: err.ctx.update.update_id }, `telegram update handling failed: ${(err.error as Error)?.message ?? err.error}`));
@@ -64,17 +69,14 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
 };
 
 /**
- * Not awaited by grammY beyond queueing: a slow download must not hold the other chats of the
- * batch. `track` gets the handling, which holds Telegram's offset (and the next batch) behind it
- * (HeldUpdates), so a message not stored yet is not confirmed to Telegram.
+ * The message's handling (undefined for none), which Telegram must not be told is done before it
+ * settled; with polling it is not awaited, so a slow download does not hold the batch's other chats.
  */
-function onMessage(ctx: PlatformContext<TelegramSettings>, bot: Bot, me: BotIdentity, msg: Message, track: (handled: Promise<unknown>) => void): void {
+function onMessage(ctx: PlatformContext<TelegramSettings>, bot: Bot, me: BotIdentity, msg: Message): Promise<boolean> | undefined {
   if (msg.from?.id === me.id) return;
   const m = toTelegramInbound(msg, me, (f) => (max) => download(ctx.settings, bot, f, max));
   if (!m) return;
-  const handled = ctx.inbound.receive({ ...m, refuse: (text) => bot.api.sendMessage(msg.chat.id, text) });
-  track(handled);
-  handled.catch(() => {}); // logged by the shell; with long polling Telegram sends it again (HeldUpdates)
+  return ctx.inbound.receive({ ...m, refuse: (text) => bot.api.sendMessage(msg.chat.id, text) });
 }
 
 /** getFile, then the bytes from the Bot API's file endpoint. */

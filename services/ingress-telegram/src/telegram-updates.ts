@@ -1,4 +1,4 @@
-import { FailureWatch, type PlatformConnection, serveWebhook } from "@mom/ingress-sdk";
+import { type AbortSignalLike, FailureWatch, HeldAcknowledgements, type PlatformConnection, serveWebhook } from "@mom/ingress-sdk";
 import { type Bot, type Transformer, webhookCallback } from "grammy";
 import type { Logger } from "pino";
 import type { TelegramSettings } from "./telegram-options.js";
@@ -46,47 +46,14 @@ export function getUpdatesHealth(log: Logger): { transformer: Transformer; probl
  * the next batch is fetched only once this one is stored, so a file that takes long to download
  * delays the messages that come after it (the messages of one batch are still handled at once).
  */
-export class HeldUpdates {
-  private readonly pending = new Map<number, Promise<void>>();
-  private readonly failed = new Set<number>();
-  private stopping = false;
-
-  constructor(private readonly log: Logger) {}
-
-  /** `handled` settles once the update's message is stored (or refused, or known already); a rejection sends it again. */
-  track(updateId: number, handled: Promise<unknown>): void {
-    this.failed.delete(updateId);
-    const settled = handled.then(
-      () => void this.pending.delete(updateId),
-      () => {
-        this.pending.delete(updateId);
-        this.failed.add(updateId);
-      },
-    );
-    this.pending.set(updateId, settled);
-  }
-
-  /** At shutdown getUpdates no longer waits: it confirms only what is stored, the rest stays with Telegram for the next process. */
-  stop(): void {
-    this.stopping = true;
+export class HeldUpdates extends HeldAcknowledgements<number> {
+  constructor(private readonly log: Logger) {
+    super({ log, holding: "holding Telegram updates whose messages are not stored yet: not confirming them to Telegram, and fetching no more, until they are" });
   }
 
   /** The offset a getUpdates asking for `requested` may send. */
-  async offset(requested: number, signal?: { readonly aborted: boolean; addEventListener(type: "abort", listener: () => void, o?: { once?: boolean }): void }): Promise<number> {
-    const unsettled = () => [...this.pending].filter(([id]) => id < requested);
-    if (!this.stopping && unsettled().length > 0 && !signal?.aborted) {
-      const started = Date.now();
-      const loud = setTimeout(
-        () => this.log.warn({ updates: unsettled().map(([id]) => id) }, "holding Telegram updates whose messages are not stored yet: not confirming them to Telegram, and fetching no more, until they are"),
-        2000,
-      );
-      const aborted = new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve(), { once: true }));
-      await Promise.race([Promise.all(unsettled().map(([, p]) => p)), aborted]);
-      clearTimeout(loud);
-      if (Date.now() - started > 2000) this.log.info({ heldMs: Date.now() - started }, "held Telegram updates stored; fetching again");
-    }
-    const held = [...unsettled().map(([id]) => id), ...[...this.failed].filter((id) => id < requested)];
-    for (const id of held) this.failed.delete(id); // Telegram sends them again; they are tracked anew
+  async offset(requested: number, signal?: AbortSignalLike): Promise<number> {
+    const held = await this.unstored((id) => id < requested, { signal });
     if (held.length === 0) return requested;
     const offset = Math.min(...held);
     this.log.warn({ offset, requested }, "asking Telegram again for updates whose messages could not be stored");
@@ -124,11 +91,13 @@ export async function startPolling(bot: Bot, opts: TelegramSettings, log: Logger
 /**
  * Webhook mode: an HTTP server whose every path takes Telegram's posts (a wrong or missing
  * X-Telegram-Bot-Api-Secret-Token is refused with 401 by grammY), and `setWebhook` pointing
- * Telegram at `webhookUrl`.
+ * Telegram at `webhookUrl`. A post is answered once its handler settled, 500 when it failed (then
+ * Telegram sends it again and holds the chat's later updates meanwhile); grammY's own timeout
+ * (10 s) throws rather than answer 200 for an update not stored.
  */
 export async function startWebhook(bot: Bot, opts: TelegramSettings & { webhookUrl: string; adapter: string }, log: Logger): Promise<UpdateSource> {
   if (!opts.webhookSecret) throw new Error(`telegram adapter "${opts.adapter}": webhookUrl needs webhookSecret, or anyone could post updates`);
-  const handle = webhookCallback(bot, "http", { secretToken: opts.webhookSecret, onTimeout: "return" });
+  const handle = webhookCallback(bot, "http", { secretToken: opts.webhookSecret });
   const http = await serveWebhook({ port: opts.webhookPort ?? 8080, host: opts.webhookHost ?? "0.0.0.0", log, handle: (req, res) => handle(req, res) });
   await bot.api.setWebhook(opts.webhookUrl, { secret_token: opts.webhookSecret, allowed_updates: [...ALLOWED_UPDATES] });
   return {
