@@ -3,7 +3,8 @@ import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus, busOptions } from "@mom/bus";
 import { createLogger, loadConfig } from "@mom/config";
 import { type FakeLlm, type FakeRequest, type FakeWhatsApp, freePort, spawnNatsServer, startFakeLlm, startFakeWhatsApp, type TestNats } from "@mom/testing";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { writeTestDataDir } from "../support/data-dir.js";
 import { inboundMessages } from "../support/inbound.js";
 import { ingressProcess, momBin } from "../support/ingress-process.js";
@@ -15,7 +16,9 @@ import { sleep, until } from "../support/wait.js";
 // after WEBHOOK_ACK_WITHIN_MS, never 200; Meta's re-send, held while the first store still
 // retries, dies with the ingress (kill -9); once NATS and the ingress are back, the next re-send
 // is answered 200 and the message is on the bus once and answered once. A post answered 503 whose
-// store lands afterwards is not stored or answered twice when Meta re-sends it (msg-id dedupe).
+// store lands afterwards is not stored or answered twice when Meta re-sends it (msg-id dedupe);
+// one re-sent after JetStream's duplicate window lands twice on the bus but is answered and logged
+// once (the runner knows the message id).
 
 const ADAPTER = "wa";
 const ANA = { waId: "4917000000201", name: "Ana Lopez" };
@@ -23,6 +26,8 @@ const ANA = { waId: "4917000000201", name: "Ana Lopez" };
 const ACK_WITHIN_MS = 5000;
 /** Long enough for a post to be answered 503, its re-send held, and the ingress killed meanwhile. */
 const NATS_DOWN_MS = ACK_WITHIN_MS + 4000;
+/** JetStream's duplicate window here (2 minutes by default; Meta re-sends for days). */
+const DUPLICATE_WINDOW_S = 15;
 
 /** The marker of the person's text, answered back: `answer <marker>`. */
 function answering(req: FakeRequest) {
@@ -47,7 +52,8 @@ describe("WhatsApp ingress: a webhook post is answered 200 only once its message
     const port = await freePort();
     whatsapp.webhookUrl = `http://127.0.0.1:${port}/webhook`;
     const adapter = { type: "whatsapp", accessToken: "env:WA_TOKEN", appSecret: "env:WA_SECRET", verifyToken: whatsapp.verifyToken, phoneNumberId: whatsapp.phoneNumberId, apiUrl: whatsapp.url, webhookPort: port };
-    dataDir = writeTestDataDir("mom-e2e-wa-ack-", nats, llm, { adapters: { [ADAPTER]: adapter }, log: { level: "info" } });
+    const streams = { maxAgeHours: 1, duplicateWindowSeconds: DUPLICATE_WINDOW_S, replicas: 1 };
+    dataDir = writeTestDataDir("mom-e2e-wa-ack-", nats, llm, { adapters: { [ADAPTER]: adapter }, log: { level: "info" }, nats: { url: nats.url, namespace: nats.namespace, streams } });
     const env = { WA_TOKEN: whatsapp.accessToken, WA_SECRET: whatsapp.appSecret };
     const loaded = loadConfig(dataDir, env, { adapters: [ADAPTER] });
     const logger = createLogger("e2e-wa-ack", { level: "warn" });
@@ -118,5 +124,22 @@ describe("WhatsApp ingress: a webhook post is answered 200 only once its message
     await until("the answer to it", async () => answers(late.id).length > 0, 30_000);
     await sleep(2000);
     expect({ stored: await stored(late.id), answered: answers(late.id).length }).toEqual({ stored: 1, answered: 1 });
+  }, 120_000);
+
+  it("Meta's re-send after JetStream's duplicate window, to a new process: a second copy on the bus, still answered once and logged once", async () => {
+    const first = await whatsapp.say(ANA, { text: "ask again" });
+    expect(first.status).toBe(200);
+    await until("the answer to it", async () => answers(first.id).length > 0, 30_000);
+    await sleep(DUPLICATE_WINDOW_S * 1000 + 1000);
+    await ingress.kill!();
+    await ingress.start();
+    expect(await resend(first.id)).toBe(200);
+    await until("the copy on the bus", async () => (await stored(first.id)) === 2, 30_000);
+    await sleep(3000); // a second answer would show by now
+    const logged = readFileSync(join(dataDir, "workspace/channels", ADAPTER, ANA.waId, "log.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .filter((l) => (JSON.parse(l) as { id: string }).id === first.id);
+    expect({ answered: answers(first.id).length, logged: logged.length }).toEqual({ answered: 1, logged: 1 });
   }, 120_000);
 });
