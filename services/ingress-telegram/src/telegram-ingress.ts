@@ -74,17 +74,17 @@ export const telegramIngress: IngressDefinition<typeof TelegramSettings> = {
  */
 function onMessage(ctx: PlatformContext<TelegramSettings>, bot: Bot, me: BotIdentity, msg: Message): Promise<boolean> | undefined {
   if (msg.from?.id === me.id) return;
-  const m = toTelegramInbound(msg, me, (f) => (max) => download(ctx.settings, bot, f, max));
+  const m = toTelegramInbound(msg, me, (f) => (max, signal) => download(ctx.settings, bot, f, max, signal));
   if (!m) return;
   return ctx.inbound.receive({ ...m, refuse: (text) => bot.api.sendMessage(msg.chat.id, text) });
 }
 
 /** getFile, then the bytes from the Bot API's file endpoint. */
-async function download(s: TelegramSettings, bot: Bot, f: TelegramFile, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType?: string }> {
+async function download(s: TelegramSettings, bot: Bot, f: TelegramFile, maxBytes: number, signal?: AbortSignal): Promise<{ bytes: Uint8Array; mimeType?: string }> {
   const file = await bot.api.getFile(f.fileId);
   if (!file.file_path) throw new Error("Telegram gave no file path (files over 20 MB cannot be downloaded by bots)");
   const root = s.apiUrl ?? "https://api.telegram.org";
-  return downloadFile(`${root}/file/bot${s.botToken}/${file.file_path}`, maxBytes);
+  return downloadFile(`${root}/file/bot${s.botToken}/${file.file_path}`, maxBytes, { signal });
 }
 
 /** Allow once / Deny -> the decision; a non-approver is told so in an alert only they see. */

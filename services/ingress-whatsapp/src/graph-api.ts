@@ -71,8 +71,8 @@ export class GraphApi {
   }
 
   /** A media id -> its bytes (the URL Meta gives needs the token too). */
-  async download(mediaId: string, maxBytes: number): Promise<Downloaded> {
+  async download(mediaId: string, maxBytes: number, signal?: AbortSignal): Promise<Downloaded> {
     const info = await this.call<{ url: string; mime_type?: string }>(mediaId, { method: "GET" });
-    return downloadFile(info.url, maxBytes, { token: this.s.accessToken, ...(info.mime_type && { mimeType: info.mime_type }) });
+    return downloadFile(info.url, maxBytes, { token: this.s.accessToken, signal, ...(info.mime_type && { mimeType: info.mime_type }) });
   }
 }

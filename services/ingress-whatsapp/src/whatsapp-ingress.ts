@@ -64,7 +64,7 @@ async function convert(ctx: Ctx, api: GraphApi, surface: WhatsAppSurface, w: Web
   await api.markRead(w.message.id, false).catch((err: unknown) => log.warn({ err }, "could not send the read receipt"));
   const button = w.message.interactive?.button_reply;
   if (button) return void (await onButton(ctx, surface, w, button.id));
-  const m = toWhatsAppInbound(w, (mediaId, max) => api.download(mediaId, max));
+  const m = toWhatsAppInbound(w, (mediaId, max, signal) => api.download(mediaId, max, signal));
   if (!m) return void log.debug({ type: w.message.type }, "message kind mom does not read");
   // Delivered after the window it opened had closed (a webhook re-sent long after an outage): an
   // answer could not be sent, so it is kept in the channel's history but does not start a run.

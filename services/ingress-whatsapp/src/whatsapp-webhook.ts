@@ -89,7 +89,7 @@ function senderOf(waId: string, contact: { profile?: { name?: string } } | undef
  * chat with the business is a direct one, so every message addresses mom. Undefined for kinds mom
  * cannot read (reactions, locations, contacts, unsupported).
  */
-export function toWhatsAppInbound(w: WebhookMessage, download: (mediaId: string, maxBytes: number) => Promise<Downloaded>): PlatformMessage | undefined {
+export function toWhatsAppInbound(w: WebhookMessage, download: (mediaId: string, maxBytes: number, signal?: AbortSignal) => Promise<Downloaded>): PlatformMessage | undefined {
   const m = w.message;
   const kind = MEDIA_KINDS.find((k) => m[k]);
   const media = kind && m[kind];
@@ -104,6 +104,6 @@ export function toWhatsAppInbound(w: WebhookMessage, download: (mediaId: string,
     text,
     isMention: true,
     isDirect: true,
-    files: media ? [{ filename: filename!, ...(media.mime_type && { mimeType: media.mime_type }), download: (max: number) => download(media.id, max) }] : [],
+    files: media ? [{ filename: filename!, ...(media.mime_type && { mimeType: media.mime_type }), download: (max: number, signal?: AbortSignal) => download(media.id, max, signal) }] : [],
   };
 }
