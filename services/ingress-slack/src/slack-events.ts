@@ -1,7 +1,7 @@
 import { catchUpFromHistory, type PlatformContext, type PlatformMessage } from "@mom/ingress-sdk";
 import type { ConversationsHistoryResponse, WebClient } from "@slack/web-api";
 import type { SlackDirectory } from "./slack-directory.js";
-import { downloadSlackFile } from "./slack-files.js";
+import { slackFile } from "./slack-files.js";
 import { compareTs, isConversationMessage, type SlackMessageEvent, slackIds, toChannelMessage } from "./slack-inbound.js";
 import type { SlackSettings } from "./slack-options.js";
 
@@ -79,12 +79,7 @@ export class SlackEvents {
       names: { user: (id) => this.directory.users.get(id)?.username, channel: (id) => this.directory.channelName(id) },
       isDirect,
     });
-    const files = (ev.files ?? []).map((f) => ({
-      filename: f.name || f.title || f.id || "file",
-      ...(f.size !== undefined && { size: f.size }),
-      ...(f.mimetype && { mimeType: f.mimetype }),
-      download: (max: number, signal?: AbortSignal) => downloadSlackFile(f, this.ctx.settings.botToken, max, signal),
-    }));
+    const files = await Promise.all((ev.files ?? []).map((f) => slackFile(this.client, f, this.ctx.settings.botToken)));
     return { ...message, files, refuse: (text) => this.client.chat.postMessage({ channel: ev.channel, text }) };
   }
 }

@@ -3,8 +3,8 @@ import type { ConversationsHistoryResponse } from "@slack/web-api";
 
 type HistoryMessage = NonNullable<ConversationsHistoryResponse["messages"]>[number];
 
-/** A file as Slack describes it in a message (@slack/web-api's type). */
-export type SlackFile = NonNullable<HistoryMessage["files"]>[number];
+/** What mom reads of a file as Slack describes it (in a message, or files.info's). */
+export type SlackFile = Pick<NonNullable<HistoryMessage["files"]>[number], "id" | "name" | "title" | "size" | "mimetype" | "mode" | "file_access" | "url_private" | "url_private_download">;
 
 /** A `message` / `app_mention` event, or a message from conversations.history (with its channel). */
 export type SlackMessageEvent = Omit<HistoryMessage, "ts" | "channel"> & { ts: string; channel: string; channel_type?: string };

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import type { PlatformContext, PlatformMessage } from "@mom/ingress-sdk";
+import type { WebClient } from "@slack/web-api";
+import { createServer, type Server } from "node:http";
+import { pino } from "pino";
+import { SlackDirectory } from "./slack-directory.js";
+import { SlackEvents } from "./slack-events.js";
+import type { SlackMessageEvent } from "./slack-inbound.js";
+import type { SlackSettings } from "./slack-options.js";
+
+const BOT_TOKEN = "xoxb-test";
+const log = pino({ level: "silent" });
+const self = { userId: "U0MOM", botId: "B0MOM" };
+
+// Files as Slack serves them: only to the bot token.
+let server: Server;
+let base = "";
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    if (req.headers.authorization !== `Bearer ${BOT_TOKEN}`) return void res.writeHead(403).end();
+    res.writeHead(200, { "content-type": "application/pdf" }).end(`bytes of ${req.url}`);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+/** A fake Web API client: users by id (others: user_not_found), files.info by id; records the calls. */
+function fakeClient(o: { users?: Record<string, { name: string; is_bot?: boolean }>; files?: Record<string, object> } = {}) {
+  const calls: string[] = [];
+  const platformError = (error: string) => Object.assign(new Error(`An API error occurred: ${error}`), { code: "slack_webapi_platform_error", data: { ok: false, error } });
+  const client = {
+    users: {
+      info: async ({ user }: { user: string }) => {
+        calls.push(`users.info ${user}`);
+        const u = o.users?.[user];
+        if (!u) throw platformError("user_not_found");
+        return { ok: true, user: { id: user, ...u } };
+      },
+    },
+    files: {
+      info: async ({ file }: { file: string }) => {
+        calls.push(`files.info ${file}`);
+        const f = o.files?.[file];
+        if (!f) throw platformError("file_not_found");
+        return { ok: true, file: f };
+      },
+    },
+    chat: { postMessage: async () => ({ ok: true, ts: "9.9" }) },
+  };
+  return { client: client as unknown as WebClient, calls };
+}
+
+/** The SlackEvents of a fake context: what it hands the shell for one event. */
+async function converted(ev: SlackMessageEvent, client: WebClient): Promise<PlatformMessage | undefined> {
+  let out: Promise<PlatformMessage | undefined> | undefined;
+  const ctx = {
+    adapter: "slack",
+    settings: { botToken: BOT_TOKEN, appToken: "xapp-test" },
+    log,
+    inbound: {
+      receiveInTurn: async (_chat: string, _id: string, convert: () => Promise<PlatformMessage | undefined>) => {
+        out = convert();
+        await out;
+        return true;
+      },
+    },
+  } as unknown as PlatformContext<SlackSettings>;
+  new SlackEvents(ctx, client, new SlackDirectory(client, log), self).event(ev);
+  return out;
+}
+
+describe("SlackEvents", () => {
+  it("a file shared from another organization in a Slack Connect channel (a stub to check with files.info) is described and downloaded", async () => {
+    const { client, calls } = fakeClient({
+      users: { U0ANA: { name: "ana" } },
+      files: { F0EXT: { id: "F0EXT", name: "q3-report.pdf", title: "Q3 report", mimetype: "application/pdf", size: 20, mode: "hosted", url_private: `${base}/files-pri/T0OTHER-F0EXT/q3-report.pdf`, url_private_download: `${base}/files-pri/T0OTHER-F0EXT/download/q3-report.pdf` } },
+    });
+    const stub = { id: "F0EXT", mode: "file_access", file_access: "check_file_info", created: 0, timestamp: 0, user: "" };
+    const m = await converted({ type: "message", subtype: "file_share", channel: "C0SHARED", channel_type: "channel", ts: "1732184400.000100", user: "U0ANA", text: "<@U0MOM> summarize this", files: [stub] }, client);
+    expect(calls).toContain("files.info F0EXT");
+    expect(m!.files).toHaveLength(1);
+    const f = m!.files![0]!;
+    expect(f).toMatchObject({ filename: "q3-report.pdf", size: 20, mimeType: "application/pdf" });
+    const got = await f.download(1024);
+    expect(Buffer.from(got.bytes).toString()).toBe("bytes of /files-pri/T0OTHER-F0EXT/download/q3-report.pdf");
+  });
+
+  it("a Slack Connect file Slack will not describe is listed with why it cannot be had, and the message still goes", async () => {
+    const { client } = fakeClient({ users: { U0ANA: { name: "ana" } } });
+    const stub = { id: "F0GONE", mode: "file_access", file_access: "check_file_info", created: 0, timestamp: 0, user: "" };
+    const m = await converted({ type: "message", subtype: "file_share", channel: "C0SHARED", channel_type: "channel", ts: "1732184400.000200", user: "U0ANA", text: "look", files: [stub] }, client);
+    expect(m!.text).toBe("look");
+    await expect(m!.files![0]!.download(1024)).rejects.toThrow(/files\.info.*file_not_found/);
+  });
+});
