@@ -93,4 +93,12 @@ describe("SlackEvents", () => {
     expect(m!.text).toBe("look");
     await expect(m!.files![0]!.download(1024)).rejects.toThrow(/files\.info.*file_not_found/);
   });
+
+  it("a bot's message never starts a run, also when its user cannot be looked up (another organization's bot) or is not flagged a bot", async () => {
+    const { client } = fakeClient({ users: { U0HELPER: { name: "helper" } } });
+    const otherOrg = await converted({ type: "message", channel: "C0SHARED", channel_type: "channel", ts: "1732184400.000300", user: "U0EXTBOT", bot_id: "B0EXT", text: "<@U0MOM> ping" }, client);
+    expect(otherOrg).toMatchObject({ sender: { id: "U0EXTBOT", isBot: true }, isMention: false });
+    const app = await converted({ type: "message", channel: "D0HELPER", channel_type: "im", ts: "1732184400.000400", user: "U0HELPER", bot_id: "B0HELPER", text: "report ready" }, client);
+    expect(app).toMatchObject({ sender: { id: "U0HELPER", username: "helper", isBot: true }, isMention: false, isDirect: true });
+  });
 });

@@ -71,7 +71,9 @@ export class SlackEvents {
   /** One Slack message -> a message to mom; a refused DM is told in the conversation. */
   private async convert(ev: SlackMessageEvent): Promise<PlatformMessage | undefined> {
     if (!isConversationMessage(ev) || this.isOwn(ev)) return undefined;
-    const sender = ev.user ? await this.directory.users.resolve(ev.user) : { id: ev.bot_id ?? "unknown", username: ev.username || ev.bot_id || "bot", isBot: true };
+    const person = ev.user ? await this.directory.users.resolve(ev.user) : { id: ev.bot_id ?? "unknown", username: ev.username || ev.bot_id || "bot", isBot: true };
+    // An app's message carries its bot_id, whatever users.info says of its user (or cannot: another organization's).
+    const sender = ev.bot_id ? { ...person, isBot: true } : person;
     const isDirect = ev.channel_type === "im" || (ev.channel_type === undefined && this.directory.isIm(ev.channel));
     const message = toChannelMessage(ev, {
       botUserId: this.self.userId,
