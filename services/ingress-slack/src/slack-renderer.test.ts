@@ -19,6 +19,8 @@ interface Call {
   extra?: unknown;
 }
 
+const slackError = (error: string) => Object.assign(new Error(`An API error occurred: ${error}`), { code: "slack_webapi_platform_error", data: { ok: false, error } });
+
 /** A fake of the Web API client's calls the layout makes; records every call; `slowMs` delays each like a slow (or rate-limited) Slack. */
 function fakePoster(opts: { slowMs?: number; failPostsMatching?: RegExp } = {}) {
   const calls: Call[] = [];
@@ -44,7 +46,13 @@ function fakePoster(opts: { slowMs?: number; failPostsMatching?: RegExp } = {}) 
       return { ok: true };
     },
   };
+  // Reactions as Slack keeps them: adding one twice is already_reacted, removing one not there no_reaction.
+  const reactions = new Set<string>();
   const react = (add: boolean) => async ({ channel, timestamp: ts, name }: { channel: string; timestamp: string; name: string }) => {
+    const key = `${channel}:${ts}:${name}`;
+    if (reactions.has(key) === add) throw slackError(add ? "already_reacted" : "no_reaction");
+    if (add) reactions.add(key);
+    else reactions.delete(key);
     calls.push({ op: "react", channel, ts, at: Date.now(), extra: { name, add } });
     return { ok: true };
   };
@@ -193,6 +201,19 @@ describe("SlackRenderer", () => {
     expect(calls[3]).toMatchObject({ op: "post", text: ":hourglass_flowing_sand: working…" });
   });
 
+  it("a queued trigger drawn again after a restart (its reaction already there) still loses the reaction when its run starts", async () => {
+    const { api, calls } = fakePoster();
+    const before = renderer(api);
+    await before.handle("C1", ev("q2", { type: "run_queued", trigger: trigger("1699999999.000400"), position: 1 }));
+    // The ingress stopped before acking the event: the next one draws it again, then the run's start.
+    const after = renderer(api);
+    await after.handle("C1", ev("q2", { type: "run_queued", trigger: trigger("1699999999.000400"), position: 1 }));
+    await after.handle("C1", started("q2", undefined, "1699999999.000400"));
+    await after.close();
+    const reacts = calls.filter((c) => c.op === "react").map((c) => c.extra);
+    expect(reacts).toEqual([{ name: "hourglass_flowing_sand", add: true }, { name: "hourglass_flowing_sand", add: false }]);
+  });
+
   it("files are uploaded with their title; an expired one is reported instead", async () => {
     const { api, calls } = fakePoster();
     const r = renderer(api, { objects: { "s/C1/u/report.csv": new Uint8Array([1, 2, 3]) } });
@@ -221,7 +242,7 @@ describe("SlackRenderer", () => {
     const { api, chat, calls } = fakePoster();
     const update = chat.update.bind(chat);
     chat.update = async (args) => {
-      if (args.ts === calls[0]?.ts) throw Object.assign(new Error("An API error occurred: message_not_found"), { code: "slack_webapi_platform_error", data: { ok: false, error: "message_not_found" } });
+      if (args.ts === calls[0]?.ts) throw slackError("message_not_found");
       return update(args);
     };
     const r = renderer(api);

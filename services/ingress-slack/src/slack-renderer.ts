@@ -61,6 +61,9 @@ export function slackDialect(limit: number, toMrkdwn: (markdown: string) => stri
 
 const QUEUED_REACTION = "hourglass_flowing_sand";
 
+/** The Web API's error code of a failed call (`message_not_found`). */
+const slackError = (err: unknown) => (err as { data?: { error?: unknown } }).data?.error;
+
 /**
  * Slack's primitives for the SDK's ThreadedLayout, which draws a run (docs/slack.md): one main
  * message (`⏳ working…`, `⏳ → label`) that becomes the answer; finished tool calls, retries and
@@ -103,13 +106,16 @@ export class SlackSurface implements ThreadSurface<string, SlackPrompt> {
 
   /** chat.update of a message someone deleted: the answer is posted anew. */
   isGone(err: unknown): boolean {
-    return (err as { data?: { error?: unknown } }).data?.error === "message_not_found";
+    return slackError(err) === "message_not_found";
   }
 
   async markQueued(channel: string, ts: string, queued: boolean): Promise<void> {
     if (!isSlackTs(ts)) return;
     const reaction = { channel, timestamp: ts, name: QUEUED_REACTION };
-    await (queued ? this.api.reactions.add(reaction) : this.api.reactions.remove(reaction));
+    // Already so (the queued event drawn again after a restart) is done: the layout then knows to take it away.
+    await (queued ? this.api.reactions.add(reaction) : this.api.reactions.remove(reaction)).catch((err: unknown) => {
+      if (slackError(err) !== (queued ? "already_reacted" : "no_reaction")) throw err;
+    });
   }
 
   /** The arguments can be longer than one section: they are spread over several, never clipped. */
