@@ -74,11 +74,12 @@ export class SlackEvents {
     const person = ev.user ? await this.directory.users.resolve(ev.user) : { id: ev.bot_id ?? "unknown", username: ev.username || ev.bot_id || "bot", isBot: true };
     // An app's message carries its bot_id, whatever users.info says of its user (or cannot: another organization's).
     const sender = ev.bot_id ? { ...person, isBot: true } : person;
-    const isDirect = ev.channel_type === "im" || (ev.channel_type === undefined && this.directory.isIm(ev.channel));
+    // app_mention events and conversations.history say no channel_type; a DM's id starts with D.
+    const isDirect = ev.channel_type === "im" || (ev.channel_type === undefined && ev.channel.startsWith("D"));
     const message = toChannelMessage(ev, {
       botUserId: this.self.userId,
       sender,
-      names: { user: (id) => this.directory.users.get(id)?.username, channel: (id) => this.directory.channelName(id) },
+      names: { user: (id) => this.directory.users.get(id)?.username, channel: (id) => this.directory.channels.get(id) },
       isDirect,
     });
     const files = await Promise.all((ev.files ?? []).map((f) => slackFile(this.client, f, this.ctx.settings.botToken)));
