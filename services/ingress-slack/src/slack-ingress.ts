@@ -5,7 +5,7 @@ import { boltLogger } from "./bolt-logger.js";
 import { SlackDirectory } from "./slack-directory.js";
 import { SlackEvents } from "./slack-events.js";
 import type { SlackMessageEvent } from "./slack-inbound.js";
-import { DEFAULT_MESSAGE_LIMIT, DEFAULT_UPDATE_INTERVAL_MS, SlackSettings } from "./slack-options.js";
+import { SlackSettings } from "./slack-options.js";
 import { APPROVAL_ALLOW, APPROVAL_DENY, slackDialect, type SlackPrompt, SlackSurface } from "./slack-renderer.js";
 
 /**
@@ -51,8 +51,8 @@ export const slackIngress: IngressDefinition<typeof SlackSettings> = {
       log.error({ err }, `slack event handling failed: ${err.message}`);
     });
     return {
-      surface: new ThreadedLayout(new SlackSurface(client, slackDialect(s.messageLimit ?? DEFAULT_MESSAGE_LIMIT, toMrkdwn)), log),
-      editIntervalMs: DEFAULT_UPDATE_INTERVAL_MS,
+      surface: new ThreadedLayout(new SlackSurface(client, slackDialect(s.messageLimit ?? 3900, toMrkdwn)), log),
+      editIntervalMs: 1000, // at most one flush (main message and details) a second per run
       async start() {
         // Queued ahead of the live events that Socket Mode brings from now on.
         if (s.backfill !== false) await events.backfill();

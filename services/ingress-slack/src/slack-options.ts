@@ -26,6 +26,3 @@ export const SlackSettings = Type.Object({
   ),
 });
 export type SlackSettings = Static<typeof SlackSettings>;
-
-export const DEFAULT_MESSAGE_LIMIT = 3900;
-export const DEFAULT_UPDATE_INTERVAL_MS = 1000;
