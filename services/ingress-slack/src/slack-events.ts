@@ -5,12 +5,6 @@ import { slackFile } from "./slack-files.js";
 import { compareTs, isConversationMessage, type SlackMessageEvent, slackIds, toChannelMessage } from "./slack-inbound.js";
 import type { SlackSettings } from "./slack-options.js";
 
-/** Who mom is in the workspace (auth.test). */
-export interface SlackSelf {
-  userId: string;
-  botId: string;
-}
-
 /**
  * What people say in Slack, to the shell: Socket Mode events as they come, and on start what was
  * said while mom was away (backfill), each converted in its turn (user lookups take a Web API call).
@@ -20,7 +14,8 @@ export class SlackEvents {
     private readonly ctx: PlatformContext<SlackSettings>,
     private readonly client: WebClient,
     private readonly directory: SlackDirectory,
-    private readonly self: SlackSelf,
+    /** Who mom is in the workspace (auth.test). */
+    private readonly self: { userId: string; botId: string },
   ) {}
 
   /** A `message` or `app_mention` event. Not awaited by Bolt beyond queueing: a slow download must not hold the socket. */
