@@ -51,7 +51,7 @@ function fakeClient(o: { users?: Record<string, { name: string; is_bot?: boolean
   return { client: client as unknown as WebClient, calls };
 }
 
-/** The SlackEvents of a fake context: what it hands the shell for one event. */
+/** The SlackEvents of a fake context (knowing mom's own name): what it hands the shell for one event. */
 async function converted(ev: SlackMessageEvent, client: WebClient): Promise<PlatformMessage | undefined> {
   let out: Promise<PlatformMessage | undefined> | undefined;
   const ctx = {
@@ -66,11 +66,42 @@ async function converted(ev: SlackMessageEvent, client: WebClient): Promise<Plat
       },
     },
   } as unknown as PlatformContext<SlackSettings>;
-  new SlackEvents(ctx, client, new SlackDirectory(client, log), self).event(ev);
+  const directory = new SlackDirectory(client, log);
+  directory.users.learn({ id: self.userId, username: "mom", isBot: true }); // as users.list on start would
+  new SlackEvents(ctx, client, directory, self).event(ev);
   return out;
 }
 
 describe("SlackEvents", () => {
+  const people = { U0ALICE: { name: "alice", profile: { display_name: "Alice" } }, U0MOM: { name: "mom", is_bot: true }, U0OTHER: { name: "otherbot", is_bot: true } };
+
+  it("a channel mention: id = ts, text with @names, rawText as sent, no replyTo at top level", async () => {
+    const { client } = fakeClient({ users: people });
+    const { files, refuse, ...m } = (await converted({ type: "app_mention", channel: "C1", ts: "1732184400.000100", user: "U0ALICE", text: "<@U0MOM> hi &amp; bye" }, client))!;
+    expect(m).toEqual({
+      id: "1732184400.000100",
+      channelId: "C1",
+      timestamp: "2024-11-21T10:20:00.000Z",
+      sender: { id: "U0ALICE", username: "alice", displayName: "Alice", isBot: false },
+      text: "@mom hi & bye",
+      rawText: "<@U0MOM> hi &amp; bye",
+      isMention: true,
+      isDirect: false,
+    });
+    expect(files).toEqual([]);
+    expect(refuse).toBeDefined();
+  });
+
+  it("thread replies answer in their thread; plain messages and other bots do not trigger", async () => {
+    const { client } = fakeClient({ users: people });
+    const said = (ev: Partial<SlackMessageEvent>) => converted({ type: "message", channel: "C1", channel_type: "channel", user: "U0ALICE", ...ev } as SlackMessageEvent, client);
+    expect(await said({ ts: "2.000002", thread_ts: "1.000001", text: "no mention" })).toMatchObject({ replyTo: "1.000001", isMention: false });
+    expect((await said({ ts: "1.000001", thread_ts: "1.000001", text: "<@U0MOM>" }))!.replyTo).toBeUndefined();
+    expect((await said({ ts: "3.0", user: "U0OTHER", text: "<@U0MOM|mom> loop?" }))!.isMention).toBe(false);
+    expect(await said({ channel: "D1", channel_type: "im", ts: "4.0", text: "hello" })).toMatchObject({ isMention: true, isDirect: true });
+    expect(await said({ channel: "D1", channel_type: undefined, ts: "5.0", text: "from the history" })).toMatchObject({ isMention: true, isDirect: true });
+  });
+
   it("a file shared from another organization in a Slack Connect channel (a stub to check with files.info) is described and downloaded", async () => {
     const { client, calls } = fakeClient({
       users: { U0ANA: { name: "ana" } },

@@ -1,8 +1,8 @@
-import { catchUpFromHistory, type PlatformContext, type PlatformMessage } from "@mom/ingress-sdk";
+import { catchUpFromHistory, mrkdwnToText, type PlatformContext, type PlatformMessage } from "@mom/ingress-sdk";
 import type { ConversationsHistoryResponse, WebClient } from "@slack/web-api";
 import type { SlackDirectory } from "./slack-directory.js";
 import { slackFile } from "./slack-files.js";
-import { compareTs, isConversationMessage, type SlackMessageEvent, slackIds, toChannelMessage } from "./slack-inbound.js";
+import { compareTs, isConversationMessage, type SlackMessageEvent, slackIds, tsToIso } from "./slack-inbound.js";
 import type { SlackSettings } from "./slack-options.js";
 
 /**
@@ -63,7 +63,11 @@ export class SlackEvents {
     return (!!ev.user && ev.user === this.self.userId) || (!!ev.bot_id && ev.bot_id === this.self.botId);
   }
 
-  /** One Slack message -> a message to mom; a refused DM is told in the conversation. */
+  /**
+   * One Slack message -> a message to mom: id = ts (unique in the channel), `<@U…>` -> `@name` in
+   * `text` with the original in `rawText`, a thread reply answered in its thread (`replyTo`). It
+   * addresses mom when it is a DM or mentions her; a bot's never does. A refused DM is told there.
+   */
   private async convert(ev: SlackMessageEvent): Promise<PlatformMessage | undefined> {
     if (!isConversationMessage(ev) || this.isOwn(ev)) return undefined;
     const person = ev.user ? await this.directory.users.resolve(ev.user) : { id: ev.bot_id ?? "unknown", username: ev.username || ev.bot_id || "bot", isBot: true };
@@ -71,13 +75,20 @@ export class SlackEvents {
     const sender = ev.bot_id ? { ...person, isBot: true } : person;
     // app_mention events and conversations.history say no channel_type; a DM's id starts with D.
     const isDirect = ev.channel_type === "im" || (ev.channel_type === undefined && ev.channel.startsWith("D"));
-    const message = toChannelMessage(ev, {
-      botUserId: this.self.userId,
+    const raw = ev.text ?? "";
+    const mentionsMom = raw.includes(`<@${this.self.userId}>`) || raw.includes(`<@${this.self.userId}|`);
+    return {
+      id: ev.ts,
+      channelId: ev.channel,
+      timestamp: tsToIso(ev.ts),
       sender,
-      names: { user: (id) => this.directory.users.get(id)?.username, channel: (id) => this.directory.channels.get(id) },
+      text: mrkdwnToText(raw, { user: (id) => this.directory.users.get(id)?.username, channel: (id) => this.directory.channels.get(id) }),
+      rawText: raw,
+      isMention: !sender.isBot && (isDirect || mentionsMom),
       isDirect,
-    });
-    const files = await Promise.all((ev.files ?? []).map((f) => slackFile(this.client, f, this.ctx.settings.botToken)));
-    return { ...message, files, refuse: (text) => this.client.chat.postMessage({ channel: ev.channel, text }) };
+      ...(ev.thread_ts && ev.thread_ts !== ev.ts && { replyTo: ev.thread_ts }),
+      files: await Promise.all((ev.files ?? []).map((f) => slackFile(this.client, f, this.ctx.settings.botToken))),
+      refuse: (text) => this.client.chat.postMessage({ channel: ev.channel, text }),
+    };
   }
 }

@@ -1,4 +1,4 @@
-import { type MissedMessages, mrkdwnToText, type PlatformMessage, type Sender, type SlackNames } from "@mom/ingress-sdk";
+import type { MissedMessages } from "@mom/ingress-sdk";
 import type { ConversationsHistoryResponse } from "@slack/web-api";
 
 type HistoryMessage = NonNullable<ConversationsHistoryResponse["messages"]>[number];
@@ -40,32 +40,3 @@ export function compareTs(a: string, b: string): number {
 
 /** Slack's ts among stored messages, and their order (the SDK's catchUpFromHistory). */
 export const slackIds: Pick<MissedMessages, "idOf" | "compare"> = { idOf: (m) => (typeof m.id === "string" && isSlackTs(m.id) ? m.id : undefined), compare: compareTs };
-
-export interface InboundContext {
-  botUserId: string;
-  sender: Sender;
-  names: SlackNames;
-  isDirect: boolean;
-}
-
-/**
- * A Slack message as a message to mom (its files are the caller's): id = ts (unique in the channel), `<@U…>` -> `@name` in
- * `text` with the original in `rawText`, thread replies answer in their thread (`replyTo`).
- * It addresses mom when it is a DM or mentions the bot; other bots never trigger a run.
- */
-export function toChannelMessage(ev: SlackMessageEvent, ctx: InboundContext): PlatformMessage {
-  const raw = ev.text ?? "";
-  const mentionsBot = raw.includes(`<@${ctx.botUserId}>`) || raw.includes(`<@${ctx.botUserId}|`);
-  return {
-    id: ev.ts,
-    channelId: ev.channel,
-    timestamp: tsToIso(ev.ts),
-    sender: ctx.sender,
-    text: mrkdwnToText(raw, ctx.names),
-    rawText: raw,
-    isMention: !ctx.sender.isBot && (ctx.isDirect || mentionsBot),
-    isDirect: ctx.isDirect,
-    ...(ev.thread_ts && ev.thread_ts !== ev.ts && { replyTo: ev.thread_ts }),
-  };
-}
-
