@@ -30,11 +30,7 @@ export class SlackEvents {
     const { backfillAnswerWindowMs } = this.ctx.settings;
     return catchUpFromHistory(this.ctx, {
       ...slackIds,
-      after: async (channel, after) => {
-        const out: Array<PlatformMessage | undefined> = [];
-        for (const ev of await this.missed(channel, after)) out.push(await this.convert(ev));
-        return out;
-      },
+      after: async (channel, after) => Promise.all((await this.missed(channel, after)).map((ev) => this.convert(ev))),
       ...(backfillAnswerWindowMs !== undefined && { answerWindowMs: backfillAnswerWindowMs }),
     });
   }
