@@ -44,9 +44,7 @@ export class SlackEvents {
     const missed: SlackMessageEvent[] = [];
     let pages = 0;
     for await (const page of this.client.paginate("conversations.history", { channel, oldest: after, inclusive: false, limit: 200 })) {
-      for (const m of (page as ConversationsHistoryResponse).messages ?? []) {
-        if (m.ts && compareTs(m.ts, after) > 0) missed.push({ ...m, ts: m.ts, channel });
-      }
+      for (const m of (page as ConversationsHistoryResponse).messages ?? []) if (m.ts) missed.push({ ...m, ts: m.ts, channel });
       if (++pages >= 20) {
         this.ctx.log.warn({ channel, pages }, "backfill stopped at its page limit; older missed messages are skipped");
         break;
