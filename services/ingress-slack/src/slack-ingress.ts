@@ -41,15 +41,12 @@ export const slackIngress: IngressDefinition<typeof SlackSettings> = {
 
     const toMrkdwn = (md: string) => markdownToMrkdwn(md, { userIdFor: (name) => directory.users.idOf(name) });
     const events = new SlackEvents(ctx, client, directory, self);
-    app.event("message", async ({ event }) => events.event(event as unknown as SlackMessageEvent));
-    app.event("app_mention", async ({ event }) => events.event(event as unknown as SlackMessageEvent));
+    for (const type of ["message", "app_mention"] as const) app.event(type, async ({ event }) => events.event(event as unknown as SlackMessageEvent));
     app.action<BlockButtonAction>({ action_id: new RegExp(`^(${APPROVAL_ALLOW}|${APPROVAL_DENY})$`) }, async ({ ack, body, action }) => {
       await ack();
       await onApprovalClick(ctx, client, directory, body, action);
     });
-    app.error(async (err) => {
-      log.error({ err }, `slack event handling failed: ${err.message}`);
-    });
+    app.error(async (err) => log.error({ err }, `slack event handling failed: ${err.message}`));
     return {
       surface: new ThreadedLayout(new SlackSurface(client, slackDialect(s.messageLimit ?? 3900, toMrkdwn)), log),
       editIntervalMs: 1000, // at most one flush (main message and details) a second per run
