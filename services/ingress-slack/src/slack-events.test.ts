@@ -125,6 +125,13 @@ describe("SlackEvents", () => {
     await expect(m!.files![0]!.download(1024)).rejects.toThrow(/files\.info.*file_not_found/);
   });
 
+  it("an edit is no message: the app_mention Slack sends again when a message mentioning mom is edited is not taken", async () => {
+    const { client } = fakeClient({ users: people });
+    // Said hours ago in a thread while mom was away (threads are not backfilled), its typo fixed now.
+    const edit = { type: "app_mention", channel: "C1", ts: "1732184400.000500", thread_ts: "1732184000.000100", user: "U0ALICE", text: "<@U0MOM> deploy staging please", edited: { user: "U0ALICE", ts: "1732198800.000000" } };
+    expect(await converted(edit, client)).toBeUndefined();
+  });
+
   it("a bot's message never starts a run, also when its user cannot be looked up (another organization's bot) or is not flagged a bot", async () => {
     const { client } = fakeClient({ users: { U0HELPER: { name: "helper" } } });
     const otherOrg = await converted({ type: "message", channel: "C0SHARED", channel_type: "channel", ts: "1732184400.000300", user: "U0EXTBOT", bot_id: "B0EXT", text: "<@U0MOM> ping" }, client);

@@ -20,7 +20,8 @@ export class SlackEvents {
 
   /** A `message` or `app_mention` event. Not awaited by Bolt beyond queueing: a slow download must not hold the socket. */
   event(ev: SlackMessageEvent): void {
-    if (!isConversationMessage(ev) || this.isOwn(ev)) return;
+    // Slack sends app_mention again when a message mentioning mom is edited (`edited`): an edit is no message.
+    if (!isConversationMessage(ev) || this.isOwn(ev) || ev.edited) return;
     // app_mention + message for one mention, and Slack's retries: the shell takes each once.
     void this.ctx.inbound.receiveInTurn(ev.channel, ev.ts, () => this.convert(ev)).catch(() => {});
   }
