@@ -186,6 +186,25 @@ describe("SlackRenderer", () => {
     expect(deleted.sort()).toEqual(posted.sort());
   });
 
+  it("a silent run whose progress message someone deleted still deletes its details", async () => {
+    const { api, chat, calls } = fakePoster();
+    const del = chat.delete.bind(chat);
+    chat.delete = async (args) => {
+      if (args.ts === calls[0]?.ts) throw slackError("message_not_found");
+      return del(args);
+    };
+    const r = renderer(api, { interval: 10 });
+    await r.handle("C1", started("r10"));
+    await r.handle("C1", toolStart("r10", 1));
+    await r.handle("C1", toolEnd("r10", 1));
+    await sleep(60);
+    await r.handle("C1", ended("r10", { silent: true, finalText: "" }));
+    await r.close();
+    const details = calls.filter((c) => c.op === "post" && c.thread === calls[0]!.ts).map((c) => c.ts);
+    expect(details).toHaveLength(1);
+    expect(calls.filter((c) => c.op === "delete").map((c) => c.ts)).toEqual(details);
+  });
+
   it("queued runs get a reaction that goes away when they start; rejected ones get a reply", async () => {
     const { api, calls } = fakePoster();
     const r = renderer(api);

@@ -64,6 +64,11 @@ const QUEUED_REACTION = "hourglass_flowing_sand";
 /** The Web API's error code of a failed call (`message_not_found`). */
 const slackError = (err: unknown) => (err as { data?: { error?: unknown } }).data?.error;
 
+/** For a call that fails with `done` when what it asks for is so already: that failure is success. */
+const unless = (done: string) => (err: unknown) => {
+  if (slackError(err) !== done) throw err;
+};
+
 /**
  * Slack's primitives for the SDK's ThreadedLayout, which draws a run (docs/slack.md): one main
  * message (`⏳ working…`, `⏳ → label`) that becomes the answer; finished tool calls, retries and
@@ -94,8 +99,9 @@ export class SlackSurface implements ThreadSurface<string, SlackPrompt> {
     await this.api.chat.update({ channel, ts, text: m.text });
   }
 
+  /** A message someone deleted already is gone as wanted (a silent run then deletes its details too). */
   async delete(channel: string, ts: string): Promise<void> {
-    await this.api.chat.delete({ channel, ts });
+    await this.api.chat.delete({ channel, ts }).catch(unless("message_not_found"));
   }
 
   /** files.uploadV2 into the channel (in the thread when there is one). */
@@ -113,9 +119,7 @@ export class SlackSurface implements ThreadSurface<string, SlackPrompt> {
     if (!isSlackTs(ts)) return;
     const reaction = { channel, timestamp: ts, name: QUEUED_REACTION };
     // Already so (the queued event drawn again after a restart) is done: the layout then knows to take it away.
-    await (queued ? this.api.reactions.add(reaction) : this.api.reactions.remove(reaction)).catch((err: unknown) => {
-      if (slackError(err) !== (queued ? "already_reacted" : "no_reaction")) throw err;
-    });
+    await (queued ? this.api.reactions.add(reaction) : this.api.reactions.remove(reaction)).catch(unless(queued ? "already_reacted" : "no_reaction"));
   }
 
   /** The arguments can be longer than one section: they are spread over several, never clipped. */
