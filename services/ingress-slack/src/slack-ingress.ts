@@ -1,6 +1,6 @@
-import { type IngressDefinition, markdownToMrkdwn, metrics, type PlatformContext, ThreadedLayout } from "@mom/ingress-sdk";
-import { App, type BlockButtonAction, type ButtonAction, SocketModeReceiver } from "@slack/bolt";
-import { type WebClient, WebClientEvent } from "@slack/web-api";
+import { type IngressDefinition, markdownToMrkdwn, metrics, ThreadedLayout } from "@mom/ingress-sdk";
+import { App, type BlockButtonAction, SocketModeReceiver } from "@slack/bolt";
+import { WebClientEvent } from "@slack/web-api";
 import { boltLogger } from "./bolt-logger.js";
 import { SlackDirectory } from "./slack-directory.js";
 import { SlackEvents } from "./slack-events.js";
@@ -42,9 +42,21 @@ export const slackIngress: IngressDefinition<typeof SlackSettings> = {
     const toMrkdwn = (md: string) => markdownToMrkdwn(md, { userIdFor: (name) => directory.users.idOf(name) });
     const events = new SlackEvents(ctx, client, directory, self);
     for (const type of ["message", "app_mention"] as const) app.event(type, async ({ event }) => events.event(event as unknown as SlackMessageEvent));
+    // Allow once / Deny on an approval prompt; someone who may not decide is told privately, next to
+    // the prompt, before the decision goes onto the bus.
     app.action<BlockButtonAction>({ action_id: new RegExp(`^(${APPROVAL_ALLOW}|${APPROVAL_DENY})$`) }, async ({ ack, body, action }) => {
       await ack();
-      await onApprovalClick(ctx, client, directory, body, action);
+      if (!action.value) return;
+      const user = { id: body.user.id, username: body.user.username ?? body.user.name ?? (await directory.users.resolve(body.user.id)).username };
+      const channel = body.channel?.id ?? body.container?.channel_id;
+      const threadTs = body.container?.thread_ts;
+      const tell = async ({ refusal }: { refusal?: string }) =>
+        refusal && channel && client.chat.postEphemeral({ channel, user: user.id, text: refusal, ...(threadTs && { thread_ts: threadTs }) }).catch((err: unknown) => log.warn({ err }, "could not tell a non-approver"));
+      const m = body.message;
+      // The prompt as it is on screen, without its buttons: one of before a restart is closed the same way.
+      const prompt: SlackPrompt | undefined = m && { ts: m.ts, sections: ((m.blocks ?? []) as { type?: string }[]).filter((b) => b.type !== "actions") };
+      const click = { approvalId: action.value, decision: action.action_id === APPROVAL_ALLOW ? ("allow-once" as const) : ("deny" as const), user, ...(channel && { channel }), ...(prompt && { prompt: { ref: prompt, ...(m?.text && { text: m.text as string }) } }) };
+      await ctx.inbound.decide(click, tell).catch((err: unknown) => log.error({ err, approvalId: click.approvalId }, "could not publish the approval decision"));
     });
     app.error(async (err) => log.error({ err }, `slack event handling failed: ${err.message}`));
     return {
@@ -70,21 +82,3 @@ export const slackIngress: IngressDefinition<typeof SlackSettings> = {
     };
   },
 };
-
-/**
- * Allow once / Deny on an approval prompt; someone who may not decide is told privately, next to
- * the prompt, before the decision goes onto the bus.
- */
-async function onApprovalClick(ctx: PlatformContext<SlackSettings>, client: WebClient, directory: SlackDirectory, body: BlockButtonAction, action: ButtonAction): Promise<void> {
-  if (!action.value) return;
-  const user = { id: body.user.id, username: body.user.username ?? body.user.name ?? (await directory.users.resolve(body.user.id)).username };
-  const channel = body.channel?.id ?? body.container?.channel_id;
-  const threadTs = body.container?.thread_ts;
-  const tell = async ({ refusal }: { refusal?: string }) =>
-    refusal && channel && client.chat.postEphemeral({ channel, user: user.id, text: refusal, ...(threadTs && { thread_ts: threadTs }) }).catch((err: unknown) => ctx.log.warn({ err }, "could not tell a non-approver"));
-  const m = body.message;
-  // The prompt as it is on screen, without its buttons: one of before a restart is closed the same way.
-  const prompt: SlackPrompt | undefined = m && { ts: m.ts, sections: ((m.blocks ?? []) as { type?: string }[]).filter((b) => b.type !== "actions") };
-  const click = { approvalId: action.value, decision: action.action_id === APPROVAL_ALLOW ? ("allow-once" as const) : ("deny" as const), user, ...(channel && { channel }), ...(prompt && { prompt: { ref: prompt, ...(m?.text && { text: m.text as string }) } }) };
-  await ctx.inbound.decide(click, tell).catch((err: unknown) => ctx.log.error({ err, approvalId: click.approvalId }, "could not publish the approval decision"));
-}
