@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { freePort, uniqueNamespace } from "@mom/testing";
+import { JetStreamApiError, type PubAck } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/nats-core";
 import { Bus } from "./bus.js";
 import { DEFAULT_STREAM_SETTINGS } from "./options.js";
@@ -100,6 +101,46 @@ describe("publish", () => {
     const stored = await connectionOf(bus).jsm.streams.getMessage(bus.subjects.stream("OUT"), { seq: 1 });
     expect(stored?.json()).toEqual({ hello: "world" });
     expect(stored?.header.get("Nats-Msg-Id")).toBe("run-1:0");
+  });
+
+  // A clustered leader's answers while another copy of the msg-id is proposed and not yet stored
+  // (a single server never gives them; test/chaos/msgid-in-flight.test.ts drives a real cluster there).
+  describe("a msg-id in flight at the leader", () => {
+    const inFlight2_10 = { stream: "S", seq: 0, duplicate: true };
+    const inFlight2_11 = new JetStreamApiError({ code: 409, err_code: 10158, description: "duplicate message id is in process" });
+    async function scripted(answers: Array<PubAck | Error>) {
+      const bus = await buses.open();
+      await bus.provision();
+      const { js } = connectionOf(bus);
+      const real = js.publish.bind(js);
+      let asked = 0;
+      js.publish = async (...args: Parameters<typeof js.publish>) => {
+        const a = answers[asked++];
+        if (a === undefined) return real(...args);
+        if (a instanceof Error) throw a;
+        return a;
+      };
+      return { bus, subject: bus.subjects.channel("in", { adapter: "cli", channelId: "a" }), asked: () => asked };
+    }
+
+    it("asks again until a sequence comes back: nats-server < 2.11's duplicate with seq 0, 2.11's error 10158", async () => {
+      const { bus, subject, asked } = await scripted([inFlight2_10, inFlight2_11, inFlight2_10, { stream: "S", seq: 7, duplicate: true }]);
+      expect(await bus.publish(subject, { n: 1 }, "tick@1")).toEqual({ seq: 7, duplicate: true });
+      expect(asked()).toBe(4);
+    });
+
+    it("fails, like a timeout, when it stays in flight for the attempt's timeout (a copy lost in a leader change)", async () => {
+      const { bus, subject, asked } = await scripted(Array.from({ length: 100 }, () => inFlight2_10));
+      const started = Date.now();
+      await expect(bus.publish(subject, { n: 1 }, "tick@1", { timeoutMs: 600 })).rejects.toThrow(/publish to .* \(msgId tick@1\) failed: .*msg-id tick@1 .* in flight, with nothing stored under it/);
+      expect(Date.now() - started).toBeLessThan(1500);
+      expect(asked()).toBeGreaterThan(2);
+    });
+
+    it("stores it when the in-flight note is gone: this publish's copy is the one", async () => {
+      const { bus, subject } = await scripted([inFlight2_10]);
+      expect(await bus.publish(subject, { n: 1 }, "tick@1")).toEqual({ seq: 1, duplicate: false });
+    });
   });
 
   it("requires a msgId and fails when no stream takes the subject", async () => {

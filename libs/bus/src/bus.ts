@@ -1,5 +1,5 @@
 import { createSubjects, type Subjects } from "@mom/contracts";
-import { type JetStreamAccountStats, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type JetStreamPublishOptions, jetstream, jetstreamManager, type StreamInfo } from "@nats-io/jetstream";
+import { type JetStreamAccountStats, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type JetStreamPublishOptions, jetstream, jetstreamManager, type PubAck, type StreamInfo } from "@nats-io/jetstream";
 import { headers, type NatsConnection, nuid, type ServerInfo, type Status, type Subscription, type SubscriptionOptions } from "@nats-io/nats-core";
 import pRetry, { AbortError } from "p-retry";
 import { metrics } from "@mom/observability";
@@ -19,6 +19,7 @@ import { provisionStreams, STREAM_NAME_IN_USE } from "./provision.js";
 import { retryTransient } from "./transient.js";
 
 export interface PublishResult {
+  /** Where the message is stored (for a duplicate: where the first copy is); always > 0. */
   seq: number;
   /** True when JetStream dropped it as a duplicate of an earlier publish with the same msg id. */
   duplicate: boolean;
@@ -40,7 +41,10 @@ export interface PublishOptions {
    * same msg id so JetStream drops any copy that did land. Default 0: one attempt.
    */
   retryForMs?: number;
-  /** Per-attempt timeout waiting for the JetStream ack (default 5 s). */
+  /**
+   * Per-attempt timeout waiting for the JetStream ack (default 5 s); also how long an attempt keeps
+   * asking while the stream leader holds the msg-id in flight with nothing stored (publishStored).
+   */
   timeoutMs?: number;
   /** Stops retrying (the publish rejects) once aborted: the publisher no longer has the right to speak. */
   signal?: AbortSignal;
@@ -50,6 +54,22 @@ export interface PublishOptions {
   headers?: Record<string, string>;
 }
 
+
+/** JetStream API error (nats-server >= 2.11): "duplicate message id is in process". */
+const MSG_ID_IN_PROCESS = 10158;
+/** nats.js's own per-request timeout for a JetStream publish. */
+const DEFAULT_PUBLISH_TIMEOUT_MS = 5000;
+
+/**
+ * The stream has taken a publish of this msg-id in and stored nothing under it (yet): not a
+ * confirmation that the message is on the stream. See Bus.publishStored.
+ */
+class MsgIdInFlightError extends Error {
+  constructor(subject: string, msgId: string, asked: number, ms: number) {
+    super(`the stream leader still holds msg-id ${msgId} on ${subject} as in flight, with nothing stored under it, after ${asked} asks in ${ms} ms (another publish of it not yet committed, or one lost in a leader change)`);
+    this.name = "MsgIdInFlightError";
+  }
+}
 
 function describePublishError(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
@@ -226,7 +246,7 @@ export class Bus implements FileSource {
       const ack = await pRetry(
         () => {
           if (opts.signal?.aborted) throw new AbortError((stopped = cancelled()));
-          return this.js.publish(subject, json, pubOpts);
+          return this.publishStored(subject, json, pubOpts, msgId, opts);
         },
         {
           retries: Number.POSITIVE_INFINITY,
@@ -245,6 +265,36 @@ export class Bus implements FileSource {
     } catch (err) {
       if (err === stopped) throw err;
       throw new Error(`publish to ${subject} (msgId ${msgId}) failed: ${describePublishError(err)}`, { cause: err });
+    }
+  }
+
+  /**
+   * One publish attempt that resolves only with a sequence the stream stored the message at (or
+   * the first copy of it, for a duplicate).
+   *
+   * A clustered stream's leader notes a msg-id when it proposes the message, before it is
+   * committed. Asked again meanwhile, nats-server before 2.11 answers "duplicate" with sequence 0,
+   * and 2.11+ answers error 10158 ("duplicate message id is in process"; nats-server #5827). Before
+   * 2.11 the note also outlives a leader change that loses the proposal (#6486), so that answer
+   * can come back for a message that never reaches the stream (test/chaos/msgid-in-flight.test.ts;
+   * two scheduler replicas publish every tick at once, and one took it for the other's copy stored:
+   * docs/scheduler.md). Such an answer is no confirmation: ask again with the same msg-id, 25 ms doubling to 500 ms,
+   * until a sequence comes back (the first copy landed, or this one did), for up to the attempt's
+   * timeout; then fail with MsgIdInFlightError, which callers retry like a timeout.
+   */
+  private async publishStored(subject: string, json: string, pubOpts: Partial<JetStreamPublishOptions>, msgId: string, opts: PublishOptions): Promise<PubAck> {
+    const started = Date.now();
+    const deadline = started + (opts.timeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS);
+    for (let asked = 1, wait = 25; ; asked++, wait = Math.min(wait * 2, 500)) {
+      try {
+        const ack = await this.js.publish(subject, json, pubOpts);
+        if (!ack.duplicate || ack.seq > 0) return ack;
+      } catch (err) {
+        if (!(err instanceof JetStreamApiError && err.code === MSG_ID_IN_PROCESS)) throw err;
+      }
+      if (Date.now() + wait > deadline || opts.signal?.aborted || this.nc.isClosed()) throw new MsgIdInFlightError(subject, msgId, asked, Date.now() - started);
+      this.logger.debug({ subject, msgId, asked }, "msg-id in flight at the stream leader, nothing stored yet; asking again");
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
 
