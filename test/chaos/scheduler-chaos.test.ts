@@ -286,6 +286,19 @@ describe("two scheduler replicas on a 3-node JetStream cluster under replica and
       ...periodic
         .filter((x) => x.missing.length || x.twice.length || x.outOfOrder.length)
         .flatMap((x) => [`  ${x.file} on the stream:`, ...msgs.filter((m) => fileOf(m) === x.file).map((m) => `    seq ${m.seq} stored ${rel(m.storedAt)} ${m.id} (fired ${rel(Date.parse(m.timestamp))})`)]),
+      // A tick missing: what each replica was told of it (a publish acked as a duplicate of a copy
+      // that is not on the stream is JetStream's doing, a tick never acked is the scheduler's).
+      ...periodic
+        .flatMap((x) => x.missing)
+        .flatMap((id) => [
+          `  ${id} in the replicas' logs:`,
+          ...[r1, r2, r3].flatMap((r) =>
+            r
+              .lines()
+              .filter((l) => l.msgId === id)
+              .map((l) => `    ${r.name} ${rel(Date.parse(String(l.time)))} ${String(l.msg)}${l.seq !== undefined ? ` seq ${String(l.seq)}` : ""}${l.err ? `: ${String((l.err as { message?: string }).message)}` : ""}`),
+          ),
+        ]),
     ].join("\n");
     console.log(summary);
     if (logsDir) writeFileSync(join(logsDir, "faults.json"), JSON.stringify({ faults, firstTick: Object.fromEntries(firstTick), stoppedAt, periodic, summary }, null, 2));
@@ -303,6 +316,10 @@ describe("two scheduler replicas on a 3-node JetStream cluster under replica and
     // Every replica took part (the new one too), and the copies of one another were dropped.
     expect(new Set(fired.map((l) => l.replica))).toEqual(new Set(["s1", "s2", "s3"]));
     expect(fired.some((l) => l.duplicate === true)).toBe(true);
+    // Every firing a replica counted as done was acked with the sequence it (or the other
+    // replica's copy) is stored at: never the "duplicate, sequence 0" nats-server < 2.11 gives
+    // while a copy is only in flight, which a lost tick once hid behind (msgid-in-flight.test.ts).
+    expect(fired.filter((l) => !(Number(l.seq) > 0)).map((l) => `${String(l.replica)} ${String(l.msgId)} seq ${String(l.seq)}`)).toEqual([]);
     expect(exitCodes).toEqual([0, 0]);
   }, 120_000);
 });

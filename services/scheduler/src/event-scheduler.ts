@@ -36,6 +36,8 @@ export interface SchedulerSettings {
 
 export interface PublishOutcome {
   duplicate: boolean;
+  /** The stream sequence JetStream stored it at (or, for a duplicate, says the first copy is at), when known. */
+  seq?: number;
 }
 
 export interface EventSchedulerOptions {
@@ -554,7 +556,7 @@ export class EventScheduler {
     }
     this.limit.record(e.channel!, now);
     this.log.info(
-      { file: shownName(e), channel: e.channel, msgId: message.id, type: event.type, duplicate: outcome.duplicate, ...(lateMinutes && { lateMinutes }) },
+      { file: shownName(e), channel: e.channel, msgId: message.id, type: event.type, duplicate: outcome.duplicate, ...(outcome.seq !== undefined && { seq: outcome.seq }), ...(lateMinutes && { lateMinutes }) },
       outcome.duplicate ? "event fired (already published by another replica)" : "event fired",
     );
     // The tick after this one, not the first after now: ticks that fell due while this one was

@@ -41,13 +41,13 @@ export class SchedulerService implements OnApplicationBootstrap, OnApplicationSh
     await this.scheduler.stop();
   }
 
-  private async publish(ref: ChannelRef, message: ChannelMessage): Promise<{ duplicate: boolean }> {
+  private async publish(ref: ChannelRef, message: ChannelMessage): Promise<{ duplicate: boolean; seq: number }> {
     const span = startSpan("mom.scheduler.fire", { kind: SpanKind.PRODUCER, attributes: { "mom.channel": `${ref.adapter}/${ref.channelId}`, "mom.message_id": message.id } });
     try {
       const r = await this.bus.publish(this.bus.subjects.channel("in", ref), message, message.id, { timeoutMs: 5000, traceparent: traceparentOf(span) });
       if (!r.duplicate) metrics.messagesIn.inc({ adapter: ref.adapter, source: "scheduler" });
       endSpan(span);
-      return { duplicate: r.duplicate };
+      return { duplicate: r.duplicate, seq: r.seq };
     } catch (err) {
       endSpan(span, (err as Error).message);
       throw err;
