@@ -48,7 +48,7 @@ describe("provision", () => {
     await a.provision();
     const changed = await buses.open({ namespace, streams: { maxAgeMs: 3_600_000, duplicateWindowMs: 30_000, maxBytes: 10_000_000 } });
     await changed.provision();
-    const { config } = await a.jsm.streams.info(a.subjects.stream("OUT"));
+    const { config } = await connectionOf(a).jsm.streams.info(a.subjects.stream("OUT"));
     expect(config.max_age).toBe(nanos(3_600_000));
     expect(config.duplicate_window).toBe(nanos(30_000));
     expect(config.max_bytes).toBe(10_000_000);
