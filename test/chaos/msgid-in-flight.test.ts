@@ -94,7 +94,9 @@ describe("Bus.publish on a 3-node cluster: a msg-id the leader holds in flight i
     try {
       for (const n of others) await n.start();
       await leader(); // one of the other two: a frozen node is not asked
-      const c = await bus.publish(subject, { id: "c" }, "c", { retryForMs: 30_000 });
+      // The two just restarted can take a while to serve the stream while the third is frozen (seen: 30 s
+      // of "no responders" once in about 15 runs on 2 busy cores).
+      const c = await bus.publish(subject, { id: "c" }, "c", { retryForMs: 90_000 });
       expect(c.duplicate).toBe(false);
     } finally {
       cluster.node(first).resume();
@@ -112,20 +114,25 @@ describe("Bus.publish on a 3-node cluster: a msg-id the leader holds in flight i
       },
       60_000,
     );
-    // nats-server < 2.11 still holds "b" as in flight: it answers { duplicate: true, seq: 0 },
-    // and "b" never reaches the stream that way. 2.11+ forgot it at the leader change and stores it.
-    const [major, minor] = bus.serverVersion.split(".").map(Number) as [number, number];
-    if (major === 2 && minor < 11) {
-      await expect(bus.publish(subject, { id: "b" }, "b", { timeoutMs: 1500 })).rejects.toThrow(/in flight/);
+    // nats-server < 2.11 still holds "b" as in flight and answers { duplicate: true, seq: 0 }:
+    // "b" never reaches the stream that way. (2.11+ forgets it at the leader change, and so does a
+    // 2.10 node that rebuilt its stream state while catching up: then this publish stores it.)
+    // Either way a publish is done only with the sequence it is stored at.
+    const b = await bus.publish(subject, { id: "b" }, "b", { timeoutMs: 1500 }).then(
+      (r) => r,
+      (err: Error) => err,
+    );
+    console.log(`msgid-in-flight on nats-server ${bus.serverVersion}: "b" under its old leader: ${b instanceof Error ? b.message : JSON.stringify(b)}`);
+    if (b instanceof Error) {
+      expect(b.message).toMatch(/in flight/);
       expect(await stored()).toEqual(["a", "c"]);
       // Under another leader (which never held it), the same publish stores it.
       await bus.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, {}, 5000);
       await until(`a leader of ${stream} other than ${first}`, async () => ((await cluster.leaderOf(stream)) ?? first) !== first, 30_000);
       expect(await bus.publish(subject, { id: "b" }, "b", { retryForMs: 20_000 })).toEqual({ seq: 3, duplicate: false });
-      expect(await stored()).toEqual(["a", "c", "b"]);
     } else {
-      expect(await bus.publish(subject, { id: "b" }, "b", { timeoutMs: 1500 })).toEqual({ seq: 3, duplicate: false });
-      expect(await stored()).toEqual(["a", "c", "b"]);
+      expect(b).toEqual({ seq: 3, duplicate: false });
     }
+    expect(await stored()).toEqual(["a", "c", "b"]);
   }, 180_000);
 });
