@@ -47,11 +47,20 @@ export class DetailMessages<D = string, M = string> {
     }
   }
 
-  async flush(post: (message: M) => Promise<string>, edit: (id: string, message: M) => Promise<void>): Promise<void> {
+  /** `gone`: whether a failed edit means someone deleted the message; it is posted anew then (the details after it would be lost otherwise). */
+  async flush(post: (message: M) => Promise<string>, edit: (id: string, message: M) => Promise<void>, gone: (err: unknown) => boolean = () => false): Promise<void> {
     for (const m of this.messages) {
       if (!m.dirty) continue;
-      if (m.id) await edit(m.id, this.join(m.details));
-      else m.id = await post(this.join(m.details));
+      const message = this.join(m.details);
+      if (!m.id) m.id = await post(message);
+      else {
+        try {
+          await edit(m.id, message);
+        } catch (err) {
+          if (!gone(err)) throw err;
+          m.id = await post(message);
+        }
+      }
       m.dirty = false;
     }
   }

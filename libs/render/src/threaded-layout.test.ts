@@ -122,6 +122,30 @@ describe("ThreadedLayout", () => {
     expect(calls.at(-1)).toMatchObject({ m: { text: "⏳ Working…" }, at: { replyTo: "t2" } });
   });
 
+  it("live details: a main message deleted mid-run is posted anew at the next redraw, and a deleted details message anew with what it held and more", async () => {
+    const deleted = new Set<string>();
+    const { s, calls } = surface({ liveDetails: true, thread: async (_c, id) => id, fail: (op, id) => (op === "edit" && id && deleted.has(id) ? gone : undefined) });
+    const { emit } = draw(s);
+    await emit({ type: "run_started", trigger, model: "m" });
+    for (const e of tool(1)) await emit(e);
+    await sleep(30);
+    expect(calls.map((c) => `${c.op} ${c.id}`)).toEqual(["post m1", "post m2"]); // m2: "done Step 1" under m1
+    deleted.add("m1").add("m2");
+    const [start2, end2] = tool(2);
+    await emit(start2!);
+    await sleep(30);
+    expect(calls.slice(2)).toEqual([{ op: "post", id: "m3", m: { text: expect.stringContaining("Step 2") }, at: { replyTo: "t1" } }]);
+    await emit(end2!);
+    await sleep(30);
+    expect(calls.slice(3)).toEqual([
+      { op: "edit", id: "m3", m: { text: "⏳ working…" }, at: { replyTo: "t1" } },
+      { op: "post", id: "m4", m: { text: "done Step 1\n\ndone Step 2" }, at: { thread: "m1" } },
+    ]);
+    await expect(emit(ended("Done."))).resolves.toBe(true);
+    expect(calls.at(-2)).toEqual({ op: "edit", id: "m3", m: { text: "Done.", ping: true }, at: { replyTo: "t1" } });
+    expect(calls.at(-1)).toMatchObject({ op: "edit", id: "m4", m: { text: expect.stringContaining("📊") } });
+  });
+
   it("a deleted main message: the answer is posted anew, answering the trigger, and the details hang under it", async () => {
     const { s, calls } = surface({ fail: (op, id) => (op === "edit" && id === "m1" ? gone : undefined) });
     const { emit } = draw(s);

@@ -170,7 +170,13 @@ export class ThreadedLayout<D = string, P = string> implements Layout<ThreadedRu
   async progress(channel: string, view: RunView, run: ThreadedRun<D>): Promise<void> {
     const text = this.progressText(view);
     if (run.main && text !== run.shown) {
-      await this.surface.edit(channel, run.main.id, { text }, run.main.at);
+      try {
+        await this.surface.edit(channel, run.main.id, { text }, run.main.at);
+      } catch (err) {
+        // Someone deleted it: posted anew, as the answer would be, rather than failing at every redraw.
+        if (!this.surface.isGone?.(err)) throw err;
+        run.main = { id: await this.surface.post(channel, { text }, run.main.at), at: run.main.at };
+      }
       run.shown = text;
     }
     if (this.surface.liveDetails) await this.flushDetails(channel, view, run, []);
@@ -307,6 +313,7 @@ export class ThreadedLayout<D = string, P = string> implements Layout<ThreadedRu
     await run.details.flush(
       (m) => this.surface.post(channel, m, at),
       (id, m) => this.surface.edit(channel, id, m, at),
+      (err) => this.surface.isGone?.(err) ?? false,
     );
   }
 }
