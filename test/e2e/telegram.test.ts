@@ -64,6 +64,16 @@ describe("Telegram ingress end to end (fake Bot API, unmodified grammY, real NAT
     expect(ticks.size).toBeGreaterThanOrEqual(2);
   }, 30_000);
 
+  it("a progress message a group admin deleted mid-run: the progress and the answer are posted anew, not lost", async () => {
+    s.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Count slowly", command: "sleep 2; echo done" } }] }, { text: "Counted." });
+    const trigger = s.telegram.say({ chat: TG.team, from: TG.ana, ...s.telegram.mention("count slowly") });
+    const progress = await botText(TG.team.id, /→ Count slowly/);
+    s.telegram.message(TG.team.id, progress.message_id)!.deleted = true;
+    const final = await botText(TG.team.id, /^Counted\./);
+    expect(final.message_id).not.toBe(progress.message_id);
+    expect(final.reply_to_message?.message_id).toBe(trigger.message_id);
+  }, 30_000);
+
   it("a reply to one of mom's messages triggers it too; a forum topic is answered in its topic", async () => {
     const mine = s.telegram.botMessages(TG.team.id).at(-1)!;
     s.llm.enqueue({ text: "Yes, still red." });

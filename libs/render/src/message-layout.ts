@@ -24,6 +24,8 @@ export interface ChatSurface {
   post(channel: string, text: string, at: Placement): Promise<string>;
   /** Absent on platforms that cannot edit (WhatsApp): no progress message is shown there. */
   edit?(channel: string, messageId: string, text: string): Promise<void>;
+  /** True when a failed edit means the message is not there any more (someone deleted it): it is posted anew then. */
+  isGone?(err: unknown): boolean;
   delete?(channel: string, messageId: string): Promise<void>;
   upload(channel: string, file: SharedFile, at: Placement): Promise<void>;
   /** Present where one message carries text and files (a mail): a run's answer goes out with its files in its last message. */
@@ -73,7 +75,13 @@ export class MessageLayout implements Layout<MessageRun, string> {
     if (!this.surface.edit || !run.progressId) return;
     const text = progressText(view, this.dialect);
     if (text === run.shown) return;
-    await this.surface.edit(channel, run.progressId, text);
+    try {
+      await this.surface.edit(channel, run.progressId, text);
+    } catch (err) {
+      // Someone deleted it: posted anew rather than failing at every redraw (and losing the answer).
+      this.unlessGone(err);
+      run.progressId = await this.surface.post(channel, text, this.at(view));
+    }
     run.shown = text;
   }
 
@@ -81,7 +89,7 @@ export class MessageLayout implements Layout<MessageRun, string> {
     const end = view.end!;
     const d = this.dialect;
     if (end.silent) {
-      if (run?.progressId) await this.surface.delete?.(channel, run.progressId);
+      if (run?.progressId) await this.surface.delete?.(channel, run.progressId).catch((err: unknown) => this.unlessGone(err));
       return [];
     }
     const problems = files.flatMap((f) => ("problem" in f ? [f.problem] : []));
@@ -91,18 +99,29 @@ export class MessageLayout implements Layout<MessageRun, string> {
     const at = this.at(view);
     const next = { ...(at.thread && { thread: at.thread }) };
     const shared = files.flatMap((f) => ("file" in f ? [f.file] : []));
-    const edited = !!(run?.progressId && this.surface.edit);
+    const edited = !!(run?.progressId && this.surface.edit) && (await this.editedInto(channel, run!.progressId!, first));
     // Where a message carries files, they go with the answer's last message (not with an edited progress message).
     const withFiles = shared.length > 0 && (rest.length > 0 || !edited) ? this.surface.postWithFiles?.bind(this.surface) : undefined;
     const send = (text: string, where: Placement, last: boolean) => (last && withFiles ? withFiles(channel, text, shared, where) : this.surface.post(channel, text, where));
-    const ids: string[] = [];
-    if (edited) {
-      await this.surface.edit!(channel, run!.progressId!, first);
-      ids.push(run!.progressId!);
-    } else ids.push(await send(first, at, rest.length === 0));
+    const ids: string[] = edited ? [run!.progressId!] : [await send(first, at, rest.length === 0)];
     for (const [i, chunk] of rest.entries()) ids.push(await send(chunk, next, i === rest.length - 1));
     if (!withFiles) for (const file of shared) await this.surface.upload(channel, file, next);
     return ids;
+  }
+
+  /** Edits the progress message into `text`; false when someone deleted it (the answer is then posted anew). */
+  private async editedInto(channel: string, id: string, text: string): Promise<boolean> {
+    try {
+      await this.surface.edit!(channel, id, text);
+      return true;
+    } catch (err) {
+      this.unlessGone(err);
+      return false;
+    }
+  }
+
+  private unlessGone(err: unknown): void {
+    if (!this.surface.isGone?.(err)) throw err;
   }
 
   /** A post from another channel: its text (split to the limit), what could not be sent of its file, then the file. */

@@ -25,8 +25,11 @@ interface Op {
   file?: string;
 }
 
-function recordingSurface(opts: { edits?: boolean; slowMs?: number } = {}) {
+function recordingSurface(opts: { edits?: boolean; slowMs?: number; deleted?: Set<string> } = {}) {
   const ops: Op[] = [];
+  const gone = (id: string) => {
+    if (opts.deleted?.has(id)) throw Object.assign(new Error(`message ${id} not found`), { gone: true });
+  };
   let n = 0;
   const slow = () => (opts.slowMs ? sleep(opts.slowMs) : Promise.resolve());
   const surface: ChatSurface = {
@@ -49,12 +52,15 @@ function recordingSurface(opts: { edits?: boolean; slowMs?: number } = {}) {
       ops.push({ op: "closePrompt", channel, id, text });
     },
     async delete(channel, id) {
+      gone(id);
       ops.push({ op: "delete", channel, id });
     },
+    isGone: (err) => (err as { gone?: boolean }).gone === true,
   };
   if (opts.edits !== false) {
     surface.edit = async (channel, id, text) => {
       await slow();
+      gone(id);
       ops.push({ op: "edit", channel, id, text });
     };
   }
@@ -63,7 +69,7 @@ function recordingSurface(opts: { edits?: boolean; slowMs?: number } = {}) {
 
 const files = (objects: Record<string, Uint8Array> = {}): FileSource => ({ getFile: async (k: string) => objects[k], fileInfo: async () => undefined }) as unknown as FileSource;
 
-function setup(o: { edits?: boolean; interval?: number; objects?: Record<string, Uint8Array>; slowMs?: number; runUrl?: (channel: string, runId: string) => string } = {}) {
+function setup(o: { edits?: boolean; interval?: number; objects?: Record<string, Uint8Array>; slowMs?: number; deleted?: Set<string>; runUrl?: (channel: string, runId: string) => string } = {}) {
   const { surface, ops } = recordingSurface(o);
   const p = new Presenter(new MessageLayout(surface), { files: files(o.objects), maxBytes: 1000, log: pino({ level: "silent" }), editIntervalMs: o.interval ?? 50, ...(o.runUrl && { runUrl: o.runUrl }) });
   const seqs = new Map<string, number>();
@@ -276,6 +282,23 @@ describe("Presenter + MessageLayout", () => {
     await emit({ type: "run_started", trigger, model: "m" }, "r3");
     await emit(ended("No files."), "r3");
     expect(ops.map((o) => o.op)).toEqual(["post"]);
+  });
+
+  it("a progress message someone deleted is posted anew at the next redraw, and the answer is not lost to it; a silent run's is not missed", async () => {
+    const deleted = new Set<string>();
+    const { emit, ops } = setup({ interval: 5, deleted });
+    await emit({ type: "run_started", trigger, model: "m" });
+    deleted.add("1");
+    await emit({ type: "tool_execution_start", toolCallId: "c1", toolName: "bash", label: "Listing", args: {} });
+    await sleep(30);
+    expect(ops.map((o) => `${o.op} ${o.id}`)).toEqual(["post 1", "post 2"]);
+    deleted.add("2");
+    await emit({ type: "tool_execution_end", toolCallId: "c1", toolName: "bash", label: "Listing", isError: false, resultText: "ok", durationMs: 5 });
+    expect(await emit({ type: "run_ended", stopReason: "stop", finalText: "Three files.", usage: USAGE, durationMs: 10 })).toBe(true);
+    expect(ops.at(-1)).toMatchObject({ op: "post", id: "3", text: expect.stringContaining("Three files."), at: { replyTo: "m1" } });
+    await emit({ type: "run_started", trigger, model: "m" }, "r2");
+    deleted.add("4");
+    expect(await emit({ type: "run_ended", stopReason: "stop", finalText: "", silent: true, usage: USAGE, durationMs: 10 }, "r2")).toBe(true);
   });
 
   it("without edits (WhatsApp) there is no progress message, only the answer", async () => {

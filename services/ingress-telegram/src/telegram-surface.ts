@@ -41,6 +41,11 @@ export class TelegramSurface implements ChatSurface {
     await this.api.editMessageText(channel, Number(messageId), markdownToTelegramHtml(text), { parse_mode: "HTML", link_preview_options: { is_disabled: true } }).catch(unlessNotModified);
   }
 
+  /** A group's admins can delete the bot's messages: one gone is posted anew (MessageLayout). */
+  isGone(err: unknown): boolean {
+    return err instanceof GrammyError && /message to (edit|delete) not found/.test(err.description);
+  }
+
   async delete(channel: string, messageId: string): Promise<void> {
     await this.api.deleteMessage(channel, Number(messageId));
   }
