@@ -16,6 +16,7 @@ export {
 } from "./files.js";
 export { retryDelayMs } from "./process-message.js";
 export { isTransient, retryTransient } from "./transient.js";
+export { isPermissionDenied } from "./permission.js";
 export type { FollowOptions, Following } from "./follow.js";
 export type { KV, KvEntry, KvWatchEntry } from "@nats-io/kv";
 export { type JsonKv, type JsonKvOptions, kvKey, namespacedName, openJsonKv, existingJsonKv } from "./json-kv.js";

@@ -11,6 +11,7 @@ export * from "./message-layout.js";
 export * from "./threaded-layout.js";
 export * from "./ingress-kit.js";
 export * from "./delivery-receipts.js";
+export * from "./drawn-runs.js";
 export * from "./bus-view.js";
 export * from "./posts.js";
 export * from "./approval-buttons.js";

@@ -71,6 +71,17 @@ export class MessageLayout implements Layout<MessageRun, string> {
     return { progressId: await this.surface.post(channel, text, this.at(view)), shown: text };
   }
 
+  /** What another process needs to go on with the run: its progress message's id. */
+  resumeForm(run: MessageRun): { progressId: string } | undefined {
+    return run.progressId ? { progressId: run.progressId } : undefined;
+  }
+
+  /** A run another process opened: its progress message is edited from here on (what it shows is not known: the next edit rewrites it). */
+  resume(form: unknown): MessageRun | undefined {
+    const id = (form as { progressId?: unknown } | null)?.progressId;
+    return typeof id === "string" && id ? { progressId: id } : undefined;
+  }
+
   async progress(channel: string, view: RunView, run: MessageRun): Promise<void> {
     if (!this.surface.edit || !run.progressId) return;
     const text = progressText(view, this.dialect);

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { ChannelQueue } from "./channel-queue.js";
 import type { DeliveryReceipts } from "./delivery-receipts.js";
 import type { Dialect } from "./dialect.js";
+import type { DrawnRun, DrawnRuns } from "./drawn-runs.js";
 import { approvalOutcomeLine, approvalPromptText } from "./notes.js";
 import type { PostHandling } from "./posts.js";
 import { RecentIds, RecentMap } from "./recent.js";
@@ -45,6 +46,16 @@ export interface Layout<S, P = unknown> {
   deadline?(expiresAt: string): string;
   /** Shows "typing…" in the run's conversation (renewed every `typingIntervalMs`). */
   typing?(channel: string, view: RunView): Promise<void>;
+  /**
+   * The run's state as a small JSON value that another process can go on from (`resume`): the ids
+   * of the messages it would still edit (the progress message), nothing the run's events rebuild.
+   * Undefined: nothing to go on from (no message shown). Recorded on the bus once `open` resolved
+   * (PresenterOptions.drawn), so that a process started after a crash edits the run's progress
+   * message into its answer rather than posting the answer anew.
+   */
+  resumeForm?(state: S): unknown;
+  /** The state of a run another process opened, from its `resumeForm`; undefined when the form is not one this layout made. */
+  resume?(form: unknown): S | undefined;
 }
 
 /** An approval prompt on screen, for the button handler (ingress kit `decideApproval`). */
@@ -68,6 +79,18 @@ export interface PresenterOptions {
   posts?: PostHandling;
   /** The run's page on the web console (console.publicUrl set): answers with tool activity link to it ("receipt links"). */
   runUrl?: (channel: string, runId: string) => string;
+  /**
+   * Where each run's progress message (the layout's `resumeForm`) and delivered answer are kept on
+   * the bus, and read back for a run this process meets without having drawn its start: its
+   * progress message is edited into the answer, and an answer already delivered is not drawn again.
+   */
+  drawn?: DrawnRuns;
+}
+
+/** How an event reached the presenter. */
+export interface Arrival {
+  /** JetStream delivered it before (to this process or to one that died holding it): what it shows may be on the platform already. */
+  redelivered?: boolean;
 }
 
 interface LiveRun<S> {
@@ -79,6 +102,8 @@ interface LiveRun<S> {
   lastFlushAt: number;
   typing?: NodeJS.Timeout;
   delivered: number;
+  /** An earlier process delivered the run's answer (its ids): nothing more of it is drawn. */
+  answered?: string[];
 }
 
 const TYPING_MAX_MS = 60 * 60_000;
@@ -92,7 +117,11 @@ const REDRAW = new Set(["tool_execution_start", "tool_execution_update", "tool_e
  *   (RunTracker);
  * - progress is redrawn at most once per `editIntervalMs` per run, whatever the event rate, and
  *   reads the latest view when it runs;
- * - approval prompts and their outcome line, and shared files (too large, expired) are worded once.
+ * - approval prompts and their outcome line, and shared files (too large, expired) are worded once;
+ * - with `drawn`, each run's progress message and delivered answer are kept on the bus, so a process
+ *   after this one (a crash, a restart mid-run) edits that message into the answer, and does not
+ *   draw again an answer, post or refusal already on the platform. The bucket is never waited on
+ *   for long: without it, drawing goes on as it would without `drawn`.
  * `handle` never rejects: a failed platform call is logged and the next event goes on.
  */
 export class Presenter<S, P = unknown> {
@@ -112,8 +141,8 @@ export class Presenter<S, P = unknown> {
   ) {}
 
   /** Applies one event after the earlier ones of its channel; resolves when it is applied (false: it failed, and was logged). */
-  handle(channel: string, e: OutboundEvent): Promise<boolean> {
-    return this.queue.push(channel, () => this.apply(channel, e)).then(
+  handle(channel: string, e: OutboundEvent, arrival: Arrival = {}): Promise<boolean> {
+    return this.queue.push(channel, () => this.apply(channel, e, arrival)).then(
       () => true,
       (err: unknown) => {
         this.failed(err, channel, e);
@@ -160,13 +189,13 @@ export class Presenter<S, P = unknown> {
     this.opts.log.error({ err, channel, runId: e.runId, seq: e.seq, type: e.event.type }, `rendering failed: ${(err as Error)?.message ?? err}`);
   }
 
-  private async apply(channel: string, e: OutboundEvent): Promise<void> {
+  private async apply(channel: string, e: OutboundEvent, arrival: Arrival): Promise<void> {
     const ev = e.event;
     // A rejection is about a message: it has a run id of its own that never starts.
     // Once: a redelivery (an ack lost in a NATS failover) must not post the refusal again.
-    if (ev.type === "run_rejected") return this.rejections.add(e.runId) ? this.layout.rejected(channel, ev) : undefined;
+    if (ev.type === "run_rejected") return this.rejections.add(e.runId) ? this.rejected(channel, e, ev, arrival) : undefined;
     // So is a post: one event, never a run of this channel.
-    if (ev.type === "post") return this.post(channel, e, ev);
+    if (ev.type === "post") return this.post(channel, e, ev, arrival);
     const accepted = this.tracker.accept(e);
     if (!accepted) return;
     const { view } = accepted;
@@ -175,11 +204,29 @@ export class Presenter<S, P = unknown> {
     if (!run) {
       run = { channel, view, flushQueued: false, lastFlushAt: 0, delivered: 0 };
       this.live.set(e.runId, run);
+      // A run met without drawing its start here: it began in a process that died or stopped (or
+      // this start was delivered to one before). What that process put on the platform is on the bus.
+      if (ev.type !== "run_started" || arrival.redelivered) this.resume(run, await this.drawnBefore(e.runId));
     }
     run.view = view;
+    if (run.answered) {
+      // Drawn in full by a process before this one: its receipt again (the same msg-id: once on the bus), nothing on the platform.
+      if (ev.type === "run_ended") {
+        this.stopTimers(run);
+        this.live.delete(e.runId);
+        this.opts.log.info({ channel, runId: e.runId, ids: run.answered }, "run's answer already delivered by an earlier process: not drawn again");
+        if (!ev.silent) await this.opts.deliveries?.succeeded(channel, e.runId, ev.finalText, run.answered);
+      }
+      return;
+    }
     switch (ev.type) {
       case "run_started":
-        run.state = await this.layout.open(channel, view);
+        // Opened by an earlier process: its progress message goes on being edited.
+        if (run.state === undefined) {
+          run.state = await this.layout.open(channel, view);
+          const form = this.layout.resumeForm?.(run.state);
+          if (form !== undefined) await this.opts.drawn?.write(e.runId, { progress: form });
+        }
         run.lastFlushAt = Date.now();
         this.startTyping(run);
         return;
@@ -224,6 +271,8 @@ export class Presenter<S, P = unknown> {
           await deliveries?.failed(channel, e.runId, ev.finalText, (err as Error)?.message ?? String(err));
           throw err;
         }
+        // On the bus before its receipt: the record is what a later process goes by.
+        await this.opts.drawn?.write(e.runId, { answered: ids ?? [] });
         await deliveries?.succeeded(channel, e.runId, ev.finalText, ids ?? []);
         return;
       }
@@ -233,13 +282,47 @@ export class Presenter<S, P = unknown> {
     if (REDRAW.has(ev.type)) this.scheduleProgress(e.runId, run);
   }
 
+  /** What an earlier process drew of a run (or a post, a refusal); undefined without the bus's record. */
+  private async drawnBefore(id: string): Promise<DrawnRun | undefined> {
+    return this.opts.drawn?.read(id);
+  }
+
+  /** A run another process began: its answer is delivered (nothing more to draw), or its progress message is taken over. */
+  private resume(run: LiveRun<S>, drawn: DrawnRun | undefined): void {
+    if (!drawn) return;
+    if (drawn.answered) {
+      run.answered = drawn.answered;
+      return;
+    }
+    if (drawn.progress === undefined || !this.layout.resume) return;
+    const state = this.layout.resume(drawn.progress);
+    if (state !== undefined) {
+      run.state = state;
+      this.opts.log.info({ channel: run.channel, runId: run.view.runId }, "run opened by an earlier process: going on with its progress message");
+    } else this.opts.log.warn({ channel: run.channel, runId: run.view.runId }, "an earlier process's record of the run is not this layout's: drawing it anew");
+  }
+
+  /** A busy refusal, once: not again when an earlier process posted it before it died (its redelivery). */
+  private async rejected(channel: string, e: OutboundEvent, ev: Ev<"run_rejected">, arrival: Arrival): Promise<void> {
+    if (arrival.redelivered && (await this.drawnBefore(e.runId))?.answered) return;
+    await this.layout.rejected(channel, ev);
+    await this.opts.drawn?.write(e.runId, { answered: [] });
+  }
+
   /**
    * A post from another channel, once: refused (a `delivery.failed` saying why) unless the
    * ingress admits it; else drawn, recorded as delivered (or not), and its record published.
+   * A redelivered one an earlier process posted is recorded again (the same msg-ids), not posted.
    */
-  private async post(channel: string, e: OutboundEvent, ev: Ev<"post">): Promise<void> {
+  private async post(channel: string, e: OutboundEvent, ev: Ev<"post">, arrival: Arrival): Promise<void> {
     if (!this.posted.add(e.runId)) return;
     const deliveries = this.opts.deliveries;
+    const before = arrival.redelivered ? (await this.drawnBefore(e.runId))?.answered : undefined;
+    if (before) {
+      await deliveries?.succeeded(channel, e.runId, ev.text, before);
+      await this.opts.posts?.record(channel, e, ev, before);
+      return;
+    }
     const refusal = this.opts.posts ? await this.opts.posts.admit(channel, ev) : "this ingress does not post messages from other channels";
     if (refusal) {
       this.opts.log.warn({ channel, postId: e.runId, from: ev.from, requestedBy: ev.requestedBy }, `post refused: ${refusal}`);
@@ -254,6 +337,7 @@ export class Presenter<S, P = unknown> {
       await deliveries?.failed(channel, e.runId, ev.text, (err as Error)?.message ?? String(err));
       throw err;
     }
+    await this.opts.drawn?.write(e.runId, { answered: ids });
     await deliveries?.succeeded(channel, e.runId, ev.text, ids);
     await this.opts.posts!.record(channel, e, ev, ids);
   }

@@ -167,6 +167,22 @@ export class ThreadedLayout<D = string, P = string> implements Layout<ThreadedRu
     return run;
   }
 
+  /**
+   * What another process needs to go on with the run: its main message and where that is. The
+   * details already posted under it are not kept: a process going on posts the details of the
+   * steps it draws itself.
+   */
+  resumeForm(run: ThreadedRun<D>): { main: { id: string; at: Placement } } | undefined {
+    return run.main ? { main: run.main } : undefined;
+  }
+
+  /** A run another process opened: its main message is edited from here on, and becomes the answer. */
+  resume(form: unknown): ThreadedRun<D> | undefined {
+    const main = (form as { main?: { id?: unknown; at?: unknown } } | null)?.main;
+    if (!main || typeof main.id !== "string" || !main.id || !isPlacement(main.at)) return undefined;
+    return { ...this.newRun(), main: { id: main.id, at: main.at } };
+  }
+
   async progress(channel: string, view: RunView, run: ThreadedRun<D>): Promise<void> {
     const text = this.progressText(view);
     if (run.main && text !== run.shown) {
@@ -316,4 +332,10 @@ export class ThreadedLayout<D = string, P = string> implements Layout<ThreadedRu
       (err) => this.surface.isGone?.(err) ?? false,
     );
   }
+}
+
+/** A Placement as JSON brings it back: optional string fields only. */
+function isPlacement(at: unknown): at is Placement {
+  if (!at || typeof at !== "object" || Array.isArray(at)) return false;
+  return Object.entries(at).every(([k, v]) => ["thread", "replyTo", "replyToUser"].includes(k) && typeof v === "string");
 }
