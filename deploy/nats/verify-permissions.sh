@@ -264,6 +264,9 @@ refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" delete-stream MOM_IN
 refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" subscribe "mom.in.>"
 refuse runner "$MOM_RUNNER_PASSWORD" publish mom.ctl.cli.local
 refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" publish mom.ctl.slack-acme.C1
+# What an ingress drew of each run (KV MOM_DRAWN): its own adapter's keys only.
+refuse ingress-cli "$MOM_INGRESS_CLI_PASSWORD" publish '$KV.MOM_DRAWN.slack-acme.r1'
+refuse runner "$MOM_RUNNER_PASSWORD" publish '$KV.MOM_DRAWN.cli.r1'
 refuse runner "$MOM_RUNNER_PASSWORD" delete-stream MOM_OUT
 refuse scheduler "$MOM_SCHEDULER_PASSWORD" publish mom.out.cli.local
 # The console decides approvals, puts fixed dead letters back and changes spend limits (above); nothing else.

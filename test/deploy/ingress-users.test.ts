@@ -3,6 +3,7 @@ import { type ChatSurface, type IngressDefinition, plainDialect, startIngress, T
 import { eventually, ScriptedMom } from "@mom/ingress-sdk/testing";
 import { findNatsServer, freePort } from "@mom/testing";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import { type NatsConnection, PermissionViolationError } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -156,6 +157,11 @@ describe("deploy/nats/auth.conf: each ingress's user works for its own adapter a
       await run.emit(await mom.shareFile("room", "back.txt", new TextEncoder().encode("a file from mom")));
       await run.end(`answer on ${adapter}`);
       await eventually(() => shown.some((s) => s.text?.includes(`answer on ${adapter}`)) && shown.some((s) => s.file === "back.txt"), "the answer and the file shown");
+      // What it drew of the run is on the bus under its adapter's key, for a process after a crash of this one.
+      const own = await connect({ servers: `nats://${hostPort}`, user: `ingress-${adapter}`, pass: PASSWORDS[adapter], reconnect: false });
+      conns.push(own);
+      const drawn = await new Kvm(jetstream(own)).open("MOM_DRAWN", { allow_direct: true });
+      await eventually(async () => ((await drawn.get(`${adapter}.${run.runId}`))?.json<{ answered?: string[] }>().answered?.length ?? 0) > 0, "the run recorded as answered in MOM_DRAWN");
       // A late click on the prompt, which the shell closed, is read back from MOM_OUT as this user may (it ended: no refusal; the runner judges).
       expect(await ingress.shell.decide({ approvalId, decision: "deny", user: { id: "u-stranger", username: "stranger" }, channel: "room" })).toEqual({});
     } finally {
@@ -204,6 +210,20 @@ describe("deploy/nats/auth.conf: each ingress's user works for its own adapter a
         expectRefused(`read mom.in.${other}`, reader("MOM_IN", `mom.in.${other}.>`)),
       ]),
     );
+    // What the ingress drew (MOM_DRAWN): its own adapter's records, read and written; another adapter's neither.
+    const drawn = await new Kvm(js).open("MOM_DRAWN", { allow_direct: true });
+    await drawn.put(`${adapter}.run-1`, JSON.stringify({ answered: ["m1"] }));
+    expect((await drawn.get(`${adapter}.run-1`))?.json()).toEqual({ answered: ["m1"] });
+    await Promise.all(
+      others.flatMap((other) => [
+        expectRefused(`write ${other}'s record in MOM_DRAWN`, drawn.put(`${other}.run-1`, JSON.stringify({ answered: ["forged"] }))),
+        expectRefused(`read ${other}'s record in MOM_DRAWN`, drawn.get(`${other}.run-1`)),
+      ]),
+    );
+    await expectRefused("list every adapter's records in MOM_DRAWN", (async () => {
+      for await (const _ of await drawn.keys()) break;
+    })());
+    await expectRefused("read a MOM_DRAWN record by stream sequence", jsm.streams.getMessage("KV_MOM_DRAWN", { seq: 1 }));
     await expectRefused("forge a run on mom.out", js.publish(`mom.out.${adapter}.room`, body, { timeout: 3000 }));
     await expectRefused("read every adapter's inbound", reader("MOM_IN", "mom.in.>"));
     await expectRefused("delete a stream", jsm.streams.delete("MOM_IN"));

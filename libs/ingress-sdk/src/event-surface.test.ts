@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { readRange } from "@mom/bus";
+import { Bus, readRange } from "@mom/bus";
 import type { ChannelMessage, OutboundEvent, Receipt } from "@mom/contracts";
-import { plainDialect } from "@mom/render";
+import { busDrawnRuns, DeliveryReceipts, plainDialect } from "@mom/render";
 import { spawnNatsServer, type TestNats } from "@mom/testing";
 import { pino } from "pino";
 import { Type } from "typebox";
+import { EventDrawing } from "./event-drawing.js";
 import type { EventSurface, IngressDefinition, PlatformConnection, PlatformContext } from "./platform.js";
 import { type RunningIngress, startIngress } from "./start-ingress.js";
 import { eventually, ScriptedMom } from "./testing/scripted-mom.js";
@@ -148,6 +149,33 @@ describe("the shell with an EventSurface, a connection of one channel, and inbou
     await eventually(async () => (await mom.decisions("again")).length === 3, "the three decisions on mom.ctl");
     await second.close();
   }, 60_000);
+
+  it("an answer an earlier process drew (and died before its ack) is not drawn again by the next one; its receipt is recorded again, the same one", async () => {
+    const log = pino({ level: "silent" });
+    const receipts: Receipt[] = [];
+    const processOf = async (name: string) => {
+      const bus = await Bus.connect({ url: nats.url, name, namespace: nats.namespace, logger: log, drainTimeoutMs: 1000 });
+      const p = eventPlatform();
+      const deliveries = new DeliveryReceipts(ADAPTER, async (_c, r) => void receipts.push(r), log);
+      const drawing = new EventDrawing((p.definition.connect({} as never) as PlatformConnection).surface as EventSurface, { log, deliveries, drawn: busDrawnRuns(bus, ADAPTER, log) });
+      return { bus, drawn: p.drawn, drawing };
+    };
+    const ev = (seq: number, event: OutboundEvent["event"]) => ({ runId: "once", seq, ts: new Date().toISOString(), event }) as OutboundEvent;
+    const end = ev(1, { type: "run_ended", stopReason: "stop", finalText: "shown once", usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, durationMs: 5 });
+    const first = await processOf("first");
+    await first.drawing.handle("screen", ev(0, { type: "run_started", trigger: { messageId: "m", senderId: "u-ana", username: "ana", text: "hi" }, model: "m" }));
+    await first.drawing.handle("screen", end);
+    const second = await processOf("second");
+    expect(await second.drawing.handle("screen", end, { redelivered: true })).toBe(true);
+    expect(first.drawn.map((d) => d.event.seq)).toEqual([0, 1]);
+    expect(second.drawn).toEqual([]);
+    expect(receipts.map((r) => [r.receiptId, r.detail])).toEqual([
+      ["once:delivery", "accepted by the platform as line-1"],
+      ["once:delivery", "accepted by the platform as line-1"],
+    ]);
+    await first.bus.drain();
+    await second.bus.drain();
+  }, 30_000);
 
   it("inboundRetryMs 0: a message received while NATS is away is refused at once; by default it is published once NATS is back (and the kit's reads wait for it through the 9 s outage, longer than a request's 5 s timeout)", async () => {
     const atOnce = await start(eventPlatform({ inboundRetryMs: 0 }).definition);

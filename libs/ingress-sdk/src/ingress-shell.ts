@@ -6,6 +6,8 @@ import type { Dialect, Ev, PendingApproval, PostHandling } from "@mom/render";
 import {
   type ApprovalClick,
   approvalPromptText,
+  type Arrival,
+  busDrawnRuns,
   DeliveryReceipts,
   DM_REFUSAL,
   InboundIntake,
@@ -111,10 +113,12 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
     });
     this.connection = conn;
     this.deliveries = new DeliveryReceipts(adapter.adapter, busReceipts(this.bus, adapter.adapter), this.log);
+    // Each run's platform message ids, for a process after this one (docs/scaling.md): opened in the background, never waited for to draw.
+    const drawn = busDrawnRuns(this.bus, adapter.adapter, this.log);
     const surface = conn.surface;
     const posts = this.posts(conn);
     this.drawing = isEventSurface(surface)
-      ? new EventDrawing(surface, { log: this.log, deliveries: this.deliveries, posts })
+      ? new EventDrawing(surface, { log: this.log, deliveries: this.deliveries, posts, drawn })
       : new Presenter(isLayout(surface) ? surface : new MessageLayout(surface), {
           files: this.bus,
           maxBytes: adapter.maxAttachmentBytes,
@@ -123,6 +127,7 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
           typingIntervalMs: this.run.typingIntervalMs ?? conn.typingIntervalMs ?? 4500,
           deliveries: this.deliveries,
           posts,
+          drawn,
           ...(this.run.consoleUrl && { runUrl: (channelId: string, runId: string) => consoleRunUrl(this.run.consoleUrl!, adapter.adapter, channelId, runId) }),
         });
     const how = await conn.start();
@@ -155,9 +160,9 @@ export class IngressShell implements OnApplicationBootstrap, BeforeJetStreamDrai
     };
   }
 
-  draw(channelId: string, event: OutboundEvent): Promise<boolean> {
+  draw(channelId: string, event: OutboundEvent, arrival?: Arrival): Promise<boolean> {
     if (!this.drawing) throw new Error("the ingress is not started");
-    return this.drawing.handle(channelId, event);
+    return this.drawing.handle(channelId, event, arrival);
   }
 
   async beforeJetStreamDrain(): Promise<void> {

@@ -2,15 +2,15 @@ import { type Delivery } from "@mom/bus";
 import { JetStreamHandler } from "@mom/bus/nest";
 import { escapeChannelToken, OutboundEvent } from "@mom/contracts";
 import { Controller, Inject, type Provider, type Type } from "@nestjs/common";
-import { observeRendering } from "@mom/render";
+import { type Arrival, observeRendering } from "@mom/render";
 
 /** An ingress as its outbound events see it: which adapter it serves and what draws an event. */
 export interface OutboundDrawing {
   readonly adapter: string;
   /** Set when the ingress draws one channel of its adapter only (a terminal's conversation). */
   readonly channel?: string;
-  /** Draws one event in its channel (a Presenter's `handle`); resolves false when the platform call failed. */
-  draw(channelId: string, event: OutboundEvent): Promise<boolean | void>;
+  /** Draws one event in its channel (a Presenter's `handle`); resolves false when the platform call failed. `arrival`: whether JetStream delivered it before. */
+  draw(channelId: string, event: OutboundEvent, arrival?: Arrival): Promise<boolean | void>;
 }
 
 /** The provider of the ingress's OutboundDrawing (see `outboundDrawing`). */
@@ -66,7 +66,7 @@ export class OutboundController {
           },
   })
   draw(d: Delivery<OutboundEvent>): Promise<void> {
-    return observeRendering(this.ingress.adapter, d, () => this.ingress.draw(d.channel!.channelId, d.data));
+    return observeRendering(this.ingress.adapter, d, () => this.ingress.draw(d.channel!.channelId, d.data, { redelivered: d.redelivered }));
   }
 }
 

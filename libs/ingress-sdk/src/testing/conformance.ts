@@ -248,13 +248,18 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
       },
     },
     {
-      name: "a crash of the ingress mid-run loses nothing: the answer published while it was down is drawn after restart",
+      name: "a crash of the ingress mid-run loses nothing: the answer published while it was down is drawn after restart, into the progress message the killed process showed",
       ...(!t.ingress.kill && { skip: "the ingress runs in the test's process (no kill -9)" }),
       timeoutMs: 120_000,
       async run() {
         const m = mark();
+        const before = (await p.botTexts(p.room)).length;
         await p.send(p.room, "member", `long job ${m}`, { mention: true });
         const run = await mom.startRun(p.room, await mom.message(p.room, m));
+        // Where the platform shows a run's progress (a message later edited into the answer), it is
+        // on screen before the kill, and a moment longer: the killed process has recorded it.
+        const progress = await eventually(async () => ((await p.botTexts(p.room)).length > before ? before : undefined), "a progress message", 3000).catch(() => undefined);
+        if (progress !== undefined) await new Promise((r) => setTimeout(r, 1000));
         await t.ingress.kill!();
         await run.end(`finished ${m}`);
         const later = mark();
@@ -262,6 +267,12 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
         await t.ingress.start();
         // The events the killed process had taken come again once their ack wait ran out.
         await shown(p.room, `finished ${m}`, "the answer drawn after the restart", 60_000);
+        if (progress !== undefined) {
+          // The restarted process knew the killed one's progress message (MOM_DRAWN) and edited it: nothing is left "working", the answer shows once.
+          const texts = await p.botTexts(p.room);
+          check(texts[progress]?.includes(`finished ${m}`) === true, `the answer drawn into the progress message the killed process showed, not posted anew; mom's messages: ${JSON.stringify(texts.slice(progress))}`);
+          check(texts.filter((x) => x.includes(`finished ${m}`)).length === 1, `the answer shown once; mom's messages: ${JSON.stringify(texts.slice(progress))}`);
+        }
         if (t.ingress.buffersWhileDown) await mom.message(p.room, later);
       },
     },
