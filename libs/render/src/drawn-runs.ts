@@ -23,8 +23,9 @@ export interface DrawnRuns {
   read(runId: string): Promise<DrawnRun | undefined>;
   /**
    * Records the run's state, replacing what was there. Resolves once it landed, or after a short
-   * wait while it goes on in the background; a write that fails is logged. Writes of one run land
-   * in the order they were made.
+   * wait while it goes on in the background; a write that fails is logged and tried again for a
+   * while. Writes of one run land in the order they were made (a newer one replaces one not yet
+   * landed).
    */
   write(runId: string, record: DrawnRun): Promise<void>;
 }
@@ -66,6 +67,16 @@ export interface BusDrawnRunsOptions {
   writeWaitMs?: number;
   /** Opening the bucket again after a failure: not before this long; default 5 s. */
   reopenAfterMs?: number;
+  /** How long a write that fails is tried again (backoff 250 ms → 2 s) before it is given up; default 30 s. */
+  retryForMs?: number;
+}
+
+/** One run's record on its way to the bucket: the newest wanted, and who waits for which version. */
+interface KeyWriter {
+  runId: string;
+  want: DrawnRun;
+  version: number;
+  waiters: Array<{ version: number; done: () => void }>;
 }
 
 /**
@@ -83,11 +94,12 @@ class KvDrawnRuns implements DrawnRuns {
   private kv?: Promise<KV | undefined>;
   private failedAt = 0;
   private refused = false;
-  /** The last write of each run still under way: the next one goes after it, so a late write never overtakes a newer one. */
-  private readonly writing = new Map<string, Promise<void>>();
+  /** Runs whose record is being written: one writer per key, so a late write never overtakes a newer one. */
+  private readonly writing = new Map<string, KeyWriter>();
   private readonly readWaitMs: number;
   private readonly writeWaitMs: number;
   private readonly reopenAfterMs: number;
+  private readonly retryForMs: number;
 
   constructor(
     private readonly bus: Pick<Bus, "keyValue" | "subjects">,
@@ -99,6 +111,7 @@ class KvDrawnRuns implements DrawnRuns {
     this.readWaitMs = o.readWaitMs ?? 2000;
     this.writeWaitMs = o.writeWaitMs ?? 500;
     this.reopenAfterMs = o.reopenAfterMs ?? 5000;
+    this.retryForMs = o.retryForMs ?? 30_000;
     void this.open();
   }
 
@@ -144,20 +157,57 @@ class KvDrawnRuns implements DrawnRuns {
 
   async write(runId: string, record: DrawnRun): Promise<void> {
     const key = drawnKey(this.adapter, runId);
-    const before = this.writing.get(key) ?? Promise.resolve();
-    const put = before.then(async () => {
-      const kv = await this.open();
-      if (!kv) return;
+    let w = this.writing.get(key);
+    const fresh = !w;
+    w ??= { runId, want: record, version: 0, waiters: [] };
+    w.want = record;
+    const version = ++w.version;
+    const landed = new Promise<void>((done) => w.waiters.push({ version, done }));
+    if (fresh) {
+      this.writing.set(key, w);
+      void this.writeOut(key, w);
+    }
+    await within(landed, this.writeWaitMs, undefined);
+  }
+
+  /**
+   * Puts the newest record of a run until one lands: a put that fails (a leader election, an
+   * outage) is tried again, with the newest record, for `retryForMs`; the first failure and the
+   * giving up are logged.
+   */
+  private async writeOut(key: string, w: KeyWriter): Promise<void> {
+    const began = Date.now();
+    let failures = 0;
+    let landed = 0;
+    const settle = (upTo: number) => {
+      for (const x of w.waiters.filter((x) => x.version <= upTo)) x.done();
+      w.waiters = w.waiters.filter((x) => x.version > upTo);
+    };
+    while (landed < w.version) {
+      const version = w.version;
       try {
-        await kv.put(key, JSON.stringify(record));
+        const kv = await this.open();
+        if (!kv) {
+          if (this.refused) break; // said once, at open: nothing to retry
+          throw new Error(`the ${this.bucket} bucket is not open`);
+        }
+        await kv.put(key, JSON.stringify(w.want));
+        landed = version;
+        settle(version);
+        if (failures > 0) this.log.info({ runId: w.runId, bucket: this.bucket, failures }, `recorded run ${w.runId}'s platform messages after ${failures} failed tries`);
+        failures = 0;
       } catch (err) {
-        this.log.warn({ err, runId, bucket: this.bucket }, `could not record run ${runId}'s platform messages: a process after a crash of this one would draw it anew`);
+        failures++;
+        const closed = /connection closed|draining/i.test((err as Error)?.message ?? "");
+        if (closed || Date.now() - began >= this.retryForMs) {
+          this.log.warn({ err, runId: w.runId, bucket: this.bucket, failures }, `gave up recording run ${w.runId}'s platform messages: a process after a crash of this one would draw it anew`);
+          break;
+        }
+        if (failures === 1) this.log.warn({ err, runId: w.runId, bucket: this.bucket }, `could not record run ${w.runId}'s platform messages; trying again for up to ${this.retryForMs / 1000} s`);
+        await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** (failures - 1), 2000)).unref());
       }
-    });
-    this.writing.set(key, put);
-    void put.finally(() => {
-      if (this.writing.get(key) === put) this.writing.delete(key);
-    });
-    await within(put, this.writeWaitMs, undefined);
+    }
+    settle(Number.POSITIVE_INFINITY);
+    this.writing.delete(key);
   }
 }

@@ -198,6 +198,32 @@ describe("a presenter started after another one died mid-run (records in the DRA
     expect(status.ttl).toBe(24 * 3600_000);
   });
 
+  it("a record that could not be written while NATS was away is written once it is back", async () => {
+    const own = await spawnNatsServer();
+    const ns = uniqueNamespace();
+    const bus = await Bus.connect({ url: own.url, name: "flaky", namespace: ns, logger: log, drainTimeoutMs: 500, reconnectTimeWaitMs: 100 });
+    const drawn = busDrawnRuns(bus, ADAPTER, log, { writeWaitMs: 100 });
+    const { texts, surface } = platform();
+    const p = new Presenter(new MessageLayout(surface("only")), { files: {} as FileSource, maxBytes: 1000, log, editIntervalMs: 10, drawn });
+    try {
+      await p.handle("C1", started("f0"));
+      expect(await drawn.read("f0")).toEqual({ progress: { progressId: "1" } });
+      const back = own.restart!(3000);
+      await new Promise((r) => setTimeout(r, 200));
+      await p.handle("C1", ended("f0", "answered during the outage"));
+      expect(texts.get("1")).toMatch(/^answered during the outage/);
+      await back;
+      const deadline = Date.now() + 20_000;
+      let got: unknown;
+      while (Date.now() < deadline && !(got = await drawn.read("f0").then((r) => r?.answered))) await new Promise((r) => setTimeout(r, 200));
+      expect(got).toEqual(["1"]);
+    } finally {
+      await p.close();
+      await bus.drain().catch(() => {});
+      await own.stop().catch(() => {});
+    }
+  }, 40_000);
+
   it("answers on while the bucket cannot be reached: a failed write is logged, a failed read draws as before", async () => {
     const own = await spawnNatsServer();
     const ns = uniqueNamespace();
