@@ -2,6 +2,7 @@
 // cluster, people mentioning mom in several chats through the fake Bot API, and the checks of what
 // those chats show in the end: what test/chaos/ingress-cluster-chaos.test.ts and
 // test/chaos/quorum-loss.test.ts share.
+import { namespacedName } from "@mom/bus";
 import { escapeChannelToken } from "@mom/contracts";
 import type { FakeTelegram, StoredTgMessage, TgChat, TgUser } from "@mom/testing";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -112,6 +113,36 @@ export async function settleAnswers(telegram: FakeTelegram, mentions: Mention[],
 export interface IngressCrash {
   killedAt: number;
   lastIdAtKill: Map<number, number>;
+  /**
+   * Every platform message id the ingress ever recorded in the DRAWN bucket (a run's progress
+   * message, an answer) while `watchDrawn` watched it. When given, the crash's traces are allowed
+   * only for a message the killed process never recorded: it died between the platform's reply
+   * and its record landing, so no process after it could know the message. A recorded one left
+   * "Working…" or carrying an answer twice is a failure.
+   */
+  recorded?: Set<string>;
+}
+
+/**
+ * Watches the adapter's records in the DRAWN bucket (docs/scaling.md, "An ingress killed mid-run")
+ * and collects every platform message id any of them ever named: a later write of a run replaces
+ * its record, so the bucket's state at the end would not say what a killed process had recorded.
+ */
+export async function watchDrawn(c: RunnerCluster): Promise<{ ids: Set<string>; records: () => number; stop(): void }> {
+  const kv = await c.bus.existingKeyValue(namespacedName(c.bus, "DRAWN"));
+  if (!kv) throw new Error("the ingress made no DRAWN bucket");
+  const ids = new Set<string>();
+  let records = 0;
+  const iter = await kv.watch({ key: `${ADAPTER}.>` });
+  void (async () => {
+    for await (const e of iter) {
+      if (e.operation !== "PUT" || e.length === 0) continue;
+      records++;
+      const r = e.json<{ progress?: { progressId?: string; main?: { id?: string } }; answered?: string[] }>();
+      for (const id of [r.progress?.progressId, r.progress?.main?.id, ...(r.answered ?? [])]) if (typeof id === "string") ids.add(id);
+    }
+  })().catch(() => {});
+  return { ids, records: () => records, stop: () => iter.stop() };
 }
 
 export interface PlatformVerdict {
@@ -133,7 +164,8 @@ export interface PlatformVerdict {
  * mention order in each chat, no message is left "Working…", and no bot message is anything else;
  * each channel's log.jsonl has every inbound message once and every mention; the bus carried each
  * chat's answers in order. `crash`: the ingress was killed -9 then, and its known traces are
- * allowed for mentions of the 20 s before it (counted in crashCasualties).
+ * allowed for mentions of the 20 s before it (counted in crashCasualties) — with `crash.recorded`,
+ * only for a message the killed process never recorded in the DRAWN bucket.
  */
 export function checkPlatform(
   telegram: FakeTelegram,
@@ -157,15 +189,32 @@ export function checkPlatform(
   const problems: string[] = [];
   const leftovers: string[] = [];
   // Runs the killed ingress had opened (posted "Working…" as a reply to the mention) whose end the
-  // restarted one drew: it cannot know the progress message's id (a platform's, kept in the dead
-  // process's memory), so it posts the answer as a new message, not as a reply, and the progress
-  // message stays. A known limit (docs/scaling.md), counted and printed; anything else is a failure.
+  // restarted one drew without knowing the progress message's id: it posts the answer as a new
+  // message, and the progress message stays. The id is in the DRAWN bucket once its record landed
+  // (docs/scaling.md), and the restarted ingress then edits that message into the answer.
+  //   With `crash.recorded` (the bucket watched from before the kill): a mention's traces of the
+  // crash are allowed only when the killed process had shown its run in messages it never recorded
+  // — it died between the platform's reply and the record landing (or with the bucket unwritable
+  // all that while) — and then whatever the restarted process could not know follows: that
+  // progress message left "Working…" and the answer posted anew (replying to the mention when its
+  // start came again), or the answer the killed one had drawn drawn a second time, or a progress
+  // message of the restarted one for a run whose end it never got (the killed one drew it, and
+  // only the start's ack was lost).
+  //   Without it (quorum-loss.test.ts, where the bucket cannot be written during the outage the
+  // ingress dies in) the old allowance: any run of a mention of the 20 s before the kill.
+  // Counted and printed; anything else is a failure.
   const crashCasualties: string[] = [];
   const crashOrphans = new Set<string>();
   const beforeKill = (chat: number, id: number) => !!crash && id <= crash.lastIdAtKill.get(chat)!;
   const nearKill = (m: Mention) => !!crash && m.at <= crash.killedAt && m.at > crash.killedAt - 20_000;
   const orphanFor = (chat: number, mention: number) =>
     telegram.botMessages(chat).find((b) => beforeKill(chat, b.message_id) && b.reply_to_message?.message_id === mention && WORKING.test(b.text ?? ""));
+  /** The killed process's messages of a mention's run (not its queued notice), when it showed the run and recorded none of them. */
+  const unrecordedRun = (chat: number, m: Mention): StoredTgMessage[] | undefined => {
+    if (!crash?.recorded) return undefined;
+    const its = telegram.botMessages(chat, { includeDeleted: true }).filter((b) => beforeKill(chat, b.message_id) && b.reply_to_message?.message_id === m.messageId && !/^⏳ Queued/.test(b.versions[0] ?? ""));
+    return its.length > 0 && its.every((b) => !crash.recorded!.has(String(b.message_id))) ? its : undefined;
+  };
   const rows: string[] = [];
   const resumed: string[] = [];
   // The cut-off run's progress message replies to its mention; the answer came in a later message replying to it too.
@@ -185,28 +234,37 @@ export function checkPlatform(
       const what = `chat ${chat.id} mention ${m.n} (message ${m.messageId}, sent ${m.at - started} ms in)`;
       const seen = carrying.map((b) => `#${b.message_id}${b.deleted ? " deleted" : ""} reply to ${b.reply_to_message?.message_id ?? "-"}: ${JSON.stringify(b.versions.map((v) => v.split("\n")[0]))}`).join("; ");
       // The other thing a crash can do: an answer the killed process had put on the platform but
-      // not yet acked (the few milliseconds between the platform's reply and the ack reaching
-      // NATS) is drawn again by the restarted one, which cannot know the message. Only a run that
-      // was going when the ingress died, whose first copy is the killed process's reply to the
-      // mention and whose second the restarted one's: anything else carrying an answer twice is
-      // a failure.
+      // not yet acked is drawn again by the restarted one, which posts it anew when it cannot know
+      // the message. Only a run that was going when the ingress died, whose first copy is the
+      // killed process's reply to the mention (never recorded, with `crash.recorded`: a recorded
+      // one is edited, or found answered, by the restarted one) and whose second the restarted
+      // one's: anything else carrying an answer twice is a failure.
       const [first, second] = carrying;
-      const crashCopy =
-        carrying.length === 2 &&
-        nearKill(m) &&
-        beforeKill(chat.id, first!.message_id) &&
-        first!.reply_to_message?.message_id === m.messageId &&
-        !beforeKill(chat.id, second!.message_id) &&
-        second!.reply_to_message === undefined;
-      if (crashCopy) crashCasualties.push(`${what}: answered by the killed ingress (#${first!.message_id}) and again by the restarted one (#${second!.message_id})`);
+      const unknown = unrecordedRun(chat.id, m);
+      const unknownIds = unknown?.map((b) => `#${b.message_id}`).join(", ");
+      const crashCopy = crash?.recorded
+        ? carrying.length === 2 && !!unknown && beforeKill(chat.id, first!.message_id) && !beforeKill(chat.id, second!.message_id)
+        : carrying.length === 2 &&
+          nearKill(m) &&
+          beforeKill(chat.id, first!.message_id) &&
+          first!.reply_to_message?.message_id === m.messageId &&
+          !beforeKill(chat.id, second!.message_id) &&
+          second!.reply_to_message === undefined;
+      if (crashCopy) crashCasualties.push(`${what}: answered by the killed ingress (#${first!.message_id}${unknown ? `; it recorded none of ${unknownIds}` : ""}) and again by the restarted one (#${second!.message_id})`);
       if (carrying.length === 0) problems.push(`${what}: no answer on the platform`);
       else if (carrying.length > 1 && !crashCopy) problems.push(`${what}: ${carrying.length} messages carry its answer: ${seen}`);
       else {
         const b = carrying[0]!;
         if (b.deleted || !b.text?.startsWith(text)) problems.push(`${what}: its answer message does not end reading the answer: ${seen}`);
         const orphan = orphanFor(chat.id, m.messageId);
-        if (orphan && crash && m.at > crash.killedAt - 20_000 && !beforeKill(chat.id, b.message_id) && b.reply_to_message === undefined) {
-          crashCasualties.push(`${what}: progress #${orphan.message_id} left reading "Working…", answer #${b.message_id} posted on its own`);
+        // The restarted process's progress messages of this run left "Working…" (its end never came to it).
+        const restartedOrphans = unknown ? telegram.botMessages(chat.id).filter((x) => !beforeKill(chat.id, x.message_id) && x.reply_to_message?.message_id === m.messageId && WORKING.test(x.text ?? "")) : [];
+        for (const x of restartedOrphans) {
+          crashCasualties.push(`${what}: the killed ingress recorded none of ${unknownIds}; the restarted one's progress #${x.message_id} left reading "Working…" (the run's end had gone to the killed one)`);
+          crashOrphans.add(`${chat.id}:${x.message_id}`);
+        }
+        if (orphan && crash && (crash.recorded ? !!unknown : m.at > crash.killedAt - 20_000 && !beforeKill(chat.id, b.message_id) && b.reply_to_message === undefined)) {
+          crashCasualties.push(`${what}: progress #${orphan.message_id}${unknown ? ", which the killed ingress never recorded," : ""} left reading "Working…", answer #${b.message_id} posted ${b.reply_to_message ? "anew" : "on its own"}`);
           crashOrphans.add(`${chat.id}:${orphan.message_id}`);
         } else if (b.reply_to_message?.message_id !== m.messageId) problems.push(`${what}: its answer does not reply to it: ${seen}`);
         if (b.message_id < lastAnswerId) problems.push(`${what}: answered (#${b.message_id}) above the answer to mention ${lastN} (#${lastAnswerId})`);
