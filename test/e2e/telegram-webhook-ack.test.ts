@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus, busOptions } from "@mom/bus";
 import { createLogger, loadConfig } from "@mom/config";
-import { type FakeLlm, type FakeRequest, type FakeTelegram, freePort, spawnNatsServer, startFakeLlm, startFakeTelegram, type TestNats, type TgChat, type TgMessage, type TgUser } from "@mom/testing";
+import { type FakeLlm, type FakeTelegram, freePort, spawnNatsServer, startFakeLlm, startFakeTelegram, type TestNats, type TgChat, type TgMessage, type TgUser } from "@mom/testing";
 import { rmSync } from "node:fs";
+import { answerBack } from "../support/answer-back.js";
 import { writeTestDataDir } from "../support/data-dir.js";
 import { inboundMessages } from "../support/inbound.js";
 import { ingressProcess, momBin } from "../support/ingress-process.js";
@@ -26,12 +27,6 @@ const ACK_WITHIN_MS = 5000;
 /** Long enough for a post to be answered 500, its re-send held, and the ingress killed meanwhile. */
 const NATS_DOWN_MS = ACK_WITHIN_MS + 4000;
 
-/** The marker of the person's text, answered back: `answer <marker>`. */
-function answering(req: FakeRequest) {
-  const asked = [...JSON.stringify(req.messages).matchAll(/ask (\w+)/g)].at(-1)?.[1];
-  return { text: asked ? `answer ${asked}` : "nothing asked" };
-}
-
 describe("Telegram ingress, webhook mode: a post is answered 200 only once its message is stored", () => {
   let nats: TestNats;
   let llm: FakeLlm;
@@ -44,7 +39,7 @@ describe("Telegram ingress, webhook mode: a post is answered 200 only once its m
   beforeAll(async () => {
     nats = await spawnNatsServer();
     llm = await startFakeLlm();
-    llm.setFallback(answering);
+    llm.setFallback(answerBack);
     telegram = await startFakeTelegram();
     const port = await freePort();
     const adapter = { type: "telegram", botToken: "env:TG_TOKEN", apiUrl: telegram.url, webhookUrl: `http://127.0.0.1:${port}/hook`, webhookSecret: "hook-secret", webhookPort: port };

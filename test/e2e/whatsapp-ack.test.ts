@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startRunner, type RunningService } from "@mom/agent-runner";
 import { Bus, busOptions } from "@mom/bus";
 import { createLogger, loadConfig } from "@mom/config";
-import { type FakeLlm, type FakeRequest, type FakeWhatsApp, freePort, spawnNatsServer, startFakeLlm, startFakeWhatsApp, type TestNats } from "@mom/testing";
+import { type FakeLlm, type FakeWhatsApp, freePort, spawnNatsServer, startFakeLlm, startFakeWhatsApp, type TestNats } from "@mom/testing";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { answerBack } from "../support/answer-back.js";
 import { writeTestDataDir } from "../support/data-dir.js";
 import { inboundMessages } from "../support/inbound.js";
 import { ingressProcess, momBin } from "../support/ingress-process.js";
@@ -29,12 +30,6 @@ const NATS_DOWN_MS = ACK_WITHIN_MS + 4000;
 /** JetStream's duplicate window here (2 minutes by default; Meta re-sends for days). */
 const DUPLICATE_WINDOW_S = 15;
 
-/** The marker of the person's text, answered back: `answer <marker>`. */
-function answering(req: FakeRequest) {
-  const asked = [...JSON.stringify(req.messages).matchAll(/ask (\w+)/g)].at(-1)?.[1];
-  return { text: asked ? `answer ${asked}` : "nothing asked" };
-}
-
 describe("WhatsApp ingress: a webhook post is answered 200 only once its messages are stored", () => {
   let nats: TestNats;
   let llm: FakeLlm;
@@ -47,7 +42,7 @@ describe("WhatsApp ingress: a webhook post is answered 200 only once its message
   beforeAll(async () => {
     nats = await spawnNatsServer();
     llm = await startFakeLlm();
-    llm.setFallback(answering);
+    llm.setFallback(answerBack);
     whatsapp = await startFakeWhatsApp();
     const port = await freePort();
     whatsapp.webhookUrl = `http://127.0.0.1:${port}/webhook`;

@@ -13,4 +13,4 @@ export * from "./irc-server.js";
 export * from "./mail-servers.js";
 export * from "./fake-github.js";
 export * from "./radicale.js";
-export * from "./event-loop-stall.js";
+export * from "./main-thread-cpu.js";
