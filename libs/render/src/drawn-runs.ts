@@ -1,4 +1,5 @@
 import { type Bus, isPermissionDenied, type KV, kvKey, namespacedName } from "@mom/bus";
+import pTimeout from "p-timeout";
 import type { Logger } from "pino";
 
 /**
@@ -46,16 +47,6 @@ function asDrawnRun(value: unknown): DrawnRun | undefined {
   const v = value as Record<string, unknown>;
   const answered = Array.isArray(v.answered) && v.answered.every((x) => typeof x === "string") ? (v.answered as string[]) : undefined;
   return { ...(v.progress !== undefined && { progress: v.progress }), ...(answered && { answered }) };
-}
-
-/** Resolves with the promise's value, or with `timedOut` once `ms` passed (the promise goes on). */
-function within<T, U>(p: Promise<T>, ms: number, timedOut: U): Promise<T | U> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<U>((resolve) => {
-    timer = setTimeout(() => resolve(timedOut), ms);
-    timer.unref();
-  });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 const TIMED_OUT = Symbol("timed out");
@@ -142,7 +133,7 @@ class KvDrawnRuns implements DrawnRuns {
       return asDrawnRun(e.json<unknown>());
     })();
     try {
-      const got = await within(reading, this.readWaitMs, TIMED_OUT);
+      const got = await pTimeout<DrawnRun | undefined | typeof TIMED_OUT>(reading, { milliseconds: this.readWaitMs, fallback: () => TIMED_OUT });
       if (got === TIMED_OUT) {
         reading.catch(() => {});
         this.log.warn({ runId, bucket: this.bucket }, `reading what an earlier process drew of run ${runId} took over ${this.readWaitMs} ms: drawing it as if nothing was`);
@@ -167,7 +158,7 @@ class KvDrawnRuns implements DrawnRuns {
       this.writing.set(key, w);
       void this.writeOut(key, w);
     }
-    await within(landed, this.writeWaitMs, undefined);
+    await pTimeout(landed, { milliseconds: this.writeWaitMs, fallback: () => undefined });
   }
 
   /**
