@@ -131,6 +131,41 @@ describe("the scheduler and channels' own events directories", () => {
   });
 });
 
+describe("a channel that fills its events/ with files (the model as an attacker)", () => {
+  it("costs another channel's event one capped scan, not a pass over every file", async () => {
+    // maxQueuedPerChannel 5: a scan reads 50 entries of a channel's events/.
+    const s = (h = await harness({ maxQueuedPerChannel: 5 }));
+    const dir = eventsOf(s, "cli/local");
+    mkdirSync(dir, { recursive: true });
+    const FLOOD = 20_000;
+    for (let i = 0; i < FLOOD; i++) writeFileSync(join(dir, `f${i}.json`), JSON.stringify({ type: "immediate", text: `flood ${i}` }));
+    put(s, "term/C1", "fine.json", { type: "immediate", text: "on time" });
+    await s.start();
+    const fromC1 = async () => (await s.inbound()).find((m) => m.subject === s.bus.subjects.channel("in", other));
+    await waitFor(async () => (await fromC1()) !== undefined, 30_000, "term/C1's event");
+    // Without the cap the first scan read, refused and moved aside all 20,000 before anything fired.
+    expect(readdirSync(dir).filter((n) => n.endsWith(".json")).length).toBeGreaterThan(FLOOD - 500);
+    expect((await fromC1())!.text).toContain("on time");
+    expect(s.logs.filter((l) => String(l.msg).startsWith("a channel's events directory holds more than 50 entries"))).toHaveLength(1);
+  }, 60_000);
+
+  it("an overfull directory's scheduled events stay scheduled, and one deleted is cancelled", async () => {
+    const s = (h = await harness({ maxQueuedPerChannel: 1, watch: "poll" }));
+    put(s, "cli/local", "daily.json", { type: "periodic", schedule: "0 9 * * *", timezone: "UTC", text: "daily" });
+    await s.start();
+    await waitFor(() => s.sched!.scheduler.scheduled().length === 1, 5000, "daily.json scheduled");
+    // 300 names that are no event files: never moved aside, so the directory stays past the cap of
+    // 10 entries, and daily.json is almost surely not among the first 10 a scan reads.
+    for (let i = 0; i < 300; i++) writeFileSync(join(eventsOf(s, "cli/local"), `junk${i}.txt`), "x");
+    for (let i = 0; i < 3; i++) await s.settle();
+    expect(s.sched!.scheduler.scheduled().map((e) => e.file)).toEqual(["channels/cli/local/events/daily.json"]);
+    const { rmSync } = await import("node:fs");
+    rmSync(join(eventsOf(s, "cli/local"), "daily.json"));
+    await s.settle();
+    expect(s.sched!.scheduler.scheduled()).toEqual([]);
+  });
+});
+
 describe("mom events", () => {
   it("lists the channels' own event files by their workspace path, refused ones as not valid", async () => {
     const s = (h = await harness());

@@ -67,6 +67,8 @@ interface Source {
   dir: EventsDir;
   /** The channel whose directory it is; undefined for the operator's events/. */
   owner?: ChannelRef;
+  /** Set while its directory holds more entries than a scan reads (told once per such spell). */
+  overfull?: boolean;
 }
 
 /** One file in an events directory as last read. */
@@ -105,6 +107,12 @@ export interface ScheduledSummary {
 // A file read within this long of its modification may have changed again within the same mtime
 // tick (1 s or 2 s granularity on some file systems), so it is read again on the next scan.
 const RACY_MS = 2500;
+/**
+ * A scan reads at most this many entries of a channel's events directory per event it may queue
+ * (scheduler.maxQueuedPerChannel): a command can fill it with millions of files. Those past the
+ * cap wait for later scans, as files in front of them fire or are moved to invalid/.
+ */
+const SCANNED_PER_QUEUED = 10;
 
 /**
  * Watches `workspace/events/` and publishes each event when it is due. All state changes run one at
@@ -255,7 +263,7 @@ export class EventScheduler {
     // Sources that could not be read this time: what they had stays scheduled.
     const unreadable = new Set<string>();
     try {
-      for (const [name, stamp] of await this.dir.list()) listed.set(`${this.operator.key}/${name}`, { source: this.operator, name, stamp });
+      for (const [name, stamp] of (await this.dir.list()).files) listed.set(`${this.operator.key}/${name}`, { source: this.operator, name, stamp });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         await this.dir.ensure();
@@ -265,9 +273,16 @@ export class EventScheduler {
         return;
       }
     }
+    // Sources listed in part (a channel's directory past the cap): what they had is checked file by file.
+    const partial = new Set<Source>();
+    const maxEntries = this.o.settings.maxQueuedPerChannel * SCANNED_PER_QUEUED;
     for (const source of await this.findChannelSources()) {
       try {
-        for (const [name, stamp] of await source.dir.list()) listed.set(`${source.key}/${name}`, { source, name, stamp });
+        const { files, complete } = await source.dir.list(maxEntries);
+        for (const [name, stamp] of files) listed.set(`${source.key}/${name}`, { source, name, stamp });
+        if (!complete) partial.add(source);
+        if (!complete && !source.overfull) this.log.warn({ dir: source.key, channel: qualifiedChannelId(source.owner!), maxEntries }, `a channel's events directory holds more than ${maxEntries} entries: each scan reads its first ${maxEntries} only (${SCANNED_PER_QUEUED} × scheduler.maxQueuedPerChannel); the files past them wait until those fire or are moved aside`);
+        source.overfull = !complete;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP") {
@@ -280,7 +295,11 @@ export class EventScheduler {
         }
       }
     }
-    for (const [key, e] of [...this.entries]) if (!listed.has(key) && !unreadable.has(e.source.key)) this.forget(key, "deleted");
+    for (const [key, e] of [...this.entries]) {
+      if (listed.has(key) || unreadable.has(e.source.key)) continue;
+      if (partial.has(e.source) && (await e.source.dir.read(e.name))) continue;
+      this.forget(key, "deleted");
+    }
     // Oldest first, so that every replica fills a channel's queue in the same order.
     const files = [...listed].sort(([a, x], [b, y]) => x.stamp.mtimeMs - y.stamp.mtimeMs || a.localeCompare(b));
     const realNow = Date.now();

@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { constants, existsSync } from "node:fs";
-import { type FileHandle, lstat, mkdir, open, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { type FileHandle, lstat, mkdir, open, opendir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { isEventFileName, MAX_EVENT_FILE_BYTES, printableFileName } from "@mom/events";
 
@@ -77,22 +77,28 @@ export class EventsDir {
     }
   }
 
-  /** The event files with their stamps; throws when the directory cannot be read. */
-  async list(): Promise<Map<string, FileStamp>> {
+  /**
+   * The event files with their stamps, among the directory's first `maxEntries` entries (a
+   * channel's commands can fill it with millions: all their names at once would hold the scheduler
+   * of every channel for seconds); `complete` says whether that was all of it. Throws when the
+   * directory cannot be read.
+   */
+  async list(maxEntries = Infinity): Promise<{ files: Map<string, FileStamp>; complete: boolean }> {
     return this.at(async (base) => {
-      const out = new Map<string, FileStamp>();
-      const entries = await readdir(base, { withFileTypes: true });
-      for (const e of entries) {
+      const files = new Map<string, FileStamp>();
+      let entries = 0;
+      for await (const e of await opendir(base)) {
+        if (++entries > maxEntries) return { files, complete: false };
         if (!isEventFileName(e.name) || e.isDirectory()) continue;
         try {
           // In a channel's directory a symlink is not an event file, whatever it points at.
           const st = this.confined ? await lstat(join(base, e.name)) : await stat(join(base, e.name));
-          if (st.isFile()) out.set(e.name, { mtimeMs: st.mtimeMs, size: st.size, ino: st.ino });
+          if (st.isFile()) files.set(e.name, { mtimeMs: st.mtimeMs, size: st.size, ino: st.ino });
         } catch (err) {
           if (!isNotFound(err)) throw err;
         }
       }
-      return out;
+      return { files, complete: true };
     });
   }
 
@@ -197,7 +203,9 @@ async function freeName(dir: string, name: string): Promise<string> {
   const ext = extname(name);
   const base = name.slice(0, name.length - ext.length);
   for (let i = 1; ; i++) {
-    const candidate = i === 1 ? name : `${base}-${i}${ext}`;
+    // Past a hundred taken names (a channel can plant thousands), a random one: each move would
+    // otherwise look at every name taken before it.
+    const candidate = i === 1 ? name : i <= 100 ? `${base}-${i}${ext}` : `${base}-${randomBytes(6).toString("hex")}${ext}`;
     if (!(await exists(join(dir, candidate))) && !(await exists(join(dir, `${candidate}.error`)))) return candidate;
   }
 }
