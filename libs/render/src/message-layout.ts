@@ -144,8 +144,10 @@ export class MessageLayout implements Layout<MessageRun, string> {
     return ids;
   }
 
-  async queued(channel: string, ev: Ev<"run_queued">): Promise<void> {
-    await this.surface.post(channel, `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`, { replyTo: ev.trigger.messageId, replyToUser: ev.trigger.senderId });
+  /** The notice stays as posted (the run's progress is a message of its own): its id is all there is to keep. */
+  async queued(channel: string, ev: Ev<"run_queued">, shown?: unknown): Promise<unknown> {
+    if (shown !== undefined) return shown;
+    return { id: await this.surface.post(channel, `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`, { replyTo: ev.trigger.messageId, replyToUser: ev.trigger.senderId }) };
   }
 
   async rejected(channel: string, ev: Ev<"run_rejected">): Promise<void> {

@@ -21,7 +21,7 @@ const trigger = { messageId: "m1", senderId: "u1", username: "ana", text: "go" }
 const ADAPTER = "tg";
 
 interface Op {
-  op: "post" | "edit" | "delete" | "upload" | "prompt" | "closePrompt";
+  op: "post" | "edit" | "delete" | "upload" | "prompt" | "closePrompt" | "mark" | "unmark";
   by: string;
   id?: string;
   text?: string;
@@ -91,6 +91,42 @@ describe("a presenter started after another one died mid-run (records in the DRA
     return { bus, p, draw };
   }
 
+  /** A platform with threads (its `marks`: a queued trigger is marked, not answered with a notice) and the "processes" drawing on it. */
+  function threadedProcesses(namespace: string, marks = false) {
+    const ops: Op[] = [];
+    let n = 0;
+    const threads = (by: string): ThreadSurface => ({
+      dialect: plainDialect(500),
+      name: "Threads",
+      async post(_channel, m) {
+        const id = `T${++n}`;
+        ops.push({ op: "post", by, id, text: m.text });
+        return id;
+      },
+      async edit(_channel, id, m) {
+        ops.push({ op: "edit", by, id, text: m.text });
+      },
+      async delete(_channel, id) {
+        ops.push({ op: "delete", by, id });
+      },
+      async prompt() {
+        return "P";
+      },
+      async closePrompt() {},
+      ...(marks && {
+        async markQueued(_channel: string, id: string, queued: boolean) {
+          ops.push({ op: queued ? "mark" : "unmark", by, id });
+        },
+      }),
+    });
+    const presenter = async (name: string) => {
+      const bus = await Bus.connect({ url: nats.url, name, namespace, logger: log, drainTimeoutMs: 2000 });
+      buses.push(bus);
+      return new Presenter(new ThreadedLayout(threads(name), log), { files: {} as FileSource, maxBytes: 1000, log, editIntervalMs: 10, drawn: busDrawnRuns(bus, ADAPTER, log) });
+    };
+    return { ops, presenter };
+  }
+
   it("the second one edits the first one's progress message into the answer and posts nothing", async () => {
     const ns = uniqueNamespace();
     const { ops, texts, surface } = platform();
@@ -99,7 +135,9 @@ describe("a presenter started after another one died mid-run (records in the DRA
     expect(await first.draw(started("r1"))).toBe(true);
     expect(await first.draw(toolStart("r1"))).toBe(true);
     expect(ops).toEqual([{ op: "post", by: "first", id: "1", text: expect.stringContaining("Working") }]);
-    // The first process dies here (nothing of it runs again); the events after the start go to the second.
+    // The first process dies here; its redraw still waiting is made (as it would a few ms later),
+    // and nothing of it runs after. The events after the start go to the second.
+    await first.p.close();
     const second = await processOf("second", ns, surface("second"), receipts);
     expect(await second.draw(toolEnd("r1"))).toBe(true);
     expect(await second.draw(ended("r1", "three lines"))).toBe(true);
@@ -147,32 +185,7 @@ describe("a presenter started after another one died mid-run (records in the DRA
 
   it("the same on a platform with threads: the second one edits the main message into the answer", async () => {
     const ns = uniqueNamespace();
-    const ops: Op[] = [];
-    let n = 0;
-    const threads = (by: string): ThreadSurface => ({
-      dialect: plainDialect(500),
-      name: "Threads",
-      async post(_channel, m) {
-        const id = `T${++n}`;
-        ops.push({ op: "post", by, id, text: m.text });
-        return id;
-      },
-      async edit(_channel, id, m) {
-        ops.push({ op: "edit", by, id, text: m.text });
-      },
-      async delete(_channel, id) {
-        ops.push({ op: "delete", by, id });
-      },
-      async prompt() {
-        return "P";
-      },
-      async closePrompt() {},
-    });
-    const presenter = async (name: string) => {
-      const bus = await Bus.connect({ url: nats.url, name, namespace: ns, logger: log, drainTimeoutMs: 2000 });
-      buses.push(bus);
-      return new Presenter(new ThreadedLayout(threads(name), log), { files: {} as FileSource, maxBytes: 1000, log, editIntervalMs: 10, drawn: busDrawnRuns(bus, ADAPTER, log) });
-    };
+    const { ops, presenter } = threadedProcesses(ns);
     const first = await presenter("first");
     await first.handle("C1", started("r4"));
     const second = await presenter("second");
@@ -183,6 +196,61 @@ describe("a presenter started after another one died mid-run (records in the DRA
     // The answer is the main message; only its details (a thread under it) are new messages.
     expect(ops.filter((o) => o.by === "second" && o.id === "T1").at(-1)).toMatchObject({ op: "edit", text: expect.stringMatching(/^threaded answer/) });
     expect(ops.filter((o) => o.by === "second" && o.op === "post").map((o) => o.text)).toEqual([expect.stringContaining("Counting")]);
+  });
+
+  it("an approval prompt the first one posted is not posted again: the second one closes that one with the outcome", async () => {
+    const ns = uniqueNamespace();
+    const { ops, surface } = platform();
+    const first = await processOf("first", ns, surface("first"), []);
+    const asked = at("r6", 1, { type: "approval_requested", approvalId: "a1", toolId: "bash", risk: "high", argsSummary: "rm -rf build", requestedBy: { id: "u1", username: "ana" }, expiresAt: new Date(Date.now() + 60_000).toISOString(), approvers: ["u1"] });
+    await first.draw(started("r6"));
+    await first.draw(asked);
+    await first.p.close();
+    expect(ops.filter((o) => o.op === "prompt").map((o) => `${o.by} ${o.id}`)).toEqual(["first 2"]);
+    // Drawn, its ack lost with the process: the prompt comes again, then the decision.
+    const second = await processOf("second", ns, surface("second"), []);
+    await second.draw(asked, { redelivered: true });
+    expect(second.p.approval("a1")).toMatchObject({ prompt: "2", approvers: ["u1"] });
+    await second.draw(at("r6", 2, { type: "approval_resolved", approvalId: "a1", outcome: "approved", decidedBy: "ana" }));
+    await second.draw(ended("r6", "removed"));
+    await second.p.close();
+    expect(ops.filter((o) => o.op === "prompt")).toHaveLength(1);
+    expect(ops.filter((o) => o.by === "second" && o.op === "closePrompt").map((o) => o.id)).toEqual(["2"]);
+    expect(ops.filter((o) => o.by === "second" && o.op === "post")).toEqual([]);
+  });
+
+  it("a queued notice the first one posted is not posted again", async () => {
+    const ns = uniqueNamespace();
+    const { ops, surface } = platform();
+    const queued = at("r7", 0, { type: "run_queued", trigger, position: 1 });
+    const first = await processOf("first", ns, surface("first"), []);
+    await first.draw(queued);
+    const second = await processOf("second", ns, surface("second"), []);
+    await second.draw(queued, { redelivered: true });
+    // A notice the first one never posted (it died before) is posted by the second.
+    await second.draw(at("r8", 0, { type: "run_queued", trigger, position: 2 }), { redelivered: true });
+    await second.p.close();
+    expect(ops.map((o) => `${o.by} ${o.op} ${o.text?.match(/position \d/)?.[0]}`)).toEqual(["first post position 1", "second post position 2"]);
+  });
+
+  it("on a platform with threads, a queued notice or mark the first one put up is the one the second one's run start edits or removes", async () => {
+    for (const marks of [false, true]) {
+      const { ops, presenter } = threadedProcesses(uniqueNamespace(), marks);
+      const queued = at("r9", 0, { type: "run_queued", trigger, position: 1 });
+      const first = await presenter("first");
+      await first.handle("C1", queued);
+      const second = await presenter("second");
+      await second.handle("C1", queued, { redelivered: true });
+      await second.handle("C1", at("r9", 1, { type: "run_started", trigger, model: "m" }));
+      await second.handle("C1", ended("r9", "after the wait"));
+      await second.close();
+      const shown = ops.map((o) => `${o.by} ${o.op} ${o.id}`);
+      if (marks) expect(shown.slice(0, 3)).toEqual(["first mark m1", "second unmark m1", "second post T1"]);
+      else expect(shown.slice(0, 2)).toEqual(["first post T1", "second edit T1"]);
+      expect(ops.filter((o) => o.op === "mark")).toHaveLength(marks ? 1 : 0);
+      // The answer is the main message (only the usage line goes under it).
+      expect(ops.filter((o) => o.id === "T1").at(-1)).toMatchObject({ by: "second", text: expect.stringMatching(/^after the wait/) });
+    }
   });
 
   it("keeps only the ids it needs, under the adapter's own key, for a day", async () => {

@@ -36,9 +36,14 @@ export interface Layout<S, P = unknown> {
   post(channel: string, ev: Ev<"post">, files: FileOutcome[]): Promise<string[]>;
   /** When present, each shared file is delivered as it comes rather than with the answer. */
   file?(channel: string, view: RunView, state: S | undefined, f: FileOutcome): Promise<void>;
-  queued?(channel: string, ev: Ev<"run_queued">): Promise<void>;
+  /**
+   * Tells the trigger's sender their run waits; resolves with where that notice is (plain JSON,
+   * kept on the bus with `drawn`). `shown`: such a form of a notice an earlier process put up for
+   * this very event (its redelivery): taken over, nothing posted.
+   */
+  queued?(channel: string, ev: Ev<"run_queued">, shown?: unknown): Promise<unknown>;
   rejected(channel: string, ev: Ev<"run_rejected">): Promise<void>;
-  /** Posts an approval prompt (`text`) with Allow once / Deny; resolves with where it is. */
+  /** Posts an approval prompt (`text`) with Allow once / Deny; resolves with where it is (plain JSON: with `drawn` it is kept on the bus for the process after this one). */
   prompt(channel: string, view: RunView, state: S | undefined, ev: Ev<"approval_requested">, text: string): Promise<P>;
   /** The prompt loses its buttons and reads `text` (the prompt and how it ended). */
   resolvePrompt(channel: string, prompt: P, text: string): Promise<void>;
@@ -104,6 +109,8 @@ interface LiveRun<S> {
   delivered: number;
   /** An earlier process delivered the run's answer (its ids): nothing more of it is drawn. */
   answered?: string[];
+  /** What is on the platform of the run, as kept on the bus (PresenterOptions.drawn). */
+  drawn: DrawnRun;
 }
 
 const TYPING_MAX_MS = 60 * 60_000;
@@ -199,10 +206,10 @@ export class Presenter<S, P = unknown> {
     const accepted = this.tracker.accept(e);
     if (!accepted) return;
     const { view } = accepted;
-    if (ev.type === "run_queued") return this.layout.queued?.(channel, ev);
+    if (ev.type === "run_queued") return this.queued(channel, e, ev, arrival);
     let run = this.live.get(e.runId);
     if (!run) {
-      run = { channel, view, flushQueued: false, lastFlushAt: 0, delivered: 0 };
+      run = { channel, view, flushQueued: false, lastFlushAt: 0, delivered: 0, drawn: {} };
       this.live.set(e.runId, run);
       // A run met without drawing its start here: it began in a process that died or stopped (or
       // this start was delivered to one before). What that process put on the platform is on the bus.
@@ -225,7 +232,7 @@ export class Presenter<S, P = unknown> {
         if (run.state === undefined) {
           run.state = await this.layout.open(channel, view);
           const form = this.layout.resumeForm?.(run.state);
-          if (form !== undefined) await this.opts.drawn?.write(e.runId, { progress: form });
+          if (form !== undefined) await this.remember(e.runId, run, { progress: form });
         }
         run.lastFlushAt = Date.now();
         this.startTyping(run);
@@ -241,7 +248,13 @@ export class Presenter<S, P = unknown> {
         // Known before the prompt is up: a click can arrive before the platform answers the post.
         const pending: PendingApproval<P> = { channel, approvers: ev.approvers, text };
         this.approvals.set(ev.approvalId, pending);
-        pending.prompt = await this.layout.prompt(channel, view, run.state, ev, text);
+        // Posted by an earlier process (this is its redelivery): that prompt is the one to close.
+        const shown = run.drawn.prompts?.[ev.approvalId];
+        if (shown !== undefined) pending.prompt = shown as P;
+        else {
+          pending.prompt = await this.layout.prompt(channel, view, run.state, ev, text);
+          await this.remember(e.runId, run, { prompts: { ...run.drawn.prompts, [ev.approvalId]: pending.prompt } });
+        }
         break;
       }
       case "approval_resolved": {
@@ -287,9 +300,16 @@ export class Presenter<S, P = unknown> {
     return this.opts.drawn?.read(id);
   }
 
-  /** A run another process began: its answer is delivered (nothing more to draw), or its progress message is taken over. */
+  /** Adds to the run's record on the bus what has just been put on the platform. */
+  private async remember(runId: string, run: LiveRun<S>, drawn: DrawnRun): Promise<void> {
+    run.drawn = { ...run.drawn, ...drawn };
+    await this.opts.drawn?.write(runId, run.drawn);
+  }
+
+  /** A run another process began: its answer is delivered (nothing more to draw), or its progress message and prompts are taken over. */
   private resume(run: LiveRun<S>, drawn: DrawnRun | undefined): void {
     if (!drawn) return;
+    run.drawn = drawn;
     if (drawn.answered) {
       run.answered = drawn.answered;
       return;
@@ -300,6 +320,14 @@ export class Presenter<S, P = unknown> {
       run.state = state;
       this.opts.log.info({ channel: run.channel, runId: run.view.runId }, "run opened by an earlier process: going on with its progress message");
     } else this.opts.log.warn({ channel: run.channel, runId: run.view.runId }, "an earlier process's record of the run is not this layout's: drawing it anew");
+  }
+
+  /** A "queued" notice, once: one an earlier process put up before it died is taken over (its redelivery). */
+  private async queued(channel: string, e: OutboundEvent, ev: Ev<"run_queued">, arrival: Arrival): Promise<void> {
+    if (!this.layout.queued) return;
+    const shown = arrival.redelivered ? (await this.drawnBefore(e.runId))?.queued : undefined;
+    const form = await this.layout.queued(channel, ev, shown);
+    if (shown === undefined && form !== undefined) await this.opts.drawn?.write(e.runId, { queued: form });
   }
 
   /** A busy refusal, once: not again when an earlier process posted it before it died (its redelivery). */

@@ -121,18 +121,29 @@ export class ThreadedLayout<D = string, P = string> implements Layout<ThreadedRu
     return this.surface.liveDetails ? `${d.marks.working} ${d.escape(statusText(view.activity))}` : progressText(view, d);
   }
 
-  async queued(channel: string, ev: Ev<"run_queued">): Promise<void> {
+  /** `shown`: the notice (or mark) an earlier process put up, which the run's start then edits (or unmarks). */
+  async queued(channel: string, ev: Ev<"run_queued">, shown?: unknown): Promise<unknown> {
     const key = `${channel}:${ev.trigger.messageId}`;
+    const taken = shown as { id?: string; at: Placement } | undefined;
+    if (taken && typeof taken === "object" && taken.at) {
+      this.queuedNotices.set(key, taken);
+      return taken;
+    }
     if (this.surface.markQueued) {
       await this.surface.markQueued(channel, ev.trigger.messageId, true);
       this.queuedNotices.set(key, { at: {} });
-      return;
+      return { at: {} };
     }
     const text = `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`;
     const notice = this.queuedNotices.get(key);
-    if (notice?.id) return this.surface.edit(channel, notice.id, { text }, notice.at);
+    if (notice?.id) {
+      await this.surface.edit(channel, notice.id, { text }, notice.at);
+      return notice;
+    }
     const at = { replyTo: ev.trigger.messageId };
-    this.queuedNotices.set(key, { id: await this.surface.post(channel, { text }, at), at });
+    const posted = { id: await this.surface.post(channel, { text }, at), at };
+    this.queuedNotices.set(key, posted);
+    return posted;
   }
 
   async rejected(channel: string, ev: Ev<"run_rejected">): Promise<void> {
