@@ -68,6 +68,16 @@ describe("waitOutRateLimits", () => {
     expect(calls).toBe(3);
     expect([1, 2, 3, 8, 20].map(backoffMs)).toEqual([500, 1000, 2000, 30_000, 30_000]);
   });
+
+  it("an aborted signal ends the wait at once with the refusal (a download given up does not sit out a minute's Retry-After)", async () => {
+    const abort = new AbortController();
+    const refusal = limitedErr(60_000);
+    let calls = 0;
+    const started = Date.now();
+    const waiting = waitOutRateLimits(() => (calls++, Promise.reject(refusal)), { retryAfterMs, limited: () => setTimeout(() => abort.abort(), 20), signal: abort.signal });
+    await expect(waiting).rejects.toBe(refusal);
+    expect([calls, Date.now() - started < 5000]).toEqual([1, true]);
+  });
 });
 
 describe("Directory", () => {

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from "node:timers/promises";
+
 /**
  * Makes `call`, and makes it again after each rate-limit refusal, so no edit or answer is lost to
  * a rate limit; any other failure, and the refusal of the last try, is the caller's, as thrown.
@@ -20,6 +22,8 @@ export async function waitOutRateLimits<T>(
     maxTries?: number;
     /** Waiting stops once this much has been waited in all (default: no bound but maxTries). */
     giveUpAfterMs?: number;
+    /** Ends a wait at once: the refusal is thrown (a download given up, a shutdown). */
+    signal?: AbortSignal;
   },
 ): Promise<T> {
   let waited = 0;
@@ -28,10 +32,12 @@ export async function waitOutRateLimits<T>(
       return await call();
     } catch (err) {
       const wait = o.retryAfterMs(err, attempt);
-      if (wait === undefined || attempt >= (o.maxTries ?? 8) || waited + wait > (o.giveUpAfterMs ?? Infinity)) throw err;
+      if (wait === undefined || attempt >= (o.maxTries ?? 8) || waited + wait > (o.giveUpAfterMs ?? Infinity) || o.signal?.aborted) throw err;
       o.limited(wait, err);
       waited += wait;
-      await new Promise((r) => setTimeout(r, wait));
+      await sleep(wait, undefined, o.signal && { signal: o.signal }).catch(() => {
+        throw err;
+      });
     }
   }
 }

@@ -16,7 +16,7 @@ export class MediaDownloads {
     const m = /^mxc:\/\/([^/]+)\/([^/?#]+)$/.exec(mxc);
     if (!m) return Promise.reject(new FileRefused(`not a media URI: ${mxc}`));
     const serverAndId = `${encodeURIComponent(m[1]!)}/${encodeURIComponent(m[2]!)}`;
-    return waitOutRateLimits(() => this.fetch(serverAndId, maxBytes, signal), { retryAfterMs, limited: (waitMs) => this.client.limited(waitMs, mxc) });
+    return waitOutRateLimits(() => this.fetch(serverAndId, maxBytes, signal), { retryAfterMs, limited: (waitMs) => this.client.limited(waitMs, mxc), ...(signal && { signal }) });
   }
 
   private async fetch(serverAndId: string, maxBytes: number, signal: AbortSignal | undefined): Promise<Downloaded> {

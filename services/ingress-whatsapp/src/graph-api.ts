@@ -43,6 +43,7 @@ export class GraphApi {
       },
       maxTries: 20,
       giveUpAfterMs: this.s.rateLimitRetryMs ?? 120_000,
+      ...(init.signal && { signal: init.signal }),
     });
   }
 
@@ -72,7 +73,7 @@ export class GraphApi {
 
   /** A media id -> its bytes (the URL Meta gives needs the token too). */
   async download(mediaId: string, maxBytes: number, signal?: AbortSignal): Promise<Downloaded> {
-    const info = await this.call<{ url: string; mime_type?: string }>(mediaId, { method: "GET" });
+    const info = await this.call<{ url: string; mime_type?: string }>(mediaId, { method: "GET", ...(signal && { signal }) });
     return downloadFile(info.url, maxBytes, { token: this.s.accessToken, signal, ...(info.mime_type && { mimeType: info.mime_type }) });
   }
 }
