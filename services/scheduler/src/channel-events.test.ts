@@ -167,6 +167,18 @@ describe("a channel that fills its events/ with files (the model as an attacker)
 });
 
 describe("mom events", () => {
+  it("reads at most 500 files of a directory a channel filled, and says so", async () => {
+    const s = (h = await harness());
+    const dir = eventsOf(s, "cli/local");
+    mkdirSync(join(dir, "invalid"), { recursive: true });
+    for (let i = 0; i < 2000; i++) writeFileSync(join(dir, `f${i}.json`), JSON.stringify({ type: "immediate", text: `t${i}` }));
+    for (let i = 0; i < 600; i++) writeFileSync(join(dir, "invalid", `bad${i}.json`), "{");
+    const l = listEvents(s.loaded, Date.parse("2026-01-05T08:00:00Z"));
+    expect([l.scheduled.length, l.invalid.length]).toEqual([500, 500]);
+    expect(l.unlisted).toEqual(["channels/cli/local/events/", "channels/cli/local/events/invalid/"]);
+    expect(formatEventListing(l)).toContain("not all shown: more than 500 files in channels/cli/local/events/, channels/cli/local/events/invalid/");
+  });
+
   it("lists the channels' own event files by their workspace path, refused ones as not valid", async () => {
     const s = (h = await harness());
     put(s, "cli/local", "mine.json", { type: "one-shot", text: "t", at: "2026-01-05T12:00:00Z" });

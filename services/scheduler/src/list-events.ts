@@ -2,7 +2,7 @@ import type { LoadedConfig } from "@mom/config";
 import { qualifiedChannelId } from "@mom/contracts";
 import type { ChannelRef } from "@mom/contracts";
 import { WorkspaceLayout } from "@mom/store";
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { type EventFileContext, formatDuration, isEventFileName, MAX_EVENT_FILE_BYTES, nextFireTime, parseEventFile, printableFileName } from "@mom/events";
 
@@ -31,7 +31,15 @@ export interface EventListing {
   pending: ListedProblem[];
   invalid: ListedProblem[];
   missed: ListedProblem[];
+  /** Directories that hold more files than a listing reads (LISTED_PER_DIR), workspace-relative. */
+  unlisted: string[];
 }
+
+/**
+ * At most this many files are read of each directory: a channel's commands can fill its events/
+ * (and so invalid/) with millions, and `mom events` must still answer.
+ */
+export const LISTED_PER_DIR = 500;
 
 /** An events directory: the operator's (`prefix` "") or a channel's own (`prefix` its workspace path). */
 interface ListedDir {
@@ -49,7 +57,7 @@ export function listEvents(loaded: LoadedConfig, nowMs = Date.now()): EventListi
   const layout = new WorkspaceLayout(loaded.paths.workspaceDir);
   const context = { adapters: new Set(Object.keys(loaded.config.adapters)) };
   const graceMs = loaded.config.scheduler.graceMinutes * 60_000;
-  const listing: EventListing = { eventsDir: layout.eventsDir, now: new Date(nowMs).toISOString(), scheduled: [], pending: [], invalid: [], missed: [] };
+  const listing: EventListing = { eventsDir: layout.eventsDir, now: new Date(nowMs).toISOString(), scheduled: [], pending: [], invalid: [], missed: [], unlisted: [] };
   const dirs: ListedDir[] = [{ dir: layout.eventsDir, prefix: "" }];
   for (const owner of layout.listChannels()) {
     const dir = join(layout.channelDir(owner), "events");
@@ -61,7 +69,11 @@ export function listEvents(loaded: LoadedConfig, nowMs = Date.now()): EventListi
 }
 
 function listDir({ dir, prefix, owner }: ListedDir, listing: EventListing, context: EventFileContext, graceMs: number, nowMs: number): void {
-  for (const name of files(dir).filter(isEventFileName)) {
+  const shown = (sub: string, { names, more }: { names: string[]; more: boolean }) => {
+    if (more) listing.unlisted.push(`${prefix || "events/"}${sub}`);
+    return names;
+  };
+  for (const name of shown("", files(dir, isEventFileName))) {
     const text = readSmall(join(dir, name));
     if (text === undefined) continue;
     const file = `${prefix}${name}`;
@@ -99,7 +111,7 @@ function listDir({ dir, prefix, owner }: ListedDir, listing: EventListing, conte
   for (const kind of ["invalid", "missed"] as const) {
     const asideDir = join(dir, kind);
     if (!isRealDir(asideDir)) continue;
-    for (const name of files(asideDir).filter((f) => f.endsWith(".json"))) {
+    for (const name of shown(`${kind}/`, files(asideDir, (f) => f.endsWith(".json")))) {
       const note = readSmall(join(asideDir, `${name}.error`));
       const reason = note?.split("\n")[0]!.replace(/^missed: /, "") || "(no .error note)";
       listing[kind].push({ file: `${prefix}${name}`, reason });
@@ -151,16 +163,26 @@ export function formatEventListing(l: EventListing): string {
   section("not valid, still in events/ (a running scheduler moves them to events/invalid/)", l.pending);
   section("invalid (events/invalid/)", l.invalid);
   section("missed (events/missed/)", l.missed);
+  if (l.unlisted.length) out.push("", `not all shown: more than ${LISTED_PER_DIR} files in ${l.unlisted.join(", ")}`);
   return out.join("\n");
 }
 
-function files(dir: string): string[] {
+/** The first LISTED_PER_DIR files of `dir` that `wanted` picks (sorted), read a few at a time; `more` when there are others. */
+function files(dir: string, wanted: (name: string) => boolean): { names: string[]; more: boolean } {
+  const names: string[] = [];
+  let more = false;
+  let handle;
   try {
-    return readdirSync(dir, { withFileTypes: true })
-      .filter((d) => d.isFile())
-      .map((d) => d.name)
-      .sort();
+    handle = opendirSync(dir);
+    for (let d = handle.readSync(); d && !more; d = handle.readSync()) {
+      if (!d.isFile() || !wanted(d.name)) continue;
+      if (names.length < LISTED_PER_DIR) names.push(d.name);
+      else more = true;
+    }
   } catch {
-    return [];
+    // gone or unreadable: nothing listed
+  } finally {
+    handle?.closeSync();
   }
+  return { names: names.sort(), more };
 }
