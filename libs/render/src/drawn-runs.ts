@@ -12,6 +12,8 @@ export interface DrawnRun {
   progress?: unknown;
   /** The run's answer (or a post, or a busy refusal) is on the platform: the ids of the messages carrying it. */
   answered?: string[];
+  /** The messages of its answer sent so far, when it takes several (the last one is `answered`). */
+  answering?: string[];
   /** The run's approval prompts on the platform: where each is (what `Layout.prompt` gave), by approval id. */
   prompts?: Record<string, unknown>;
   /** The run's "queued" notice is on the platform: the layout's form of it (`Layout.queued`). */
@@ -49,9 +51,11 @@ export function drawnKey(adapter: string, runId: string): string {
 function asDrawnRun(value: unknown): DrawnRun | undefined {
   if (!value || typeof value !== "object" || Array.isArray(value)) return undefined;
   const v = value as Record<string, unknown>;
-  const answered = Array.isArray(v.answered) && v.answered.every((x) => typeof x === "string") ? (v.answered as string[]) : undefined;
+  const ids = (x: unknown) => (Array.isArray(x) && x.every((id) => typeof id === "string") ? (x as string[]) : undefined);
+  const answered = ids(v.answered);
+  const answering = ids(v.answering);
   const prompts = v.prompts && typeof v.prompts === "object" && !Array.isArray(v.prompts) ? (v.prompts as Record<string, unknown>) : undefined;
-  return { ...(v.progress !== undefined && { progress: v.progress }), ...(answered && { answered }), ...(prompts && { prompts }), ...(v.queued !== undefined && { queued: v.queued }) };
+  return { ...(v.progress !== undefined && { progress: v.progress }), ...(answered && { answered }), ...(answering && { answering }), ...(prompts && { prompts }), ...(v.queued !== undefined && { queued: v.queued }) };
 }
 
 const TIMED_OUT = Symbol("timed out");

@@ -2,7 +2,7 @@ import { splitMessage } from "@mom/format";
 import type { Dialect } from "./dialect.js";
 import { activityLines, answerText, progressText, usageLine } from "./notes.js";
 import { postText } from "./posts.js";
-import type { Layout } from "./presenter.js";
+import type { AnswerParts, Layout } from "./presenter.js";
 import type { Ev, RunView } from "./run-view.js";
 import type { FileOutcome, SharedFile } from "./shared-files.js";
 
@@ -96,7 +96,7 @@ export class MessageLayout implements Layout<MessageRun, string> {
     run.shown = text;
   }
 
-  async finish(channel: string, view: RunView, run: MessageRun | undefined, files: FileOutcome[]): Promise<string[]> {
+  async finish(channel: string, view: RunView, run: MessageRun | undefined, files: FileOutcome[], parts?: AnswerParts): Promise<string[]> {
     const end = view.end!;
     const d = this.dialect;
     if (end.silent) {
@@ -106,17 +106,24 @@ export class MessageLayout implements Layout<MessageRun, string> {
     const problems = files.flatMap((f) => ("problem" in f ? [f.problem] : []));
     const tail = [activityLines(end.toolActivity, d, end.receiptsUrl).join("\n"), ...problems, d.italic(d.escape(usageLine(end.usage, end.durationMs, d)))];
     const body = answerText(end, d, tail);
-    const [first = "", ...rest] = splitMessage(body, d.limit);
+    const chunks = splitMessage(body, d.limit);
     const at = this.at(view);
     const next = { ...(at.thread && { thread: at.thread }) };
     const shared = files.flatMap((f) => ("file" in f ? [f.file] : []));
-    const edited = !!(run?.progressId && this.surface.edit) && (await this.editedInto(channel, run!.progressId!, first));
     // Where a message carries files, they go with the answer's last message (not with an edited progress message).
-    const withFiles = shared.length > 0 && (rest.length > 0 || !edited) ? this.surface.postWithFiles?.bind(this.surface) : undefined;
-    const send = (text: string, where: Placement, last: boolean) => (last && withFiles ? withFiles(channel, text, shared, where) : this.surface.post(channel, text, where));
-    const ids: string[] = edited ? [run!.progressId!] : [await send(first, at, rest.length === 0)];
-    for (const [i, chunk] of rest.entries()) ids.push(await send(chunk, next, i === rest.length - 1));
-    if (!withFiles) for (const file of shared) await this.surface.upload(channel, file, next);
+    const withFiles = shared.length > 0 ? this.surface.postWithFiles?.bind(this.surface) : undefined;
+    let filesSent = false;
+    const ids = (parts?.done ?? []).slice(0, chunks.length - 1);
+    for (let i = ids.length; i < chunks.length; i++) {
+      const last = i === chunks.length - 1;
+      if (i === 0 && run?.progressId && this.surface.edit && (await this.editedInto(channel, run.progressId, chunks[0]!))) ids.push(run.progressId);
+      else if (last && withFiles) {
+        ids.push(await withFiles(channel, chunks[i]!, shared, i ? next : at));
+        filesSent = true;
+      } else ids.push(await this.surface.post(channel, chunks[i]!, i ? next : at));
+      if (!last) await parts?.sent([...ids]);
+    }
+    if (!filesSent) for (const file of shared) await this.surface.upload(channel, file, next);
     return ids;
   }
 

@@ -62,6 +62,9 @@ function platform() {
   return { ops, texts, surface };
 }
 
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  for (const end = Date.now() + ms; !cond(); await new Promise((r) => setTimeout(r, 10))) if (Date.now() > end) throw new Error("timed out");
+}
 const at = (runId: string, seq: number, event: OutboundEventBody): OutboundEvent => ({ runId, seq, ts: new Date().toISOString(), event }) as OutboundEvent;
 const started = (runId: string) => at(runId, 0, { type: "run_started", trigger, model: "m" });
 const toolStart = (runId: string) => at(runId, 1, { type: "tool_execution_start", toolCallId: "t1", toolName: "bash", label: "Counting", args: { command: "wc -l" } });
@@ -251,6 +254,29 @@ describe("a presenter started after another one died mid-run (records in the DRA
       // The answer is the main message (only the usage line goes under it).
       expect(ops.filter((o) => o.id === "T1").at(-1)).toMatchObject({ by: "second", text: expect.stringMatching(/^after the wait/) });
     }
+  });
+
+  it("an answer of several messages cut off after some: the second one sends only the rest", async () => {
+    const ns = uniqueNamespace();
+    const { ops, texts, surface } = platform();
+    const receipts: Receipt[] = [];
+    // The first process dies while its third post is on the way (it never comes back).
+    const dying = surface("first");
+    let posts = 0;
+    const post = dying.post.bind(dying);
+    dying.post = (channel, text, at) => (++posts === 3 ? new Promise<string>(() => {}) : post(channel, text, at));
+    const first = await processOf("first", ns, dying, receipts);
+    const long = ["one", "two", "three"].map((w) => `${w} ${"x".repeat(400)}`).join("\n\n");
+    await first.draw(started("r10"));
+    void first.draw(ended("r10", long));
+    await until(() => posts === 3);
+    const second = await processOf("second", ns, surface("second"), receipts);
+    expect(await second.draw(ended("r10", long), { redelivered: true })).toBe(true);
+    await second.p.close();
+    const mine = ops.filter((o) => o.by === "second");
+    expect(mine.map((o) => [o.op, o.text?.slice(0, 5)])).toEqual([["post", "three"]]);
+    expect(["1", "2", mine[0]!.id!].map((id) => texts.get(id)?.slice(0, 5))).toEqual(["one x", "two x", "three"]);
+    expect(receipts.map((r) => r.detail)).toEqual([`accepted by the platform as 1, 2, ${mine[0]!.id}`]);
   });
 
   it("keeps only the ids it needs, under the adapter's own key, for a day", async () => {

@@ -27,8 +27,10 @@ export interface Layout<S, P = unknown> {
   /**
    * `run_ended` (view.end is set). `files` are the outcomes not yet delivered through `file`.
    * Resolves with the platform's ids of the messages that carry the answer (for its delivery receipt).
+   * An answer of several messages: `parts.sent` is told the ids after each but the last, and
+   * `parts.done` holds those an earlier process sent before it died (not sent again).
    */
-  finish(channel: string, view: RunView, state: S | undefined, files: FileOutcome[]): Promise<string[] | void>;
+  finish(channel: string, view: RunView, state: S | undefined, files: FileOutcome[], parts?: AnswerParts): Promise<string[] | void>;
   /**
    * A `post` (the send tool of another channel, admitted by the ingress): posts the message as
    * mom (postText) and its file; resolves with the platform's ids of the messages carrying it.
@@ -61,6 +63,12 @@ export interface Layout<S, P = unknown> {
   resumeForm?(state: S): unknown;
   /** The state of a run another process opened, from its `resumeForm`; undefined when the form is not one this layout made. */
   resume?(form: unknown): S | undefined;
+}
+
+/** The messages of a long answer already on the platform, kept on the bus as they are sent (Layout.finish). */
+export interface AnswerParts {
+  done: readonly string[];
+  sent(ids: string[]): Promise<void>;
 }
 
 /** An approval prompt on screen, for the button handler (ingress kit `decideApproval`). */
@@ -279,7 +287,8 @@ export class Presenter<S, P = unknown> {
         const shown = receiptsUrl ? { ...view, end: { ...view.end!, receiptsUrl } } : view;
         let ids: string[] | void;
         try {
-          ids = await this.layout.finish(channel, shown, run.state, files);
+          const parts = { done: run.drawn.answering ?? [], sent: (ids: string[]) => this.remember(e.runId, run!, { answering: ids }) };
+          ids = await this.layout.finish(channel, shown, run.state, files, parts);
         } catch (err) {
           await deliveries?.failed(channel, e.runId, ev.finalText, (err as Error)?.message ?? String(err));
           throw err;

@@ -6,7 +6,7 @@ import { partitionOutcomes } from "./file-outcomes.js";
 import type { Placement } from "./message-layout.js";
 import { activityLines, answerText, detailText, progressText, statusText, usageLine } from "./notes.js";
 import { postText } from "./posts.js";
-import type { Layout } from "./presenter.js";
+import type { AnswerParts, Layout } from "./presenter.js";
 import { RecentMap } from "./recent.js";
 import type { Ev, RunView, Step } from "./run-view.js";
 import type { FileOutcome, SharedFile } from "./shared-files.js";
@@ -217,7 +217,7 @@ export class ThreadedLayout<D = string, P = string> implements Layout<ThreadedRu
     else await this.surface.upload!(channel, f.file, at);
   }
 
-  async finish(channel: string, view: RunView, state: ThreadedRun<D> | undefined, outcomes: FileOutcome[]): Promise<string[]> {
+  async finish(channel: string, view: RunView, state: ThreadedRun<D> | undefined, outcomes: FileOutcome[], parts?: AnswerParts): Promise<string[]> {
     const end = view.end!;
     const d = this.dialect;
     const run = state ?? this.newRun();
@@ -243,8 +243,12 @@ export class ThreadedLayout<D = string, P = string> implements Layout<ThreadedRu
     const thread = end.replyTo ?? view.replyTo;
     const rest: Placement = thread ? { thread } : {};
     const first: Placement = { ...rest, ...(view.trigger && { replyTo: view.trigger.messageId }) };
-    const ids: string[] = [];
-    for (const m of messages) ids.push(await this.send(channel, view, m, ids.length ? rest : first, ids.length ? undefined : run.main));
+    const ids = (parts?.done ?? []).slice(0, messages.length - 1);
+    for (const [i, m] of messages.entries()) {
+      if (i < ids.length) continue;
+      ids.push(await this.send(channel, view, m, ids.length ? rest : first, ids.length ? undefined : run.main));
+      if (i < messages.length - 1) await parts?.sent([...ids]);
+    }
     // The answer is the run's main message now (the details thread hangs under it).
     if (run.main?.id !== ids[0]) run.main = { id: ids[0]!, at: first };
     const usage = footer ? [] : [usageLine(end.usage, end.durationMs, d) as D];
