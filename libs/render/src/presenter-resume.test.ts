@@ -279,6 +279,29 @@ describe("a presenter started after another one died mid-run (records in the DRA
     expect(receipts.map((r) => r.detail)).toEqual([`accepted by the platform as 1, 2, ${mine[0]!.id}`]);
   });
 
+  it("a progress message posted anew (someone deleted the first) is the one the second one edits", async () => {
+    const ns = uniqueNamespace();
+    const { ops, texts, surface } = platform();
+    const deleted = new Set<string>();
+    const withDeletes = (by: string): ChatSurface => {
+      const s = surface(by);
+      const edit = s.edit!.bind(s);
+      return { ...s, edit: (channel, id, text) => (deleted.has(id) ? Promise.reject(new Error("message to edit not found")) : edit(channel, id, text)), isGone: (err) => (err as Error).message === "message to edit not found" };
+    };
+    const first = await processOf("first", ns, withDeletes("first"), []);
+    await first.draw(started("r11"));
+    deleted.add("1");
+    await first.draw(toolStart("r11"));
+    await first.p.close();
+    expect(ops.map((o) => `${o.by} ${o.op} ${o.id}`)).toEqual(["first post 1", "first post 2"]);
+    const second = await processOf("second", ns, withDeletes("second"), []);
+    await second.draw(toolEnd("r11"));
+    await second.draw(ended("r11", "found it"));
+    await second.p.close();
+    expect(new Set(ops.filter((o) => o.by === "second").map((o) => `${o.op} ${o.id}`))).toEqual(new Set(["edit 2"]));
+    expect(texts.get("2")).toMatch(/^found it/);
+  });
+
   it("keeps only the ids it needs, under the adapter's own key, for a day", async () => {
     const ns = uniqueNamespace();
     const { surface } = platform();

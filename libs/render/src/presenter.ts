@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { Delivery, FileSource } from "@mom/bus";
 import { endSpan, metrics, SpanKind, startSpan } from "@mom/observability";
 import type { OutboundEvent } from "@mom/contracts";
@@ -239,8 +240,7 @@ export class Presenter<S, P = unknown> {
         // Opened by an earlier process: its progress message goes on being edited.
         if (run.state === undefined) {
           run.state = await this.layout.open(channel, view);
-          const form = this.layout.resumeForm?.(run.state);
-          if (form !== undefined) await this.remember(e.runId, run, { progress: form });
+          await this.keepForm(e.runId, run);
         }
         run.lastFlushAt = Date.now();
         this.startTyping(run);
@@ -249,6 +249,7 @@ export class Presenter<S, P = unknown> {
         if (this.layout.file) {
           run.delivered = view.files.length;
           await this.layout.file(channel, view, run.state, await this.fetch(ev));
+          await this.keepForm(e.runId, run);
         }
         return;
       case "approval_requested": {
@@ -262,6 +263,7 @@ export class Presenter<S, P = unknown> {
         else {
           pending.prompt = await this.layout.prompt(channel, view, run.state, ev, text);
           await this.remember(e.runId, run, { prompts: { ...run.drawn.prompts, [ev.approvalId]: pending.prompt } });
+          await this.keepForm(e.runId, run);
         }
         break;
       }
@@ -307,6 +309,15 @@ export class Presenter<S, P = unknown> {
   /** What an earlier process drew of a run (or a post, a refusal); undefined without the bus's record. */
   private async drawnBefore(id: string): Promise<DrawnRun | undefined> {
     return this.opts.drawn?.read(id);
+  }
+
+  /**
+   * Records the layout's resume form of the run when it changed (the progress message posted anew,
+   * a details thread started), so that the process after this one goes on where this one is.
+   */
+  private async keepForm(runId: string, run: LiveRun<S>): Promise<void> {
+    const form = run.state === undefined ? undefined : this.layout.resumeForm?.(run.state);
+    if (form !== undefined && !isDeepStrictEqual(form, run.drawn.progress)) await this.remember(runId, run, { progress: form });
   }
 
   /** Adds to the run's record on the bus what has just been put on the platform. */
@@ -403,6 +414,7 @@ export class Presenter<S, P = unknown> {
         if (!this.live.has(runId)) return;
         run.lastFlushAt = Date.now();
         await this.layout.progress(run.channel, run.view, run.state as S);
+        await this.keepForm(runId, run);
       })
       .catch((err: unknown) => this.opts.log.error({ err, channel: run.channel, runId }, "progress update failed"));
   }

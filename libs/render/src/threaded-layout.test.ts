@@ -3,6 +3,7 @@ import type { OutboundEvent, OutboundEventBody } from "@mom/contracts";
 import { pino } from "pino";
 import { plainDialect } from "./dialect.js";
 import type { Placement } from "./message-layout.js";
+import type { DrawnRun, DrawnRuns } from "./drawn-runs.js";
 import { Presenter } from "./presenter.js";
 import type { Step } from "./run-view.js";
 import type { SharedFile } from "./shared-files.js";
@@ -107,6 +108,25 @@ describe("ThreadedLayout", () => {
     expect(calls.at(-1)).toMatchObject({ op: "prompt", at: { thread: "m1" } });
     await emit(ended("", { silent: true }));
     expect(calls.filter((c) => c.op === "delete").map((c) => c.id)).toEqual(["m1", "m2"]);
+  });
+
+  it("a run another process began goes on in the details thread that process started (the resume form carries it)", async () => {
+    const { s, calls } = surface({ liveDetails: true });
+    const log = pino({ level: "silent" });
+    const records = new Map<string, DrawnRun>();
+    const drawn: DrawnRuns = { read: async (id) => records.get(id), write: async (id, r) => void records.set(id, JSON.parse(JSON.stringify(r))) };
+    const process = () => new Presenter(new ThreadedLayout(s, log), { files: { getFile: async () => undefined }, maxBytes: 1024, editIntervalMs: 5, log, drawn });
+    const at = (seq: number, event: OutboundEventBody) => ({ runId: "r1", seq, ts: new Date().toISOString(), event }) as OutboundEvent;
+    const first = process();
+    await first.handle("C1", at(0, { type: "run_started", trigger, model: "m" }));
+    for (const [i, e] of tool(1).entries()) await first.handle("C1", at(1 + i, e));
+    await sleep(30);
+    await first.close();
+    const second = process();
+    for (const [i, e] of [...tool(2), ended("Done.")].entries()) await second.handle("C1", at(3 + i, e));
+    await second.close();
+    expect(calls.filter((c) => c.op === "thread").map((c) => c.id)).toEqual(["m1"]);
+    expect(calls.filter((c) => c.op === "post").map((c) => c.at)).toEqual([{ replyTo: "t1" }, { thread: "thread-m1" }, { thread: "thread-m1" }]);
   });
 
   it("a queued notice becomes the main message; one that is gone is deleted and the progress posted anew", async () => {

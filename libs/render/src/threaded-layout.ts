@@ -183,15 +183,15 @@ export class ThreadedLayout<D = string, P = string> implements Layout<ThreadedRu
    * details already posted under it are not kept: a process going on posts the details of the
    * steps it draws itself.
    */
-  resumeForm(run: ThreadedRun<D>): { main: { id: string; at: Placement } } | undefined {
-    return run.main ? { main: run.main } : undefined;
+  resumeForm(run: ThreadedRun<D>): { main: { id: string; at: Placement }; detailsAt?: Placement } | undefined {
+    return run.main ? { main: run.main, ...(run.detailsAt && { detailsAt: run.detailsAt }) } : undefined;
   }
 
-  /** A run another process opened: its main message is edited from here on, and becomes the answer. */
+  /** A run another process opened: its main message is edited from here on, and becomes the answer; its details go on in the same thread. */
   resume(form: unknown): ThreadedRun<D> | undefined {
-    const main = (form as { main?: { id?: unknown; at?: unknown } } | null)?.main;
+    const { main, detailsAt } = (form ?? {}) as { main?: { id?: unknown; at?: unknown }; detailsAt?: unknown };
     if (!main || typeof main.id !== "string" || !main.id || !isPlacement(main.at)) return undefined;
-    return { ...this.newRun(), main: { id: main.id, at: main.at } };
+    return { ...this.newRun(), main: { id: main.id, at: main.at }, ...(isPlacement(detailsAt) && { detailsAt }) };
   }
 
   async progress(channel: string, view: RunView, run: ThreadedRun<D>): Promise<void> {
