@@ -66,6 +66,20 @@ describe("Matrix ingress end to end (fake homeserver, unmodified matrix-bot-sdk,
     expect(s.matrix.calls.some((c) => c.endpoint === "typing" && (c.body as { typing?: boolean }).typing === true)).toBe(true);
   });
 
+  it("a progress message a moderator redacted mid-run: the answer is posted anew as a message people see, once (Matrix accepts edits of a redacted message, but shows none of them)", async () => {
+    s.llm.enqueue({ toolCalls: [{ name: "bash", arguments: { label: "Count slowly", command: "sleep 2; echo done" } }] }, { text: "Counted." });
+    const trigger = s.matrix.say(team, ana, s.matrix.mention("count slowly"));
+    const progress = await botSaid(team, /→ Count slowly/);
+    s.matrix.redactAs(carol, progress.eventId);
+    const answer = await botSaid(team, /^Counted\./);
+    expect(answer.eventId).not.toBe(progress.eventId);
+    expect(answer).toMatchObject({ redacted: false, replyTo: trigger.event_id });
+    await sleep(500);
+    const counted = s.matrix.botMessages(team).filter((m) => m.versions.some((v) => v.startsWith("Counted.")));
+    expect(counted.map((m) => [m.eventId, m.body.split("\n")[0]])).toEqual([[answer.eventId, "Counted."]]);
+    expect(s.matrix.botMessages(team).find((m) => m.eventId === progress.eventId)).toMatchObject({ redacted: true, body: "" });
+  }, 30_000);
+
   it("a mention without m.mentions (an older client) counts by the bot's user id or display name; the bot's own messages are never taken", async () => {
     s.llm.enqueue({ text: "By name." }, { text: "By id." });
     s.matrix.say(team, ana, { text: "Mom, are you there?" });
@@ -180,6 +194,18 @@ describe("Matrix ingress end to end (fake homeserver, unmodified matrix-bot-sdk,
       [carol.userId, "allow-once"],
       [carol.userId, "deny"],
     ]);
+  });
+
+  it("an approval prompt a moderator redacted (the approver's ✅ arriving at the same moment) is not edited into the void: the bot takes its reactions back and the run ends", async () => {
+    s.llm.enqueue({ toolCalls: [{ name: "edit", arguments: { label: "Redo", path: "scratch/plan.txt", oldText: "final", newText: "redone" } }] }, { text: "Redone." });
+    s.matrix.say(team, ana, s.matrix.mention("redo the plan"));
+    const prompt = await eventually(() => s.matrix.botMessages(team).find((m) => m.body.includes("Approval needed") && m.body.includes("React with")), "the prompt");
+    await eventually(() => s.matrix.reactions(team, prompt.eventId).length === 2, "the bot's reactions");
+    s.matrix.redactAs(bob, prompt.eventId);
+    s.matrix.react(team, carol, prompt.eventId, "✅");
+    await botSaid(team, /^Redone\./);
+    await eventually(() => s.matrix.reactions(team, prompt.eventId).every((r) => r.sender !== s.matrix.bot.userId), "the bot's reactions taken back");
+    expect(s.matrix.botMessages(team).find((m) => m.eventId === prompt.eventId)).toMatchObject({ redacted: true, versions: [expect.stringContaining("Approval needed")] });
   });
 
   it("an encrypted room is refused with one line (on joining, and never again), and nothing of it reaches mom", async () => {

@@ -22,7 +22,7 @@
 //   plain-text body, as a reverse proxy in front of a homeserver that is down does.
 //
 // People are simulated with `createRoom`, `invite`, `say` (a message, in a thread, a reply, a
-// file), `react`, `sayEncrypted`, and `redeliver` (an event a second time in a later sync, as a
+// file), `react`, `sayEncrypted`, `redactAs` (a moderator deleting a message), and `redeliver` (an event a second time in a later sync, as a
 // homeserver may after a restart). What the bot sent is read back with `botMessages` (each with
 // its text now and every version it had through `m.replace` edits) and `reactions`; every call is
 // recorded, so tests assert on what the homeserver would have seen.
@@ -233,6 +233,16 @@ export class FakeMatrix {
   /** A reaction (`m.annotation`) of `from` on an event. */
   react(roomId: string, from: MxUser, eventId: string, key: string): MxEvent {
     return this.append(roomId, { type: "m.reaction", sender: from.userId, content: { "m.relates_to": { rel_type: "m.annotation", event_id: eventId, key } } });
+  }
+
+  /**
+   * `by` (a moderator) redacts an event, the bot's included: clients show it deleted, and edits of
+   * it show nothing either. As in room version 11, `redacts` is in the content.
+   */
+  redactAs(by: MxUser, eventId: string): MxEvent {
+    const target = this.events.get(eventId);
+    if (!target) throw new Error(`no event ${eventId}`);
+    return this.redaction(target, by.userId, {});
   }
 
   /** The same event once more, in a later sync. */
@@ -473,10 +483,15 @@ export class FakeMatrix {
     const target = this.events.get(eventId);
     if (!target || target.room_id !== room.id) return matrixError(404, "M_NOT_FOUND", "Event not found");
     if (target.sender !== this.bot.userId) return matrixError(403, "M_FORBIDDEN", "You cannot redact other people's events here.");
-    const redaction = this.append(room.id, { type: "m.room.redaction", sender: this.bot.userId, content: { ...content, redacts: eventId } });
-    target.unsigned = { ...target.unsigned, redacted_because: redaction };
+    const redaction = this.redaction(target, this.bot.userId, content);
     this.txns.set(key, redaction.event_id);
     return json(200, { event_id: redaction.event_id });
+  }
+
+  private redaction(target: MxEvent, sender: string, content: Record<string, unknown>): MxEvent {
+    const redaction = this.append(target.room_id, { type: "m.room.redaction", sender, content: { ...content, redacts: target.event_id } });
+    target.unsigned = { ...target.unsigned, redacted_because: redaction };
+    return redaction;
   }
 
   private joinedMembers(room: Room): Reply {

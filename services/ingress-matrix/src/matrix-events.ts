@@ -54,6 +54,9 @@ export class MatrixEvents {
       if (ev.sender !== this.d.me.userId) await this.refuseEncrypted(roomId);
       return;
     }
+    // Any redaction: only the bot's own messages are ever looked up. Rooms v1–10 name the target at the top, v11 in the content.
+    const redacts = ev.type === "m.room.redaction" ? (ev.content.redacts ?? ev.redacts) : undefined;
+    if (typeof redacts === "string") return void this.d.surface.redacted.add(redacts);
     if (ev.sender === this.d.me.userId) return;
     if (ev.type === "m.reaction") return this.reaction(roomId, ev);
     if (ev.type === "m.room.message") return this.message(roomId, ev);

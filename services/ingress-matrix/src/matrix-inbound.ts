@@ -8,6 +8,7 @@ export interface MatrixEvent {
   sender: string;
   origin_server_ts: number;
   content: Record<string, unknown>;
+  redacts?: string; // a redaction's target, in rooms before version 11
 }
 
 export interface BotIdentity {

@@ -1,4 +1,4 @@
-import { ApprovalReactions, type ChatSurface, markdownDialect, markdownToHtml, type Placement, type SharedFile } from "@mom/ingress-sdk";
+import { ApprovalReactions, type ChatSurface, markdownDialect, markdownToHtml, type Placement, RecentIds, type SharedFile } from "@mom/ingress-sdk";
 import type { MatrixClient } from "matrix-bot-sdk";
 import { MATRIX_MESSAGE_LIMIT } from "./matrix-options.js";
 
@@ -25,6 +25,9 @@ export function pingedIn(text: string): string[] {
 
 type Content = Record<string, unknown>;
 
+/** An edit refused because the message was redacted: the homeserver would take it, and clients would show none of it. */
+class Redacted extends Error {}
+
 /**
  * Messages as `m.notice` (what bots send, so other bots never answer them — no loops), in
  * Markdown with HTML; progress edited in place with `m.replace`; answers as replies in the
@@ -33,6 +36,8 @@ type Content = Record<string, unknown>;
 export class MatrixSurface implements ChatSurface {
   readonly dialect = matrixDialect;
   readonly approvals = new ApprovalReactions();
+  /** Events the sync saw redacted (by a moderator, or by the bot itself), their edits included. */
+  readonly redacted = new RecentIds();
 
   constructor(private readonly client: MatrixClient) {}
 
@@ -61,6 +66,8 @@ export class MatrixSurface implements ChatSurface {
   }
 
   async edit(channel: string, messageId: string, text: string): Promise<void> {
+    // Matrix takes an edit of a redacted message and shows none of it: refused, so the layout posts anew.
+    if (this.redacted.has(messageId)) throw new Redacted(`${messageId} was redacted`);
     // The fallback for clients without edits is the text alone; no one is pinged again by an edit.
     await this.client.sendMessage(channel, {
       msgtype: "m.notice",
@@ -69,6 +76,10 @@ export class MatrixSurface implements ChatSurface {
       "m.mentions": {},
       "m.relates_to": { rel_type: "m.replace", event_id: messageId },
     });
+  }
+
+  isGone(err: unknown): boolean {
+    return err instanceof Redacted;
   }
 
   async delete(channel: string, messageId: string): Promise<void> {
@@ -95,7 +106,8 @@ export class MatrixSurface implements ChatSurface {
 
   async closePrompt(channel: string, messageId: string, text: string): Promise<void> {
     const reactions = this.approvals.closed(messageId);
-    await this.edit(channel, messageId, text);
+    // A prompt a moderator removed stays removed (an edit would show nothing); the run's answer still shows whether the tool ran.
+    if (!this.redacted.has(messageId)) await this.edit(channel, messageId, text);
     for (const reaction of reactions) await this.client.redactEvent(channel, reaction);
   }
 }
