@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
 import { spawnNatsCluster, type TestNatsCluster } from "@mom/testing";
 import { pino } from "pino";
+import { provisionedBus } from "../support/provisioned-bus.js";
 import { sleep, until } from "../support/wait.js";
 
 describe("Bus.publish on a 3-node cluster: a msg-id the leader holds in flight is not a publish done", () => {
@@ -36,15 +37,7 @@ describe("Bus.publish on a 3-node cluster: a msg-id the leader holds in flight i
 
   beforeAll(async () => {
     cluster = await spawnNatsCluster(3);
-    bus = await Bus.connect({ url: cluster.url, name: "msgid-in-flight-test", namespace: cluster.namespace, logger: pino({ level: "silent" }), reconnectTimeWaitMs: 250, streams: { replicas: 3 } });
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await bus.provision();
-        break;
-      } catch (err) {
-        if (attempt >= 3) throw err;
-      }
-    }
+    bus = await provisionedBus(cluster, "msgid-in-flight-test", 3);
     stream = bus.subjects.stream("IN");
     subject = bus.subjects.channel("in", { adapter: "cli", channelId: "a" });
   }, 90_000);

@@ -16,7 +16,7 @@
 // MOM_CLUSTER_LOGS=<dir> keeps the replicas' and the servers' logs there (in <dir>/scheduler),
 // with faults.json (what was done when) to line them up.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { Bus } from "@mom/bus";
+import type { Bus } from "@mom/bus";
 import { ChannelMessage, parsePayload, validator } from "@mom/contracts";
 import { spawnNatsCluster, type TestNatsCluster } from "@mom/testing";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -24,8 +24,8 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync,
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { pino } from "pino";
 import { OutputCapture } from "../support/output-capture.js";
+import { provisionedBus } from "../support/provisioned-bus.js";
 import { sleep, until } from "../support/wait.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -115,16 +115,7 @@ describe("two scheduler replicas on a 3-node JetStream cluster under replica and
       }),
     );
     mkdirSync(join(dataDir, "workspace", "events"), { recursive: true });
-    bus = await Bus.connect({ url: cluster.url, name: "scheduler-chaos-test", namespace: cluster.namespace, logger: pino({ level: "silent" }), reconnectTimeWaitMs: 250, streams: { replicas: 3 } });
-    // A cluster just formed can time out creating several R3 streams at once on a busy machine.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await bus.provision();
-        break;
-      } catch (err) {
-        if (attempt >= 3) throw err;
-      }
-    }
+    bus = await provisionedBus(cluster, "scheduler-chaos-test", 3);
   }, 60_000);
 
   afterAll(async () => {

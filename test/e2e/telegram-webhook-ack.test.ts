@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { startRunner, type RunningService } from "@mom/agent-runner";
-import { Bus, busOptions } from "@mom/bus";
-import { createLogger, loadConfig } from "@mom/config";
-import { type FakeLlm, type FakeTelegram, freePort, spawnNatsServer, startFakeLlm, startFakeTelegram, type TestNats, type TgChat, type TgMessage, type TgUser } from "@mom/testing";
-import { rmSync } from "node:fs";
-import { answerBack } from "../support/answer-back.js";
-import { writeTestDataDir } from "../support/data-dir.js";
-import { inboundMessages } from "../support/inbound.js";
-import { ingressProcess, momBin } from "../support/ingress-process.js";
+import { type FakeTelegram, freePort, startFakeTelegram, type TgChat, type TgMessage, type TgUser } from "@mom/testing";
+import { type IngressProcessStack, startIngressProcessStack } from "../support/ingress-process-stack.js";
 import { sleep, until } from "../support/wait.js";
 
 // Telegram forgets an update its webhook post was answered 2xx for, and re-sends one that was not
@@ -28,40 +21,19 @@ const ACK_WITHIN_MS = 5000;
 const NATS_DOWN_MS = ACK_WITHIN_MS + 4000;
 
 describe("Telegram ingress, webhook mode: a post is answered 200 only once its message is stored", () => {
-  let nats: TestNats;
-  let llm: FakeLlm;
   let telegram: FakeTelegram;
-  let dataDir: string;
-  let bus: Bus;
-  let runner: RunningService;
-  let ingress: ReturnType<typeof ingressProcess>;
+  let stack: IngressProcessStack;
 
   beforeAll(async () => {
-    nats = await spawnNatsServer();
-    llm = await startFakeLlm();
-    llm.setFallback(answerBack);
     telegram = await startFakeTelegram();
     const port = await freePort();
-    const adapter = { type: "telegram", botToken: "env:TG_TOKEN", apiUrl: telegram.url, webhookUrl: `http://127.0.0.1:${port}/hook`, webhookSecret: "hook-secret", webhookPort: port };
-    dataDir = writeTestDataDir("mom-e2e-tg-ack-", nats, llm, { adapters: { [ADAPTER]: adapter }, log: { level: "info" } });
-    const env = { TG_TOKEN: telegram.token };
-    const loaded = loadConfig(dataDir, env, { adapters: [ADAPTER] });
-    const logger = createLogger("e2e-tg-ack", { level: "warn" });
-    bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
-    await bus.provision();
-    runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
-    ingress = ingressProcess({ args: () => [momBin, "ingress", ADAPTER, dataDir], env: () => ({ ...env, NATS_URL: "" }), ready: "telegram ingress receiving" });
-    await ingress.start();
+    const settings = { type: "telegram", botToken: "env:TG_TOKEN", apiUrl: telegram.url, webhookUrl: `http://127.0.0.1:${port}/hook`, webhookSecret: "hook-secret", webhookPort: port };
+    stack = await startIngressProcessStack({ adapter: ADAPTER, settings, env: { TG_TOKEN: telegram.token }, ready: "telegram ingress receiving" });
   }, 60_000);
 
   afterAll(async () => {
-    await ingress?.kill?.();
-    await runner?.close();
-    await bus?.drain();
+    await stack?.stop();
     await telegram?.close();
-    await llm?.close();
-    await nats?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
   /** A person writes; Telegram posts the update to the webhook. Resolves with it and the post's status. */
@@ -74,14 +46,14 @@ describe("Telegram ingress, webhook mode: a post is answered 200 only once its m
   /** Telegram's re-send: the webhook's status, 0 when the connection died. */
   const resend = (update: { update_id: number }) => telegram.postUpdate(update);
   const answers = (m: TgMessage) => telegram.botMessages(DM.id).filter((b) => b.reply_to_message?.message_id === m.message_id && b.text?.startsWith("answer "));
-  const stored = async (m: TgMessage) => (await inboundMessages(bus)).filter((x) => x.channelId === String(DM.id) && x.id === String(m.message_id)).length;
+  const stored = (m: TgMessage) => stack.stored(String(DM.id), String(m.message_id));
 
   it("NATS down: 500, not 200; the ingress killed while Telegram's re-send waits; back up: the re-send is answered 200, stored once, answered once", async () => {
     const hello = await say("ask hello");
     expect(hello.status).toBe(200);
     await until("the answer to hello", async () => answers(hello.update.message).length === 1, 30_000);
 
-    const outage = nats.restart!(NATS_DOWN_MS);
+    const outage = stack.nats.restart!(NATS_DOWN_MS);
     await sleep(200);
     const t0 = Date.now();
     const during = await say("ask during");
@@ -90,11 +62,11 @@ describe("Telegram ingress, webhook mode: a post is answered 200 only once its m
     // the ingress dies meanwhile.
     const held = resend(during.update);
     await sleep(1000);
-    await ingress.kill!();
+    await stack.ingress.kill!();
     expect(await held).toBe(0);
     await outage;
 
-    await ingress.start();
+    await stack.ingress.start();
     await until("a re-send answered 200", async () => (await resend(during.update)) === 200, 30_000);
     await until("the answer to the message of the outage", async () => answers(during.update.message).length > 0, 30_000);
     expect(await resend(during.update)).toBe(200); // another re-send: known already
@@ -103,7 +75,7 @@ describe("Telegram ingress, webhook mode: a post is answered 200 only once its m
   }, 120_000);
 
   it("a post answered 500 whose store lands afterwards: Telegram's re-send, to this process or after a kill -9, is answered 200 and changes nothing", async () => {
-    const outage = nats.restart!(ACK_WITHIN_MS + 1500);
+    const outage = stack.nats.restart!(ACK_WITHIN_MS + 1500);
     await sleep(200);
     const late = await say("ask late");
     expect(late.status).toBe(500);
@@ -111,8 +83,8 @@ describe("Telegram ingress, webhook mode: a post is answered 200 only once its m
     // The handling went on after the 500 and stores the message once NATS is back.
     await until("the message of the 500 stored", async () => (await stored(late.update.message)) === 1, 30_000);
     expect(await resend(late.update)).toBe(200);
-    await ingress.kill!();
-    await ingress.start();
+    await stack.ingress.kill!();
+    await stack.ingress.start();
     expect(await resend(late.update)).toBe(200); // a new process: JetStream's duplicate window drops the copy
     await until("the answer to it", async () => answers(late.update.message).length > 0, 30_000);
     await sleep(2000);

@@ -1,14 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { startRunner, type RunningService } from "@mom/agent-runner";
-import { Bus, busOptions } from "@mom/bus";
-import { createLogger, loadConfig } from "@mom/config";
-import { type FakeLlm, type FakeWhatsApp, freePort, spawnNatsServer, startFakeLlm, startFakeWhatsApp, type TestNats } from "@mom/testing";
-import { readFileSync, rmSync } from "node:fs";
+import { type FakeWhatsApp, freePort, startFakeWhatsApp } from "@mom/testing";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { answerBack } from "../support/answer-back.js";
-import { writeTestDataDir } from "../support/data-dir.js";
-import { inboundMessages } from "../support/inbound.js";
-import { ingressProcess, momBin } from "../support/ingress-process.js";
+import { type IngressProcessStack, startIngressProcessStack } from "../support/ingress-process-stack.js";
 import { sleep, until } from "../support/wait.js";
 
 // Meta forgets a webhook post it got a 200 for, and re-sends one that failed or timed out, for
@@ -31,46 +25,25 @@ const NATS_DOWN_MS = ACK_WITHIN_MS + 4000;
 const DUPLICATE_WINDOW_S = 15;
 
 describe("WhatsApp ingress: a webhook post is answered 200 only once its messages are stored", () => {
-  let nats: TestNats;
-  let llm: FakeLlm;
   let whatsapp: FakeWhatsApp;
-  let dataDir: string;
-  let bus: Bus;
-  let runner: RunningService;
-  let ingress: ReturnType<typeof ingressProcess>;
+  let stack: IngressProcessStack;
 
   beforeAll(async () => {
-    nats = await spawnNatsServer();
-    llm = await startFakeLlm();
-    llm.setFallback(answerBack);
     whatsapp = await startFakeWhatsApp();
     const port = await freePort();
     whatsapp.webhookUrl = `http://127.0.0.1:${port}/webhook`;
-    const adapter = { type: "whatsapp", accessToken: "env:WA_TOKEN", appSecret: "env:WA_SECRET", verifyToken: whatsapp.verifyToken, phoneNumberId: whatsapp.phoneNumberId, apiUrl: whatsapp.url, webhookPort: port };
+    const settings = { type: "whatsapp", accessToken: "env:WA_TOKEN", appSecret: "env:WA_SECRET", verifyToken: whatsapp.verifyToken, phoneNumberId: whatsapp.phoneNumberId, apiUrl: whatsapp.url, webhookPort: port };
     const streams = { maxAgeHours: 1, duplicateWindowSeconds: DUPLICATE_WINDOW_S, replicas: 1 };
-    dataDir = writeTestDataDir("mom-e2e-wa-ack-", nats, llm, { adapters: { [ADAPTER]: adapter }, log: { level: "info" }, nats: { url: nats.url, namespace: nats.namespace, streams } });
-    const env = { WA_TOKEN: whatsapp.accessToken, WA_SECRET: whatsapp.appSecret };
-    const loaded = loadConfig(dataDir, env, { adapters: [ADAPTER] });
-    const logger = createLogger("e2e-wa-ack", { level: "warn" });
-    bus = await Bus.connect(busOptions(loaded, nats.url, "e2e-test", logger));
-    await bus.provision();
-    runner = await startRunner({ loaded, bus: busOptions(loaded, nats.url, "agent-runner", logger), logger });
-    ingress = ingressProcess({ args: () => [momBin, "ingress", ADAPTER, dataDir], env: () => ({ ...env, NATS_URL: "" }), ready: "whatsapp ingress receiving" });
-    await ingress.start();
+    stack = await startIngressProcessStack({ adapter: ADAPTER, settings, env: { WA_TOKEN: whatsapp.accessToken, WA_SECRET: whatsapp.appSecret }, ready: "whatsapp ingress receiving", streams });
   }, 60_000);
 
   afterAll(async () => {
-    await ingress?.kill?.();
-    await runner?.close();
-    await bus?.drain();
+    await stack?.stop();
     await whatsapp?.close();
-    await llm?.close();
-    await nats?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
   const answers = (id: string) => whatsapp.sentTo(ANA.waId).filter((m) => m.context === id && m.text?.startsWith("answer "));
-  const stored = async (id: string) => (await inboundMessages(bus)).filter((m) => m.channelId === ANA.waId && m.id === id).length;
+  const stored = (id: string) => stack.stored(ANA.waId, id);
   /** Meta's re-send: the webhook's status, or "no answer" when the connection died. */
   const resend = (id: string) => whatsapp.redeliver(id).catch(() => "no answer" as const);
 
@@ -79,7 +52,7 @@ describe("WhatsApp ingress: a webhook post is answered 200 only once its message
     expect(hello.status).toBe(200);
     await until("the answer to hello", async () => answers(hello.id).length === 1, 30_000);
 
-    const outage = nats.restart!(NATS_DOWN_MS);
+    const outage = stack.nats.restart!(NATS_DOWN_MS);
     await sleep(200);
     const t0 = Date.now();
     const during = await whatsapp.say(ANA, { text: "ask during" });
@@ -88,11 +61,11 @@ describe("WhatsApp ingress: a webhook post is answered 200 only once its message
     // ingress dies meanwhile — a zone outage takes the pod with it.
     const held = resend(during.id);
     await sleep(1000);
-    await ingress.kill!();
+    await stack.ingress.kill!();
     expect(await held).toBe("no answer");
     await outage;
 
-    await ingress.start();
+    await stack.ingress.start();
     const statuses: Array<number | string> = [];
     await until("a re-send answered 200", async () => {
       statuses.push(await resend(during.id));
@@ -105,7 +78,7 @@ describe("WhatsApp ingress: a webhook post is answered 200 only once its message
   }, 120_000);
 
   it("a post answered 503 whose store lands afterwards: Meta's re-send, to this process or after a kill -9, is answered 200 and changes nothing", async () => {
-    const outage = nats.restart!(ACK_WITHIN_MS + 1500);
+    const outage = stack.nats.restart!(ACK_WITHIN_MS + 1500);
     await sleep(200);
     const late = await whatsapp.say(ANA, { text: "ask late" });
     expect(late.status).toBe(503);
@@ -113,8 +86,8 @@ describe("WhatsApp ingress: a webhook post is answered 200 only once its message
     // The handling went on after the 503 and stores the message once NATS is back.
     await until("the message of the 503 stored", async () => (await stored(late.id)) === 1, 30_000);
     expect(await resend(late.id)).toBe(200);
-    await ingress.kill!();
-    await ingress.start();
+    await stack.ingress.kill!();
+    await stack.ingress.start();
     expect(await resend(late.id)).toBe(200); // a new process: JetStream's duplicate window drops the copy
     await until("the answer to it", async () => answers(late.id).length > 0, 30_000);
     await sleep(2000);
@@ -126,12 +99,12 @@ describe("WhatsApp ingress: a webhook post is answered 200 only once its message
     expect(first.status).toBe(200);
     await until("the answer to it", async () => answers(first.id).length > 0, 30_000);
     await sleep(DUPLICATE_WINDOW_S * 1000 + 1000);
-    await ingress.kill!();
-    await ingress.start();
+    await stack.ingress.kill!();
+    await stack.ingress.start();
     expect(await resend(first.id)).toBe(200);
     await until("the copy on the bus", async () => (await stored(first.id)) === 2, 30_000);
     await sleep(3000); // a second answer would show by now
-    const logged = readFileSync(join(dataDir, "workspace/channels", ADAPTER, ANA.waId, "log.jsonl"), "utf8")
+    const logged = readFileSync(join(stack.dataDir, "workspace/channels", ADAPTER, ANA.waId, "log.jsonl"), "utf8")
       .trim()
       .split("\n")
       .filter((l) => (JSON.parse(l) as { id: string }).id === first.id);

@@ -1,6 +1,6 @@
 // Several `mom runner` processes on one NATS and one workspace, a fake model, and an observer of
 // mom.out: what the scale-out tests (and their faults) are made of.
-import { Bus } from "@mom/bus";
+import type { Bus } from "@mom/bus";
 import { type ChannelMessage, channelKey, channelsBucket, OutboundEvent, runnersBucket } from "@mom/contracts";
 import { type FakeLlm, type FakeRequest, spawnNatsCluster, spawnNatsServer, startFakeLlm, type TestNats, type TestNatsCluster } from "@mom/testing";
 import { openLedgerStream, validRecords } from "@mom/usage";
@@ -8,9 +8,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { pino } from "pino";
 import { fileURLToPath } from "node:url";
 import { OutputCapture } from "./output-capture.js";
+import { provisionedBus } from "./provisioned-bus.js";
 import { expect } from "@jest/globals";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -108,23 +108,7 @@ export class RunnerCluster {
           ...opts.config,
         }),
       );
-      bus = await Bus.connect({
-        url: nats.url,
-        name: "cluster-test",
-        namespace: nats.namespace,
-        logger: pino({ level: "silent" }),
-        reconnectTimeWaitMs: 250,
-        ...(replicas !== undefined && { streams: { replicas } }),
-      });
-      // A cluster just formed can time out creating several R3 streams at once on a busy machine.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await bus.provision();
-          break;
-        } catch (err) {
-          if (!replicas || attempt >= 3) throw err;
-        }
-      }
+      bus = await provisionedBus(nats, "cluster-test", replicas);
     } catch (err) {
       // Nobody else holds these yet: a failed start must not leave servers behind.
       await bus?.drain().catch(() => {});

@@ -10,26 +10,19 @@ import { type RunningIngress, startIngress } from "./start-ingress.js";
 import { ScriptedMom } from "./testing/scripted-mom.js";
 import { replyText, serveWebhook, type WebhookServer } from "./webhook-server.js";
 
-const later = () => {
-  let resolve!: () => void;
-  let reject!: (err: Error) => void;
-  const p = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
-  p.catch(() => {});
-  return { p, resolve, reject };
-};
 const tick = (ms = 20) => new Promise((r) => setTimeout(r, ms));
 
 describe("HeldAcknowledgements: a platform's acknowledgement waits for the store", () => {
   it("waits for what is not stored yet, then leaves nothing out", async () => {
     const held = new HeldAcknowledgements<number>();
-    const a = later();
+    let stored11!: () => void;
     held.track(10, Promise.resolve(true));
-    held.track(11, a.p);
+    held.track(11, new Promise<void>((r) => (stored11 = r)));
     let left: number[] | undefined;
     const asking = held.unstored((id) => id < 12).then((l) => (left = l));
     await tick();
     expect(left).toBeUndefined();
-    a.resolve();
+    stored11();
     await asking;
     expect(left).toEqual([]);
   });
@@ -62,12 +55,12 @@ describe("HeldAcknowledgements: a platform's acknowledgement waits for the store
   });
 
   it("whenStored: resolves once every handling did, rejects 503 when one failed or the deadline came first", async () => {
-    const a = later();
+    let storedSecond!: () => void;
     let done = false;
-    const storing = whenStored([Promise.resolve(true), a.p], 5000).then(() => (done = true));
+    const storing = whenStored([Promise.resolve(true), new Promise<void>((r) => (storedSecond = r))], 5000).then(() => (done = true));
     await tick();
     expect(done).toBe(false);
-    a.resolve();
+    storedSecond();
     await storing;
     await expect(whenStored([Promise.resolve(), Promise.reject(new Error("NATS away"))])).rejects.toMatchObject({ status: 503, message: expect.stringContaining("1 of the 2 messages") });
     await expect(whenStored([new Promise(() => {})], 50)).rejects.toMatchObject({ status: 503 });

@@ -3,25 +3,18 @@ import { pino } from "pino";
 import { HeldUpdates } from "./telegram-updates.js";
 
 const log = pino({ level: "silent" });
-const later = () => {
-  let resolve!: () => void;
-  let reject!: (err: Error) => void;
-  const p = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
-  p.catch(() => {});
-  return { p, resolve, reject };
-};
 
 describe("HeldUpdates: Telegram's getUpdates offset stays behind what is not stored", () => {
   it("confirms nothing past an update whose message is not stored yet, then confirms it once stored", async () => {
     const held = new HeldUpdates(log);
-    const a = later();
+    let stored11!: () => void;
     held.track(10, Promise.resolve(true));
-    held.track(11, a.p);
+    held.track(11, new Promise<void>((r) => (stored11 = r)));
     let sent: number | undefined;
     const asking = held.offset(12).then((o) => (sent = o));
     await new Promise((r) => setTimeout(r, 20));
     expect(sent).toBeUndefined(); // waiting: no getUpdates yet
-    a.resolve();
+    stored11();
     await asking;
     expect(sent).toBe(12);
   });
