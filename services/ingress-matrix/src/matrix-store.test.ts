@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +19,8 @@ async function killedWhileStoring(file: string, ms: number): Promise<void> {
     child.stdout.once("data", () => resolve());
     child.once("exit", (code) => reject(new Error(`the store process exited (${code}) before storing`)));
   });
+  // Killed once it has stored a token: on a loaded machine it may not have run at all ms after "ready".
+  for (const until = Date.now() + 10_000; !existsSync(file) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 5));
   await new Promise((r) => setTimeout(r, ms));
   const exited = new Promise((r) => child.once("exit", r));
   child.kill("SIGKILL");
