@@ -138,8 +138,9 @@ export async function watchDrawn(c: RunnerCluster): Promise<{ ids: Set<string>; 
     for await (const e of iter) {
       if (e.operation !== "PUT" || e.length === 0) continue;
       records++;
-      const r = e.json<{ progress?: { progressId?: string; main?: { id?: string } }; answered?: string[] }>();
-      for (const id of [r.progress?.progressId, r.progress?.main?.id, ...(r.answered ?? [])]) if (typeof id === "string") ids.add(id);
+      const r = e.json<{ progress?: { progressId?: string; main?: { id?: string } }; answered?: string[]; answering?: string[]; queued?: { id?: string }; prompts?: Record<string, unknown> }>();
+      const named = [r.progress?.progressId, r.progress?.main?.id, r.queued?.id, ...(r.answered ?? []), ...(r.answering ?? []), ...Object.values(r.prompts ?? {})];
+      for (const id of named) if (typeof id === "string") ids.add(id);
     }
   })().catch(() => {});
   return { ids, records: () => records, stop: () => iter.stop() };
@@ -179,7 +180,8 @@ export function checkPlatform(
      * Runners lost the bus for over 3/4 of a lease and set their channels down: a run cut off then
      * ends reading "■ Stopped: interrupted … another runner resumes it" and the mention is run again
      * (docs/scaling.md, the run in the record). Allowed when it replies to a mention whose answer
-     * shows in a later message, or to nothing (the run's start was never drawn); counted in `resumed`.
+     * shows in a later message, or to nothing (the run's start was never drawn); counted in `resumed`,
+     * as is a mention queued again (a second "queued" notice) by the runner that took its channel.
      */
     allowResumed?: boolean;
   } = {},
@@ -232,6 +234,20 @@ export function checkPlatform(
       const text = expected(chat.id, m.n);
       const carrying = shown.filter((b) => carries(b, text));
       const what = `chat ${chat.id} mention ${m.n} (message ${m.messageId}, sent ${m.at - started} ms in)`;
+      // One "queued" notice at most: a redelivered run_queued finds the killed process's in DRAWN.
+      const notices = shown.filter((b) => !b.deleted && b.reply_to_message?.message_id === m.messageId && /^⏳ Queued/.test(b.versions[0] ?? ""));
+      if (notices.length > 1) {
+        const [once, again] = notices;
+        const crashCopy =
+          notices.length === 2 &&
+          beforeKill(chat.id, once!.message_id) &&
+          !beforeKill(chat.id, again!.message_id) &&
+          (crash?.recorded ? !crash.recorded.has(String(once!.message_id)) : nearKill(m));
+        if (crashCopy) crashCasualties.push(`${what}: queued notice #${once!.message_id}${crash?.recorded ? ", which the killed ingress never recorded," : ""} posted again by the restarted one (#${again!.message_id})`);
+        // A channel set down is taken over by a runner that queues its waiting messages again, as runs of its own.
+        else if (o.allowResumed) resumed.push(`${what}: queued again by the runner that took its channel over (${notices.map((b) => `#${b.message_id}`).join(", ")})`);
+        else problems.push(`${what}: ${notices.length} queued notices: ${notices.map((b) => `#${b.message_id}`).join(", ")}`);
+      }
       const seen = carrying.map((b) => `#${b.message_id}${b.deleted ? " deleted" : ""} reply to ${b.reply_to_message?.message_id ?? "-"}: ${JSON.stringify(b.versions.map((v) => v.split("\n")[0]))}`).join("; ");
       // The other thing a crash can do: an answer the killed process had put on the platform but
       // not yet acked is drawn again by the restarted one, which posts it anew when it cannot know
