@@ -21,8 +21,8 @@ export interface RunDrawing {
  * stays the same as with the Presenter: approval prompts remembered until resolved (who may
  * decide), each answer's delivery recorded, a failed platform call logged and the channel going on.
  * A surface written rather than edited has no message to go on from: of a run only "its answer
- * was delivered" is kept on the bus (`drawn`), so that an answer an earlier process drew before it
- * died is not drawn again when its events come to this one.
+ * was delivered" is kept on the bus (`drawn`), so that an answer (or a busy refusal, a queued
+ * line) an earlier process drew before it died is not drawn again when its events come to this one.
  */
 export class EventDrawing implements RunDrawing {
   private readonly queue = new ChannelQueue();
@@ -61,7 +61,12 @@ export class EventDrawing implements RunDrawing {
   private async apply(channel: string, e: OutboundEvent, arrival: Arrival): Promise<void> {
     const ev = e.event;
     if (ev.type === "post") return this.post(channel, e, ev, arrival);
-    if (ev.type !== "run_rejected" && ev.type !== "run_queued") {
+    // A refusal or a queued line written by an earlier process before it died: not written again.
+    // (A queued run starts later under the same id: its line is recorded as `queued`, not as its answer.)
+    const notice = ev.type === "run_rejected" || ev.type === "run_queued";
+    const before = notice && arrival.redelivered ? await this.o.drawn?.read(e.runId) : undefined;
+    if (ev.type === "run_rejected" ? before?.answered : before?.queued) return;
+    if (!notice) {
       let run = this.runs.get(e.runId);
       if (!run) {
         // Met without its start (or its start came again): an earlier process may have drawn it whole.
@@ -85,7 +90,8 @@ export class EventDrawing implements RunDrawing {
       if (answer) await this.o.deliveries?.failed(channel, e.runId, answer.finalText, (err as Error)?.message ?? String(err));
       throw err;
     }
-    if (ev.type === "run_ended") await this.o.drawn?.write(e.runId, { answered: ids ?? [] });
+    if (ev.type === "run_ended" || ev.type === "run_rejected") await this.o.drawn?.write(e.runId, { answered: ids ?? [] });
+    if (ev.type === "run_queued") await this.o.drawn?.write(e.runId, { queued: true });
     if (answer) await this.o.deliveries?.succeeded(channel, e.runId, answer.finalText, ids ?? []);
   }
 

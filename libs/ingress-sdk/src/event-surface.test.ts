@@ -150,7 +150,7 @@ describe("the shell with an EventSurface, a connection of one channel, and inbou
     await second.close();
   }, 60_000);
 
-  it("an answer an earlier process drew (and died before its ack) is not drawn again by the next one; its receipt is recorded again, the same one", async () => {
+  it("an answer an earlier process drew (and died before its ack) is not drawn again by the next one; its receipt is recorded again, the same one; nor is a busy refusal or a queued line", async () => {
     const log = pino({ level: "silent" });
     const receipts: Receipt[] = [];
     const processOf = async (name: string) => {
@@ -173,6 +173,19 @@ describe("the shell with an EventSurface, a connection of one channel, and inbou
       ["once:delivery", "accepted by the platform as line-1"],
       ["once:delivery", "accepted by the platform as line-1"],
     ]);
+    // A busy refusal and a queued line, written by the first before it died: not again by the second.
+    const trigger = { messageId: "m2", senderId: "u-ana", username: "ana", text: "and this" };
+    const refused = { runId: "busy", seq: 0, ts: new Date().toISOString(), event: { type: "run_rejected", trigger, reason: "busy", text: "busy, try later" } } as OutboundEvent;
+    const queued = { runId: "later", seq: 0, ts: new Date().toISOString(), event: { type: "run_queued", trigger, position: 1 } } as OutboundEvent;
+    await first.drawing.handle("screen", refused);
+    await first.drawing.handle("screen", queued);
+    await second.drawing.handle("screen", refused, { redelivered: true });
+    await second.drawing.handle("screen", queued, { redelivered: true });
+    expect(second.drawn).toEqual([]);
+    // The queued run starts later, its first events drawn by the second: drawn, not taken for answered.
+    const later = { runId: "later", seq: 1, ts: new Date().toISOString(), event: { type: "tool_execution_start", toolCallId: "t", toolName: "bash", label: "Looking", args: {} } } as OutboundEvent;
+    await second.drawing.handle("screen", later, { redelivered: true });
+    expect(second.drawn.map((d) => d.event.runId)).toEqual(["later"]);
     await first.bus.drain();
     await second.bus.drain();
   }, 30_000);
