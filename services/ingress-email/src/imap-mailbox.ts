@@ -67,7 +67,8 @@ export class ImapMailbox {
     if (this.stopped || client !== this.client) return;
     this.link.failed(client.byeReason ?? "connection closed");
     const onFailedAttempt = ({ error, attemptNumber }: { error: Error; attemptNumber: number }) => this.o.log.warn({ attempt: attemptNumber }, `IMAP reconnect failed: ${error.message}`);
-    pRetry(() => this.open(), { retries: Infinity, minTimeout: 500, maxTimeout: 30_000, signal: this.abort.signal, onFailedAttempt }).catch(() => {}); // aborted by stop()
+    // At most 5 s apart, so mail sent during an outage is read within seconds of the server's return.
+    pRetry(() => this.open(), { retries: Infinity, minTimeout: 500, maxTimeout: 5000, signal: this.abort.signal, onFailedAttempt }).catch(() => {}); // aborted by stop()
   }
 
   /** Reads the unseen messages: one pass at a time, and one more after it when asked meanwhile. */
