@@ -11,7 +11,7 @@
 // purpose — a quorum gone while a publish is in flight, and a leader that lost its proposal and
 // leads again — and check that no publish is reported as done while the stream holds nothing.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { Bus } from "@mom/bus";
+import { Bus, serverCaveat } from "@mom/bus";
 import { spawnNatsCluster, type TestNatsCluster } from "@mom/testing";
 import { pino } from "pino";
 import { provisionedBus } from "../support/provisioned-bus.js";
@@ -45,6 +45,13 @@ describe("Bus.publish on a 3-node cluster: a msg-id the leader holds in flight i
   afterAll(async () => {
     await bus?.drain().catch(() => {});
     await cluster?.stop();
+  });
+
+  it("a service connected to this cluster is warned at start when the server is 2.10 (mom doctor says it too)", () => {
+    const version = bus.serverVersion;
+    const caveat = serverCaveat(version, bus.serverInfo?.cluster);
+    if (version.startsWith("2.10.")) expect(caveat).toMatch(/in cluster \S+: after a stream leader change it can refuse a write's msg-id/);
+    else expect(caveat).toBeUndefined();
   });
 
   it("does not report a publish as done while the first copy of its msg-id waits for a quorum; it is, once the copy is stored", async () => {

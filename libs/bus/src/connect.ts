@@ -48,7 +48,7 @@ export async function connectNats(p: ConnectParams): Promise<NatsConnection> {
   coalesceWrites(nc, p.logger);
   shareCancelError(p.logger);
   p.logger.info({ url: shown, server: nc.info?.server_name, version: nc.info?.version }, "connected to NATS");
-  const caveat = serverCaveat(nc.info?.version);
+  const caveat = serverCaveat(nc.info?.version, nc.info?.cluster);
   if (caveat && !warnedAbout.has(caveat)) {
     warnedAbout.add(caveat); // once per process: a service opens several connections
     p.logger.warn({ url: shown, version: nc.info?.version }, caveat);

@@ -10,4 +10,9 @@ describe("serverCaveat", () => {
   it("says nothing for 2.10 and later, or a version it cannot read", () => {
     for (const v of ["2.10.0", "2.10.29", "2.15.1", "3.0.0", undefined, "", "dev"]) expect(serverCaveat(v)).toBeUndefined();
   });
+
+  it("warns about 2.10 in a cluster, whose stream leaders can refuse a lost write's msg-id for the duplicate window", () => {
+    expect(serverCaveat("2.10.27", "mom")).toMatch(/^nats-server 2\.10\.27 in cluster mom: .*duplicate window.*2\.11 or newer/);
+    for (const v of ["2.11.0", "2.15.1"]) expect(serverCaveat(v, "mom")).toBeUndefined();
+  });
 });

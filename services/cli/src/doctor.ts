@@ -39,7 +39,7 @@ async function checkNats(loaded: LoadedConfig, url: string | undefined, upsOwn: 
   try {
     bus = await Bus.connect({ url, name: "mom-doctor", namespace: loaded.config.nats.namespace, logger: createLogger("mom-doctor", { level: "silent" }) });
     const info = await bus.accountInfo();
-    const caveat = serverCaveat(bus.serverVersion);
+    const caveat = serverCaveat(bus.serverVersion, bus.serverInfo?.cluster);
     return { name: "NATS", ok: true, detail: `${upsOwn ? "the running `mom up`'s own NATS, " : ""}${shown} reachable (nats-server ${bus.serverVersion}), JetStream on (${info.streams} streams); ${await describeRunners(bus)}${caveat ? `. ${caveat}` : ""}` };
   } catch (err) {
     // Bus.connect's messages name the server and say how to fix it (JetStream off, refused, auth).
