@@ -39,6 +39,17 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
   let mom!: ScriptedMom;
   const mark = () => `m${randomUUID().slice(0, 8)}`;
   const shown = (channel: string, text: string, what: string, timeoutMs?: number) => eventually(async () => (await p.botTexts(channel)).some((s) => s.includes(text)), what, timeoutMs);
+  /** What the chat shows once earlier runs are drawn to the end (nothing changed for 700 ms, at most 10 s): a late reply of theirs would shift what a case counts. */
+  const settled = async (channel: string): Promise<string[]> => {
+    let last = JSON.stringify(await p.botTexts(channel));
+    for (const until = Date.now() + 10_000; Date.now() < until; ) {
+      await new Promise((r) => setTimeout(r, 700));
+      const now = JSON.stringify(await p.botTexts(channel));
+      if (now === last) break;
+      last = now;
+    }
+    return JSON.parse(last) as string[];
+  };
 
   /** Sends, waits for the published message, runs it to an answer and waits for the answer on the platform. */
   const answer = async (channel: string, who: "admin" | "member", o: { mention?: boolean; timeoutMs?: number } = { mention: true }) => {
@@ -253,7 +264,7 @@ export function conformanceCases(t: ConformanceTarget): { setup(): Promise<void>
       timeoutMs: 120_000,
       async run() {
         const m = mark();
-        const before = (await p.botTexts(p.room)).length;
+        const before = (await settled(p.room)).length;
         await p.send(p.room, "member", `long job ${m}`, { mention: true });
         const run = await mom.startRun(p.room, await mom.message(p.room, m));
         // Where the platform shows a run's progress (a message later edited into the answer), it is
