@@ -19,7 +19,7 @@ export function serverCaveat(version: string | undefined, cluster?: string): str
     return `nats-server ${version} can lose a channel feed's pull request as it expires (fixed in 2023): the feed then waits 5-15 s until mom notices. Use nats-server 2.10 or newer (docs/scaling.md).`;
   }
   if (cluster && major === 2 && minor === 10) {
-    return `nats-server ${version} in cluster ${cluster}: after a stream leader change it can refuse a write's msg-id for the duplicate window (2 min), so that write (a scheduled event, a reply) comes late or fails. Use nats-server 2.11 or newer (docs/scaling.md).`;
+    return `nats-server ${version} in cluster ${cluster}: after a stream leader change it can refuse a write's msg-id for the duplicate window (2 min by default), so that write (a scheduled event, a reply) comes late or fails. Use nats-server 2.11 or newer (docs/scaling.md).`;
   }
   return undefined;
 }
