@@ -181,7 +181,8 @@ export function checkPlatform(
      * ends reading "■ Stopped: interrupted … another runner resumes it" and the mention is run again
      * (docs/scaling.md, the run in the record). Allowed when it replies to a mention whose answer
      * shows in a later message, or to nothing (the run's start was never drawn); counted in `resumed`,
-     * as is a mention queued again (a second "queued" notice) by the runner that took its channel.
+     * as is a mention queued again (a second "queued" notice) by the runner that took its channel
+     * when the ingress was restarted in between (`crash`).
      */
     allowResumed?: boolean;
   } = {},
@@ -244,8 +245,9 @@ export function checkPlatform(
           !beforeKill(chat.id, again!.message_id) &&
           (crash?.recorded ? !crash.recorded.has(String(once!.message_id)) : nearKill(m));
         if (crashCopy) crashCasualties.push(`${what}: queued notice #${once!.message_id}${crash?.recorded ? ", which the killed ingress never recorded," : ""} posted again by the restarted one (#${again!.message_id})`);
-        // A channel set down is taken over by a runner that queues its waiting messages again, as runs of its own.
-        else if (o.allowResumed) resumed.push(`${what}: queued again by the runner that took its channel over (${notices.map((b) => `#${b.message_id}`).join(", ")})`);
+        // A channel set down is taken over by a runner that queues its waiting messages again, as runs
+        // of its own: the ingress edits the notice it keeps for the message, unless it was restarted since.
+        else if (o.allowResumed && crash) resumed.push(`${what}: queued again by the runner that took its channel over, after the ingress's restart (${notices.map((b) => `#${b.message_id}`).join(", ")})`);
         else problems.push(`${what}: ${notices.length} queued notices: ${notices.map((b) => `#${b.message_id}`).join(", ")}`);
       }
       const seen = carrying.map((b) => `#${b.message_id}${b.deleted ? " deleted" : ""} reply to ${b.reply_to_message?.message_id ?? "-"}: ${JSON.stringify(b.versions.map((v) => v.split("\n")[0]))}`).join("; ");

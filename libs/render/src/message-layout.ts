@@ -2,6 +2,7 @@ import { splitMessage } from "@mom/format";
 import type { Dialect } from "./dialect.js";
 import { activityLines, answerText, progressText, usageLine } from "./notes.js";
 import { postText } from "./posts.js";
+import { RecentMap } from "./recent.js";
 import type { AnswerParts, Layout } from "./presenter.js";
 import type { Ev, RunView } from "./run-view.js";
 import type { FileOutcome, SharedFile } from "./shared-files.js";
@@ -55,6 +56,8 @@ export interface MessageRun {
 export class MessageLayout implements Layout<MessageRun, string> {
   readonly dialect: Dialect;
   readonly deadline?: (expiresAt: string) => string;
+  /** `<channel>:<message id>` -> the id of its "queued" notice. */
+  private readonly queuedNotices = new RecentMap<string>(1000);
 
   constructor(private readonly surface: ChatSurface) {
     this.dialect = surface.dialect;
@@ -151,10 +154,27 @@ export class MessageLayout implements Layout<MessageRun, string> {
     return ids;
   }
 
-  /** The notice stays as posted (the run's progress is a message of its own): its id is all there is to keep. */
+  /**
+   * One notice per message: queued again (a runner that took the channel over queues what waits as
+   * runs of its own), it is edited to the new position, not posted twice. Its id is all there is to keep.
+   */
   async queued(channel: string, ev: Ev<"run_queued">, shown?: unknown): Promise<unknown> {
-    if (shown !== undefined) return shown;
-    return { id: await this.surface.post(channel, `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`, { replyTo: ev.trigger.messageId, replyToUser: ev.trigger.senderId }) };
+    const key = `${channel}:${ev.trigger.messageId}`;
+    const known = (shown as { id?: unknown } | undefined)?.id ?? this.queuedNotices.get(key);
+    const text = `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`;
+    if (typeof known === "string") {
+      this.queuedNotices.set(key, known);
+      if (shown !== undefined || !this.surface.edit) return { id: known };
+      try {
+        await this.surface.edit(channel, known, text);
+        return { id: known };
+      } catch (err) {
+        this.unlessGone(err);
+      }
+    }
+    const id = await this.surface.post(channel, text, { replyTo: ev.trigger.messageId, replyToUser: ev.trigger.senderId });
+    this.queuedNotices.set(key, id);
+    return { id };
   }
 
   async rejected(channel: string, ev: Ev<"run_rejected">): Promise<void> {

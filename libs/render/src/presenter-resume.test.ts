@@ -231,7 +231,7 @@ describe("a presenter started after another one died mid-run (records in the DRA
     const second = await processOf("second", ns, surface("second"), []);
     await second.draw(queued, { redelivered: true });
     // A notice the first one never posted (it died before) is posted by the second.
-    await second.draw(at("r8", 0, { type: "run_queued", trigger, position: 2 }), { redelivered: true });
+    await second.draw(at("r8", 0, { type: "run_queued", trigger: { ...trigger, messageId: "m2" }, position: 2 }), { redelivered: true });
     await second.p.close();
     expect(ops.map((o) => `${o.by} ${o.op} ${o.text?.match(/position \d/)?.[0]}`)).toEqual(["first post position 1", "second post position 2"]);
   });

@@ -301,6 +301,13 @@ describe("Presenter + MessageLayout", () => {
     expect(await emit({ type: "run_ended", stopReason: "stop", finalText: "", silent: true, usage: USAGE, durationMs: 10 }, "r2")).toBe(true);
   });
 
+  it("a message queued again (a runner that took the channel over) has its notice edited to the new position, not a second notice", async () => {
+    const { emit, ops } = setup();
+    await emit({ type: "run_queued", trigger, position: 3 }, "first-owner");
+    await emit({ type: "run_queued", trigger, position: 1 }, "second-owner");
+    expect(ops.map((o) => `${o.op} ${o.id} ${o.text}`)).toEqual(["post 1 ⏳ Queued: I'll get to this after the current request (position 3).", "edit 1 ⏳ Queued: I'll get to this after the current request (position 1)."]);
+  });
+
   it("without edits (WhatsApp) there is no progress message, only the answer", async () => {
     const { ops, emit } = setup({ edits: false });
     await emit({ type: "run_started", trigger, model: "m" });
