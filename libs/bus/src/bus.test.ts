@@ -137,6 +137,20 @@ describe("publish", () => {
       expect(asked()).toBeGreaterThan(2);
     });
 
+    it("a single writer's msg-id held in flight for two attempts is sent under a fresh msg-id (2.10's refusal after a lost proposal); others keep failing", async () => {
+      const bus = await buses.open();
+      await bus.provision();
+      const { js } = connectionOf(bus);
+      const real = js.publish.bind(js);
+      js.publish = async (...args: Parameters<typeof js.publish>) => (args[2]?.msgID === "run-9:3" ? ({ stream: "S", seq: 0, duplicate: true } as PubAck) : real(...args));
+      const subject = bus.subjects.channel("out", { adapter: "cli", channelId: "a" });
+      await expect(bus.publish(subject, { n: 1 }, "run-9:3", { timeoutMs: 300, retryForMs: 1500 })).rejects.toThrow(/in flight/);
+      const done = await bus.publish(subject, { n: 1 }, "run-9:3", { timeoutMs: 300, retryForMs: 5000, freshIdWhenStuck: true });
+      expect(done.seq).toBeGreaterThan(0);
+      const stored = await connectionOf(bus).jsm.streams.getMessage(bus.subjects.stream("OUT"), { seq: done.seq });
+      expect(stored?.header.get("Nats-Msg-Id")).toMatch(/^run-9:3~/);
+    });
+
     it("stores it when the in-flight note is gone: this publish's copy is the one", async () => {
       const { bus, subject } = await scripted([inFlight2_10]);
       expect(await bus.publish(subject, { n: 1 }, "tick@1")).toEqual({ seq: 1, duplicate: false });

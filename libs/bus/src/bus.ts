@@ -48,6 +48,14 @@ export interface PublishOptions {
   timeoutMs?: number;
   /** Stops retrying (the publish rejects) once aborted: the publisher no longer has the right to speak. */
   signal?: AbortSignal;
+  /**
+   * Only this publisher ever sends this msg-id (a run's events, numbered by the run's one owner).
+   * When the stream leader goes on holding it as in flight with nothing stored for two attempts
+   * (nats-server 2.10 after a leader change lost the proposal: it refuses that msg-id for the
+   * duplicate window), the message is sent again under a fresh msg-id (`<msgId>~<nuid>`). A copy
+   * may then be stored twice; readers of run events drop a repeated seq.
+   */
+  freshIdWhenStuck?: boolean;
   /** W3C trace context, sent as the `traceparent` header (docs/observability.md). */
   traceparent?: string;
   /** More headers stored with the message (e.g. who re-published a dead letter); never a secret. */
@@ -239,6 +247,7 @@ export class Bus implements FileSource {
     }
     const cancelled = () => new Error(`publish to ${subject} (msgId ${msgId}) cancelled`);
     let stopped: Error | undefined;
+    let stuck = 0;
     try {
       // Every error is retried until retryForMs (backoff 250 ms → 2 s), with the same msg id: a
       // restarting server answers with API errors too. An abort is looked at between attempts: a
@@ -246,7 +255,13 @@ export class Bus implements FileSource {
       const ack = await pRetry(
         () => {
           if (opts.signal?.aborted) throw new AbortError((stopped = cancelled()));
-          return this.publishStored(subject, json, pubOpts, msgId, opts);
+          return this.publishStored(subject, json, pubOpts, msgId, opts).catch((err: unknown) => {
+            if (err instanceof MsgIdInFlightError && opts.freshIdWhenStuck && ++stuck === 2) {
+              pubOpts.msgID = `${msgId}~${nuid.next()}`;
+              this.logger.warn({ subject, msgId, freshMsgId: pubOpts.msgID }, "the stream leader holds this msg-id as in flight with nothing stored (nats-server 2.10 after a leader change): sending it under a fresh msg-id");
+            }
+            throw err;
+          });
         },
         {
           retries: Number.POSITIVE_INFINITY,

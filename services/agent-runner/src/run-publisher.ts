@@ -161,7 +161,7 @@ export class RunPublisher {
     this.last = this.queue.add(async () => {
       if (this.cancelled.signal.aborted) return;
       try {
-        await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal, traceparent });
+        await this.bus.publish(subject, out, msgId, { retryForMs: this.retryForMs, signal: this.cancelled.signal, traceparent, freshIdWhenStuck: true });
       } catch (err) {
         if (this.cancelled.signal.aborted) return;
         this.lost++;
