@@ -110,7 +110,9 @@ describe("apply_patch", () => {
     const { result: outcome, cpuMs } = await mainThreadCpu(() => tool.execute("call-1", { patch }, undefined, undefined, undefined as never).catch((err: Error) => err));
     expect(outcome).toBeInstanceOf(Error);
     expect((outcome as Error).message).toMatch(/^same\.txt: fitting the patch's hunks took more than 10,000,000 line comparisons .* Nothing was changed\.$/);
-    expect(cpuMs).toBeLessThan(1000);
+    // The cap's 10 million comparisons are the runner's thread's own work: 0.47 s alone, 1.05 s in
+    // the loaded full suite; without the cap the 400 million took some 19 s alone.
+    expect(cpuMs).toBeLessThan(5000);
     expect(readFileSync(join(cwd, "same.txt"), "utf8")).toBe("x\n".repeat(200000));
     rmSync(root, { recursive: true, force: true });
   }, 60_000);

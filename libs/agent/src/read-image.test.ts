@@ -60,10 +60,12 @@ describe("read of an image the channel made", () => {
     // cost is not the image's, and on a loaded machine it came to over a second.
     await c.plant("small.png", blackPng(10, 10));
     await c.readImage("small.png");
-    const { result, cpuMs } = await mainThreadCpu(() => c.readImage("bomb.png"));
+    const { result, cpuMs, processCpuMs } = await mainThreadCpu(() => c.readImage("bomb.png"));
     expect(result[0]).toMatchObject({ type: "text", text: expect.stringContaining("original 3000x3000, displayed at 2000x2000") });
     expect(result[1]).toMatchObject({ type: "image", mimeType: expect.stringMatching(/^image\/(png|jpeg)$/) });
-    expect(cpuMs).toBeLessThan(1000);
+    // The scaling is most of the process's CPU, and it is not the runner's thread's: alone 0.01-0.3 s of
+    // 3.6 s; a bound in seconds failed in the loaded full suite (1.29 s), where both grow alike.
+    expect(cpuMs).toBeLessThan(processCpuMs / 3);
   }, 120_000);
 
   it("refuses, without decoding it, an image whose header claims more pixels than mom decodes", async () => {

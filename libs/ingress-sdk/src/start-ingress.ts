@@ -83,14 +83,22 @@ export async function runIngress(definition: IngressDefinition, argv: string[] =
     return;
   }
   const logger = createLogger(`ingress-${adapter}`, { level: loaded.config.log.level });
+  let stopping = false;
+  let close: (() => void) | undefined;
+  // Listened for from the start: a SIGTERM while the ingress starts (a rollout) stops it once it is
+  // up, instead of Node's default action killing it mid-start with nothing closed.
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1); // a second signal: stop waiting
+    stopping = true;
+    logger.info({ signal }, "stopping");
+    close?.();
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
   try {
     const obs = await startObservability({ serviceName: `ingress-${adapter}`, httpPort: loaded.config.observability.httpPort, logger });
     const running = await startConfiguredIngress(definition, loaded, adapter, logger);
-    let stopping = false;
-    const stop = (signal: NodeJS.Signals) => {
-      if (stopping) process.exit(1); // a second signal: stop waiting
-      stopping = true;
-      logger.info({ signal }, "stopping");
+    close = () =>
       void running
         .close()
         .then(() => obs.close())
@@ -98,9 +106,7 @@ export async function runIngress(definition: IngressDefinition, argv: string[] =
           () => process.exit(0),
           (err: unknown) => (logger.error({ err }, "shutdown failed"), process.exit(1)),
         );
-    };
-    process.on("SIGTERM", stop);
-    process.on("SIGINT", stop);
+    if (stopping) close();
   } catch (err) {
     logger.fatal({ err }, `ingress-${adapter} could not start: ${(err as Error).message}`);
     process.stderr.write(`${definition.platform} ingress: ${(err as Error).message}\n`);

@@ -13,7 +13,7 @@ import { startLocalNats } from "./local-nats.js";
 import { Supervisor } from "./supervisor.js";
 import { announceLocalNats, explicitNatsUrl } from "./nats-target.js";
 
-import { type Closer, EXIT, type StopReason, shutdownOn as shutdownWith } from "./shutdown.js";
+import { type Closer, EXIT, keepSignalsWhileStarting, type StopReason, shutdownOn as shutdownWith } from "./shutdown.js";
 
 // Each command imports only the services it starts: a runner never loads Slack's or Discord's
 // client, and an ingress never loads the agent (tens of MB of RSS per process).
@@ -276,6 +276,7 @@ async function checkModelAtStart(loaded: LoadedConfig, logger: Logger, say?: (li
 
 /** `mom runner`: the agent runner alone, as deployed; pino logs to stderr. */
 export async function runner(dataDir: string): Promise<never> {
+  keepSignalsWhileStarting();
   const loaded = loadConfig(dataDir, process.env, { sandbox: true });
   const logger = createLogger("agent-runner", { level: loaded.config.log.level });
   await observe(loaded, "agent-runner", logger);
@@ -287,6 +288,7 @@ export async function runner(dataDir: string): Promise<never> {
 
 /** `mom scheduler`: fires workspace/events/*.json onto the bus, as deployed; pino logs to stderr. */
 export async function scheduler(dataDir: string): Promise<never> {
+  keepSignalsWhileStarting();
   const loaded = loadConfig(dataDir);
   const logger = createLogger("scheduler", { level: loaded.config.log.level });
   await observe(loaded, "scheduler", logger);
@@ -316,6 +318,7 @@ function configFileHas(loaded: LoadedConfig, key: string): boolean {
 
 /** `mom console`: the web console (docs/console.md), reading NATS only; pino logs to stderr. */
 export async function consoleService(dataDir: string): Promise<never> {
+  keepSignalsWhileStarting();
   const loaded = loadConfig(dataDir, process.env, { console: true });
   const logger = createLogger("console", { level: loaded.config.log.level });
   await observe(loaded, "console", logger);
@@ -334,6 +337,7 @@ export async function events(dataDir: string): Promise<string> {
 
 /** `mom ingress <adapter>`: one ingress service for one configured adapter. */
 export async function ingress(adapter: string, dataDir: string): Promise<never> {
+  keepSignalsWhileStarting();
   const loaded = loadConfig(dataDir, process.env, { adapters: [adapter] });
   const entry = loaded.config.adapters[adapter];
   if (!entry) {

@@ -30,6 +30,33 @@ export function restoreTerminal(): void {
   }
 }
 
+const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+let startSignal: { reason?: StopReason; timer?: NodeJS.Timeout; handlers: [NodeJS.Signals, () => void][] } | undefined;
+
+/**
+ * From now until `shutdownOn`: a signal is kept, and the service stops as soon as it is up. Without
+ * this, a SIGTERM while a deployed service started (a rollout, a pod deleted during a slow start)
+ * met Node's default action: the process died mid-start with no exit code, nothing closed. A
+ * second signal exits at once, and so does a start that has not finished 10 s after the first (it
+ * may be waiting out an outage).
+ */
+export function keepSignalsWhileStarting(): void {
+  const kept: NonNullable<typeof startSignal> = { handlers: [] };
+  for (const signal of SIGNALS) {
+    const handler = () => {
+      if (kept.reason) process.exit(EXIT[kept.reason]);
+      kept.reason = signal;
+      kept.timer = setTimeout(() => {
+        process.stderr.write(`mom: still starting 10 s after ${signal}; exiting without closing what has started\n`);
+        process.exit(EXIT[signal]);
+      }, 10_000).unref();
+    };
+    kept.handlers.push([signal, handler]);
+    process.on(signal, handler);
+  }
+  startSignal = kept;
+}
+
 /**
  * Closes everything in reverse order on SIGINT/SIGTERM/SIGHUP, at `done`, or when the parent
  * process that holds this one's IPC channel goes away (`mom up`'s children), then exits. A second
@@ -79,7 +106,12 @@ export function shutdownOn(o: ShutdownOptions): Promise<never> {
       }
       if (!forcing) exit(code);
     };
-    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => void stop(signal));
+    for (const signal of SIGNALS) process.on(signal, () => void stop(signal));
+    const early = startSignal;
+    startSignal = undefined;
+    for (const [signal, handler] of early?.handlers ?? []) process.off(signal, handler);
+    clearTimeout(early?.timer);
+    if (early?.reason) void stop(early.reason);
     // Started by `mom up` with an IPC channel: when that process is gone (even by kill -9), so is this one.
     if (process.channel) process.once("disconnect", () => void stop("parent gone"));
     void o.done?.then(() => stop("done"));
