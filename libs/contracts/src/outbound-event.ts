@@ -279,7 +279,20 @@ export type SessionEvent = Static<typeof SessionEvent>;
 export const OutboundEventBody = Type.Union([RunQueued, RunRejected, RunStarted, RunEnded, AttachmentEvent, PostEvent, ApprovalRequested, ApprovalResolved, AuthProfileRotated, SessionEvent]);
 export type OutboundEventBody = Static<typeof OutboundEventBody>;
 
-/** Published by the runner on `mom.out.<adapter>.<channel>`; Nats-Msg-Id is `<runId>:<seq>`. */
+/**
+ * Where a runner that took a channel over numbers the events it announces again for a run the
+ * previous owner never ended: its start at this seq, its end after it (beyond anything the run
+ * could have numbered, so adapters that drop stale seqs still take them). The first owner's copy
+ * of the start may be on the stream or not (a lost quorum cut its publish off); an adapter that
+ * meets such a start reads what an earlier process of its own drew of the run, as for a redelivery.
+ */
+export const REANNOUNCED_SEQ = 999_999_999;
+
+/**
+ * Published by the runner on `mom.out.<adapter>.<channel>`; Nats-Msg-Id is `<runId>:<seq>`, but
+ * `<runId>:start` for `run_started` and `<runId>:end` for `run_ended`, so announcing them again
+ * can never duplicate them.
+ */
 export const OutboundEvent = Type.Object(
   {
     runId: Type.String({ minLength: 1 }),

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus, type FileSource } from "@mom/bus";
-import type { OutboundEvent, OutboundEventBody, Receipt } from "@mom/contracts";
+import { type OutboundEvent, type OutboundEventBody, REANNOUNCED_SEQ, type Receipt } from "@mom/contracts";
 import { spawnNatsServer, type TestNats, uniqueNamespace } from "@mom/testing";
 import { pino } from "pino";
 import { DeliveryReceipts } from "./delivery-receipts.js";
@@ -25,6 +25,7 @@ interface Op {
   by: string;
   id?: string;
   text?: string;
+  replyTo?: string;
 }
 
 /** One chat platform the processes share: every call, by whom, and each message's current text. */
@@ -34,9 +35,9 @@ function platform() {
   let n = 0;
   const surface = (by: string): ChatSurface => ({
     dialect: plainDialect(500),
-    async post(_channel, text) {
+    async post(_channel, text, at) {
       const id = String(++n);
-      ops.push({ op: "post", by, id, text });
+      ops.push({ op: "post", by, id, text, ...(at.replyTo && { replyTo: at.replyTo }) });
       texts.set(id, text);
       return id;
     },
@@ -137,7 +138,7 @@ describe("a presenter started after another one died mid-run (records in the DRA
     const first = await processOf("first", ns, surface("first"), receipts);
     expect(await first.draw(started("r1"))).toBe(true);
     expect(await first.draw(toolStart("r1"))).toBe(true);
-    expect(ops).toEqual([{ op: "post", by: "first", id: "1", text: expect.stringContaining("Working") }]);
+    expect(ops).toEqual([{ op: "post", by: "first", id: "1", text: expect.stringContaining("Working"), replyTo: "m1" }]);
     // The first process dies here; its redraw still waiting is made (as it would a few ms later),
     // and nothing of it runs after. The events after the start go to the second.
     await first.p.close();
@@ -165,6 +166,38 @@ describe("a presenter started after another one died mid-run (records in the DRA
     expect(ops.filter((o) => o.op === "post")).toHaveLength(1);
     expect(ops.filter((o) => o.by === "second").every((o) => o.op === "edit" && o.id === "1")).toBe(true);
     expect(texts.get("1")).toMatch(/^done twice\? no/);
+  });
+
+  // A runner that took the channel over announces the start of a run the previous owner never
+  // ended again (REANNOUNCED_SEQ), then its end: the first owner's start may never have reached
+  // the bus (a lost quorum cut it off), or it did and an earlier process drew it.
+  const reannounced = (runId: string) => at(runId, REANNOUNCED_SEQ, { type: "run_started", trigger, model: "m" });
+  const reannouncedEnd = (runId: string, finalText: string) => at(runId, REANNOUNCED_SEQ + 1, { type: "run_ended", stopReason: "stop", finalText, usage: USAGE, durationMs: 20 });
+
+  it("a run's start announced again by a new runner, its first one never on the bus: the answer replies to the message", async () => {
+    const ns = uniqueNamespace();
+    const { ops, texts, surface } = platform();
+    const only = await processOf("only", ns, surface("only"), []);
+    expect(await only.draw(reannounced("r9"))).toBe(true);
+    expect(await only.draw(reannouncedEnd("r9", "the answer"))).toBe(true);
+    await only.p.close();
+    expect(ops.filter((o) => o.op === "post")).toEqual([{ op: "post", by: "only", id: "1", text: expect.stringContaining("Working"), replyTo: "m1" }]);
+    expect(texts.get("1")).toMatch(/^the answer/);
+  });
+
+  it("a run's start announced again by a new runner after an earlier process drew the first one: the second one edits that one's progress message", async () => {
+    const ns = uniqueNamespace();
+    const { ops, texts, surface } = platform();
+    const first = await processOf("first", ns, surface("first"), []);
+    await first.draw(started("r10"));
+    await first.p.close();
+    const second = await processOf("second", ns, surface("second"), []);
+    expect(await second.draw(reannounced("r10"))).toBe(true);
+    expect(await second.draw(reannouncedEnd("r10", "the answer"))).toBe(true);
+    await second.p.close();
+    expect(ops.filter((o) => o.op === "post")).toHaveLength(1);
+    expect(ops.filter((o) => o.by === "second").every((o) => o.op === "edit" && o.id === "1")).toBe(true);
+    expect(texts.get("1")).toMatch(/^the answer/);
   });
 
   it("given a run_ended the first one already delivered, the second one posts nothing (and records its receipt again, the same one)", async () => {

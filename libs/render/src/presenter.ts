@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { Delivery, FileSource } from "@mom/bus";
 import { endSpan, metrics, SpanKind, startSpan } from "@mom/observability";
-import type { OutboundEvent } from "@mom/contracts";
+import { type OutboundEvent, REANNOUNCED_SEQ } from "@mom/contracts";
 import type { Logger } from "pino";
 import { ChannelQueue } from "./channel-queue.js";
 import type { DeliveryReceipts } from "./delivery-receipts.js";
@@ -221,8 +221,9 @@ export class Presenter<S, P = unknown> {
       run = { channel, view, flushQueued: false, lastFlushAt: 0, delivered: 0, drawn: {} };
       this.live.set(e.runId, run);
       // A run met without drawing its start here: it began in a process that died or stopped (or
-      // this start was delivered to one before). What that process put on the platform is on the bus.
-      if (ev.type !== "run_started" || arrival.redelivered) this.resume(run, await this.drawnBefore(e.runId));
+      // this start was delivered to one before, or is a new runner's announcement of it again).
+      // What that process put on the platform is on the bus.
+      if (ev.type !== "run_started" || arrival.redelivered || e.seq >= REANNOUNCED_SEQ) this.resume(run, await this.drawnBefore(e.runId));
     }
     run.view = view;
     if (run.answered) {

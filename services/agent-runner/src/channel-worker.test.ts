@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, ZERO_USAGE } from "@mom/agent";
 import type { Bus } from "@mom/bus";
-import { type ChannelMessage, createSubjects, type InterruptedRun, type OutboundEvent } from "@mom/contracts";
+import { type ChannelMessage, createSubjects, type InterruptedRun, type OutboundEvent, REANNOUNCED_SEQ } from "@mom/contracts";
 import { type ChannelStore, WorkspaceLayout } from "@mom/store";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,7 +23,7 @@ function mention(id: string, text = "hi"): ChannelMessage {
 
 /** Records what the worker asks of its ledger, and how many lines log.jsonl had at each call. */
 class FakeLedger implements WorkerLedger {
-  readonly interrupted?: InterruptedRun;
+  interrupted?: InterruptedRun;
   readonly excused = false;
   readonly calls: string[] = [];
   private last = 0;
@@ -52,6 +52,7 @@ describe("ChannelWorker", () => {
   let store: ChannelStore;
   let ledger: FakeLedger;
   let published: OutboundEvent[];
+  let msgIds: string[];
   let runs: string[];
   /** Runs wait here for a slot until `openSlot()`. */
   let slotOpen: Promise<void>;
@@ -59,8 +60,9 @@ describe("ChannelWorker", () => {
 
   const bus = {
     subjects: createSubjects("mom"),
-    async publish(_subject: string, payload: OutboundEvent) {
+    async publish(_subject: string, payload: OutboundEvent, msgId: string) {
       published.push(payload);
+      msgIds.push(msgId);
       return { seq: published.length, duplicate: false };
     },
   } as unknown as Bus;
@@ -111,6 +113,7 @@ describe("ChannelWorker", () => {
     const lines = () => (existsSync(store.logFile) ? readFileSync(store.logFile, "utf8").split("\n").length - 1 : 0);
     ledger = new FakeLedger(lines);
     published = [];
+    msgIds = [];
     runs = [];
     slotOpen = new Promise((r) => (openSlot = r));
     slot = { state: "owned" };
@@ -128,6 +131,42 @@ describe("ChannelWorker", () => {
     expect(published.map((e) => e.event.type)).toEqual(["run_started", "run_ended"]);
     // The record names the run the channel then sees.
     expect(new Set(published.map((e) => e.runId)).size).toBe(1);
+  });
+
+  // Under a lost quorum a runner answered, could not publish the run's events and set the channel
+  // down; the next owner announced the run's end again, but its start had never reached the bus:
+  // the ingress drew an answer it could not reply with (test/chaos/quorum-loss.test.ts).
+  it("announces again the start of a run its previous owner never ended (the start's own msg-id), then its end: one that had answered", async () => {
+    openSlot();
+    ledger.interrupted = { seq: 4, messageId: "m4", runId: "r-cut", crashes: 0, phase: "running" };
+    await store.appendLog({ id: "r-cut:reply", date: new Date().toISOString(), user: "mom", userName: "mom", text: "the answer", attachments: [], isBot: true, runId: "r-cut" });
+    worker().deliver(4, mention("m4", "count"));
+    await until(() => published.some((e) => e.event.type === "run_ended"));
+    expect(published.map((e) => [e.runId, e.seq, e.event.type])).toEqual([
+      ["r-cut", REANNOUNCED_SEQ, "run_started"],
+      ["r-cut", REANNOUNCED_SEQ + 1, "run_ended"],
+    ]);
+    expect(msgIds).toEqual(["r-cut:start", "r-cut:end"]);
+    expect(published[0]!.event).toMatchObject({ trigger: { messageId: "m4", senderId: "u1", username: "ann", text: "count" }, model: "fake/fake" });
+    expect(published[1]!.event).toMatchObject({ finalText: "the answer" });
+    expect(runs).toEqual([]);
+  });
+
+  it("announces again the start of a run its previous owner never ended, then its end as interrupted, and runs the message anew: one that had not answered", async () => {
+    openSlot();
+    ledger.interrupted = { seq: 4, messageId: "m4", runId: "r-cut", crashes: 0, phase: "running" };
+    worker().deliver(4, mention("m4"));
+    await until(() => published.filter((e) => e.event.type === "run_ended").length === 2);
+    expect(published.map((e) => [e.runId === "r-cut" ? "r-cut" : "new", e.event.type])).toEqual([
+      ["r-cut", "run_started"],
+      ["r-cut", "run_ended"],
+      ["new", "run_started"],
+      ["new", "run_ended"],
+    ]);
+    expect(msgIds.slice(0, 2)).toEqual(["r-cut:start", "r-cut:end"]);
+    expect(published[1]!.event).toMatchObject({ stopReason: "aborted", errorMessage: expect.stringMatching(/^interrupted/) });
+    expect(published[2]!.event).toMatchObject({ resumedFrom: "r-cut" });
+    expect(runs).toEqual(["m4"]);
   });
 
   it("records a mention that waits behind a run when that run starts, not before", async () => {

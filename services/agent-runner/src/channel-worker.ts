@@ -1,7 +1,7 @@
 import { type ChannelAgent, formatChatLine, type RunOutcome, type RunTrigger, type SyncCursor, ZERO_USAGE } from "@mom/agent";
 import type { BusyMode } from "@mom/config";
 import type { Bus } from "@mom/bus";
-import { type ChannelMessage, type ChannelRef, escapeChannelToken, type InterruptedRun, isNewSessionCommand, isStopCommand, isStopJobsCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
+import { type ChannelMessage, type ChannelRef, escapeChannelToken, type InterruptedRun, REANNOUNCED_SEQ, isNewSessionCommand, isStopCommand, isStopJobsCommand, type LogEntry, qualifiedChannelId, type Receipt } from "@mom/contracts";
 import { relevantActivity } from "@mom/tools";
 import type { ChannelStore } from "@mom/store";
 import { randomUUID } from "node:crypto";
@@ -9,7 +9,7 @@ import { LRUCache } from "lru-cache";
 import pRetry from "p-retry";
 import type { Logger } from "pino";
 import type { ActiveRun } from "./active-run.js";
-import { INTERRUPTED_END_SEQ, RunPublisher } from "./run-publisher.js";
+import { RunPublisher } from "./run-publisher.js";
 import { RunTelemetry } from "./run-telemetry.js";
 import { fitAnswer } from "./answer-fit.js";
 import { ChannelLost } from "./cluster/channel-ledger.js";
@@ -329,8 +329,13 @@ export class ChannelWorker {
    */
   private async resume(seq: number, message: ChannelMessage, was: InterruptedRun, traceparent: string | undefined): Promise<Later> {
     const log = this.deps.log.child({ runId: was.runId, msgId: message.id });
-    const endOf = (event: Parameters<RunPublisher["emit"]>[0]) => {
-      const pub = new RunPublisher(this.deps.bus, this.deps.ref, was.runId, log, this.deps.publishRetryMs, INTERRUPTED_END_SEQ);
+    const endOf = async (event: Parameters<RunPublisher["emit"]>[0]) => {
+      const pub = new RunPublisher(this.deps.bus, this.deps.ref, was.runId, log, this.deps.publishRetryMs, REANNOUNCED_SEQ);
+      // Its start first, under the start's own msg-id: JetStream drops it when the first owner's
+      // is on the stream, and it is there when that never got out (cut off with the run's other
+      // events by a lost quorum). Without it the ingress drew an end it could not reply with.
+      const model = await this.getAgent().then((a) => a.modelName, () => "(not known: the channel's agent could not be made)");
+      pub.emit({ type: "run_started", trigger: this.trigger(message), ...(message.replyTo !== undefined && { replyTo: message.replyTo }), model });
       pub.emit(event);
       return pub.flushed();
     };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus } from "@mom/bus";
 import { createLogger } from "@mom/config";
-import { MAX_EVENT_TEXT, OutboundEvent, parsePayload, validator } from "@mom/contracts";
+import { MAX_EVENT_TEXT, OutboundEvent, parsePayload, REANNOUNCED_SEQ, validator } from "@mom/contracts";
 import { ZERO_USAGE } from "@mom/agent";
 import { startTestNats, type TestNats } from "@mom/testing";
 import { DELTA_WINDOW_MS, RunPublisher } from "./run-publisher.js";
@@ -130,6 +130,27 @@ describe("RunPublisher", () => {
     expect(Math.max(...deltas.map((d) => d.length))).toBeLessThanOrEqual(20_000);
   });
 
+  it("a run's start and end announced again (a new owner, REANNOUNCED_SEQ) land only where the first owner's never did", async () => {
+    const ref = { adapter: "cli", channelId: "again" };
+    const trigger = { messageId: "m", senderId: "u", username: "u", text: "t" };
+    const announce = async (runId: string, seq?: number) => {
+      const pub = new RunPublisher(bus, ref, runId, logger, 0, seq);
+      pub.emit({ type: "run_started", trigger, model: "x/y" });
+      pub.emit({ type: "run_ended", stopReason: "stop", finalText: "ok", usage: ZERO_USAGE, durationMs: 1 });
+      await pub.flushed();
+    };
+    await announce("run-whole");
+    await announce("run-whole", REANNOUNCED_SEQ);
+    // The first owner's start never got out: only the announcement is on the stream.
+    await announce("run-cut", REANNOUNCED_SEQ);
+    expect((await eventsOf(ref)).map((e) => [e.runId, e.seq, e.event.type])).toEqual([
+      ["run-whole", 0, "run_started"],
+      ["run-whole", 1, "run_ended"],
+      ["run-cut", REANNOUNCED_SEQ, "run_started"],
+      ["run-cut", REANNOUNCED_SEQ + 1, "run_ended"],
+    ]);
+  });
+
   it("keeps a run's events in order on the stream when one publish has to be retried", async () => {
     // The first attempt at run_started is lost (as with a connection that dies under it); the
     // events after it must not land first.
@@ -141,7 +162,7 @@ describe("RunPublisher", () => {
           key !== "publish"
             ? Reflect.get(js, key)
             : async (...args: Parameters<JetStreamClient["publish"]>) => {
-                if (!lost && args[2]?.msgID === "run-order:0") {
+                if (!lost && args[2]?.msgID === "run-order:start") {
                   lost = true;
                   await new Promise((r) => setTimeout(r, 100));
                   throw new Error("connection lost");

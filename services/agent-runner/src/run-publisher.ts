@@ -57,14 +57,11 @@ export function goesOnTheBus(e: OutboundEventBody): boolean {
 }
 
 /**
- * The seq of the `run_ended` that a new owner publishes for a run its dead runner never ended:
- * after anything that run could have numbered, so adapters that drop stale seqs still take it.
+ * The msg-id rule for run events: a run's start and end have fixed ids, so announcing them again
+ * (a new owner, for a run its previous owner never ended) can never duplicate them.
  */
-export const INTERRUPTED_END_SEQ = 1_000_000_000;
-
-/** The msg-id rule for run events: a run's end has one fixed id, so re-announcing it can never duplicate it. */
 export function runEventMsgId(runId: string, seq: number, type: OutboundEventBody["type"]): string {
-  return type === "run_ended" ? `${runId}:end` : `${runId}:${seq}`;
+  return type === "run_ended" ? `${runId}:end` : type === "run_started" ? `${runId}:start` : `${runId}:${seq}`;
 }
 
 /**
