@@ -31,29 +31,29 @@ export function restoreTerminal(): void {
 }
 
 const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
-let startSignal: { reason?: StopReason; timer?: NodeJS.Timeout; handlers: [NodeJS.Signals, () => void][] } | undefined;
+let startSignal: { reason?: StopReason; timer?: NodeJS.Timeout; handlers: [NodeJS.Signals | "disconnect", () => void][] } | undefined;
 
 /**
  * From now until `shutdownOn`: a signal is kept, and the service stops as soon as it is up. Without
  * this, a SIGTERM while a deployed service started (a rollout, a pod deleted during a slow start)
  * met Node's default action: the process died mid-start with no exit code, nothing closed. A
  * second signal exits at once, and so does a start that has not finished 10 s after the first (it
- * may be waiting out an outage).
+ * may be waiting out an outage). So is the end of `mom up`'s IPC channel (its kill -9): heard only
+ * later, a child of a `mom up` that died while the child started ran on, orphaned.
  */
 export function keepSignalsWhileStarting(): void {
   const kept: NonNullable<typeof startSignal> = { handlers: [] };
-  for (const signal of SIGNALS) {
-    const handler = () => {
-      if (kept.reason) process.exit(EXIT[kept.reason]);
-      kept.reason = signal;
-      kept.timer = setTimeout(() => {
-        process.stderr.write(`mom: still starting 10 s after ${signal}; exiting without closing what has started\n`);
-        process.exit(EXIT[signal]);
-      }, 10_000).unref();
-    };
-    kept.handlers.push([signal, handler]);
-    process.on(signal, handler);
-  }
+  const keep = (reason: StopReason) => () => {
+    if (kept.reason) process.exit(EXIT[kept.reason]);
+    kept.reason = reason;
+    kept.timer = setTimeout(() => {
+      process.stderr.write(`mom: still starting 10 s after ${reason}; exiting without closing what has started\n`);
+      process.exit(EXIT[reason]);
+    }, 10_000).unref();
+  };
+  for (const signal of SIGNALS) kept.handlers.push([signal, keep(signal)]);
+  if (process.channel) kept.handlers.push(["disconnect", keep("parent gone")]);
+  for (const [event, handler] of kept.handlers) process.on(event as NodeJS.Signals, handler);
   startSignal = kept;
 }
 
@@ -109,7 +109,7 @@ export function shutdownOn(o: ShutdownOptions): Promise<never> {
     for (const signal of SIGNALS) process.on(signal, () => void stop(signal));
     const early = startSignal;
     startSignal = undefined;
-    for (const [signal, handler] of early?.handlers ?? []) process.off(signal, handler);
+    for (const [event, handler] of early?.handlers ?? []) process.off(event as NodeJS.Signals, handler);
     clearTimeout(early?.timer);
     if (early?.reason) void stop(early.reason);
     // Started by `mom up` with an IPC channel: when that process is gone (even by kill -9), so is this one.
