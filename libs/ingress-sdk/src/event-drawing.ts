@@ -1,4 +1,4 @@
-import type { OutboundEvent } from "@mom/contracts";
+import { type OutboundEvent, REANNOUNCED_SEQ } from "@mom/contracts";
 import { type ApprovalClick, approvalPromptText, type Arrival, ChannelQueue, type DeliveryReceipts, type Dialect, type DrawnRuns, type PendingApproval, type PostHandling, RecentIds, RecentMap } from "@mom/render";
 import type { Logger } from "pino";
 import type { EventSurface } from "./platform.js";
@@ -69,8 +69,9 @@ export class EventDrawing implements RunDrawing {
     if (!notice) {
       let run = this.runs.get(e.runId);
       if (!run) {
-        // Met without its start (or its start came again): an earlier process may have drawn it whole.
-        const drawn = ev.type !== "run_started" || arrival.redelivered ? await this.o.drawn?.read(e.runId) : undefined;
+        // Met without its start (or its start came again, or a new runner announced it again): an
+        // earlier process may have drawn it whole.
+        const drawn = ev.type !== "run_started" || arrival.redelivered || e.seq >= REANNOUNCED_SEQ ? await this.o.drawn?.read(e.runId) : undefined;
         run = drawn?.answered ? { answered: drawn.answered } : {};
         this.runs.set(e.runId, run);
       }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Bus, readRange } from "@mom/bus";
-import type { ChannelMessage, OutboundEvent, Receipt } from "@mom/contracts";
+import { type ChannelMessage, type OutboundEvent, REANNOUNCED_SEQ, type Receipt } from "@mom/contracts";
 import { busDrawnRuns, DeliveryReceipts, plainDialect } from "@mom/render";
 import { spawnNatsServer, type TestNats } from "@mom/testing";
 import { pino } from "pino";
@@ -169,7 +169,15 @@ describe("the shell with an EventSurface, a connection of one channel, and inbou
     expect(await second.drawing.handle("screen", end, { redelivered: true })).toBe(true);
     expect(first.drawn.map((d) => d.event.seq)).toEqual([0, 1]);
     expect(second.drawn).toEqual([]);
+    // A runner that took the channel over announces the run's start and end again (its first owner
+    // never recorded the run ended): past JetStream's duplicate window they land, and are not drawn.
+    const third = await processOf("third");
+    expect(await third.drawing.handle("screen", ev(REANNOUNCED_SEQ, { type: "run_started", trigger: { messageId: "m", senderId: "u-ana", username: "ana", text: "hi" }, model: "m" }))).toBe(true);
+    expect(await third.drawing.handle("screen", { ...end, seq: REANNOUNCED_SEQ + 1 })).toBe(true);
+    expect(third.drawn).toEqual([]);
+    await third.bus.drain();
     expect(receipts.map((r) => [r.receiptId, r.detail])).toEqual([
+      ["once:delivery", "accepted by the platform as line-1"],
       ["once:delivery", "accepted by the platform as line-1"],
       ["once:delivery", "accepted by the platform as line-1"],
     ]);
