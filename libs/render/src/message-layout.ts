@@ -1,6 +1,6 @@
 import { splitMessage } from "@mom/format";
 import type { Dialect } from "./dialect.js";
-import { activityLines, answerText, progressText, usageLine } from "./notes.js";
+import { activityLines, answerText, progressText, queuedText, usageLine } from "./notes.js";
 import { postText } from "./posts.js";
 import { RecentMap } from "./recent.js";
 import type { AnswerParts, Layout } from "./presenter.js";
@@ -161,7 +161,7 @@ export class MessageLayout implements Layout<MessageRun, string> {
   async queued(channel: string, ev: Ev<"run_queued">, shown?: unknown): Promise<unknown> {
     const key = `${channel}:${ev.trigger.messageId}`;
     const known = (shown as { id?: unknown } | undefined)?.id ?? this.queuedNotices.get(key);
-    const text = `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`;
+    const text = queuedText(ev, this.dialect);
     if (typeof known === "string") {
       this.queuedNotices.set(key, known);
       if (shown !== undefined || !this.surface.edit) return { id: known };

@@ -91,6 +91,11 @@ export function answerText(end: Ev<"run_ended">, d: Dialect, extra: string[] = [
   return [answer, ...endNotes(end, d), ...extra].filter((s) => s.trim()).join("\n\n");
 }
 
+/** The notice a queued message gets (posted, or edited to its new position when queued again). */
+export function queuedText(ev: Ev<"run_queued">, d: Dialect): string {
+  return `${d.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`;
+}
+
 /** Who may decide an approval, as the prompt and the refusal name them. */
 export function approversText(approvers: string[], d: Dialect, none = "nobody is configured (adapters.<name>.admins)"): string {
   return approvers.length ? approvers.map((id) => d.mention(id)).join(", ") : none;

@@ -4,7 +4,7 @@ import { DetailMessages } from "./detail-messages.js";
 import { clip, type Dialect, firstLine } from "./dialect.js";
 import { partitionOutcomes } from "./file-outcomes.js";
 import type { Placement } from "./message-layout.js";
-import { activityLines, answerText, detailText, progressText, statusText, usageLine } from "./notes.js";
+import { activityLines, answerText, detailText, progressText, queuedText, statusText, usageLine } from "./notes.js";
 import { postText } from "./posts.js";
 import type { AnswerParts, Layout } from "./presenter.js";
 import { RecentMap } from "./recent.js";
@@ -134,7 +134,7 @@ export class ThreadedLayout<D = string, P = string> implements Layout<ThreadedRu
       this.queuedNotices.set(key, { at: {} });
       return { at: {} };
     }
-    const text = `${this.dialect.marks.working} Queued: I'll get to this after the current request (position ${ev.position}).`;
+    const text = queuedText(ev, this.dialect);
     const notice = this.queuedNotices.get(key);
     if (notice?.id) {
       await this.surface.edit(channel, notice.id, { text }, notice.at);
